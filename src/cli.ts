@@ -1,0 +1,38 @@
+import { runPlugin } from "./plugin/run.js";
+
+declare const MESHCNI_VERSION: string | undefined;
+const version = typeof MESHCNI_VERSION === "string" ? MESHCNI_VERSION : "dev";
+
+const usage = `meshcni ${version}: a chained CNI plugin redirecting meshed pods' TCP to their proxy.
+
+As a CNI plugin, the runtime runs it with CNI_COMMAND set (ADD, DEL, CHECK, STATUS,
+GC, VERSION) and the network config on stdin.
+
+Commands:
+  meshcni version    print the version
+  meshcni help       print this text
+`;
+
+async function main(argv: string[]): Promise<number> {
+  if (process.env.CNI_COMMAND) return runPlugin(process.env);
+  const [command] = argv;
+  switch (command) {
+    case "version":
+    case "--version":
+      process.stdout.write(`${version}\n`);
+      return 0;
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(usage);
+      return 0;
+    default:
+      process.stderr.write(`meshcni: unknown command ${JSON.stringify(command)}\n\n${usage}`);
+      return 2;
+  }
+}
+
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+});

@@ -1,0 +1,45 @@
+import type { RulePlan } from "./plan.js";
+import { jumpTarget, jumpsIntoOwnChains, rulesOf, type NatTable, type SavedRule } from "./save.js";
+
+export function sameArgs(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((token, i) => token === b[i]);
+}
+
+const show = (args: readonly string[]) => args.join(" ");
+
+function diffChain(chain: string, planned: string[][], found: string[][]): string[] {
+  const missing = planned.filter((rule) => !found.some((other) => sameArgs(rule, other)));
+  const extra = found.filter((rule) => !planned.some((other) => sameArgs(rule, other)));
+  const differences = [
+    ...missing.map((rule) => `${chain}: missing rule: ${show(rule)}`),
+    ...extra.map((rule) => `${chain}: unexpected rule: ${show(rule)}`),
+  ];
+  const inOrder = planned.length === found.length && planned.every((rule, i) => sameArgs(rule, found[i]!));
+  if (differences.length === 0 && !inOrder) {
+    differences.push(`${chain}: rules are reordered or repeated: found [${found.map(show).join(" | ")}]`);
+  }
+  return differences;
+}
+
+/**
+ * Lists how a table differs from the plan: missing, extra or reordered rules in our
+ * chains, and missing, altered, repeated or stray jumps into them. Empty means it matches.
+ */
+export function diffTable(plan: RulePlan, table: NatTable): string[] {
+  const differences: string[] = [];
+  for (const [chain, planned] of Object.entries(plan.chains)) {
+    if (!table.chains.has(chain)) differences.push(`chain ${chain} is missing`);
+    else differences.push(...diffChain(chain, planned, rulesOf(table, chain).map((rule) => rule.args)));
+  }
+  const jumps = jumpsIntoOwnChains(table);
+  for (const jump of plan.jumps) {
+    const found = jumps.filter((rule) => rule.chain === jump.from && jumpTarget(rule) === jump.to);
+    if (found.length === 0) differences.push(`missing jump from ${jump.from} to ${jump.to}`);
+    else if (!found.some((rule) => sameArgs(rule.args, jump.args))) {
+      differences.push(`${jump.from}: jump to ${jump.to} differs: ${show(found[0]!.args)}`);
+    } else if (found.length > 1) differences.push(`${jump.from}: ${found.length} jumps to ${jump.to}, expected 1`);
+  }
+  const stray = jumps.filter((rule: SavedRule) => !plan.jumps.some((jump) => jump.from === rule.chain && jump.to === jumpTarget(rule)));
+  differences.push(...stray.map((rule) => `${rule.chain}: unexpected jump: ${rule.text}`));
+  return differences;
+}

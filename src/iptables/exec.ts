@@ -1,0 +1,80 @@
+import { randomBytes } from "node:crypto";
+import { accessSync, constants, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa, type Options } from "execa";
+import { CniError, ErrorCode } from "../cni/errors.js";
+import { binaryName, type Backend, type SaveProbe } from "./backend.js";
+import type { Family } from "./types.js";
+
+/** Runtimes may exec plugins with a PATH lacking the sbin directories iptables lives in. */
+const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");
+
+export interface IptablesRunner {
+  backend: Backend;
+  save(family: Family): Promise<string>;
+  restore(family: Family, text: string): Promise<void>;
+  /** Removes what the runner left on the host (its private lock file). */
+  close(): void;
+}
+
+function failure(binary: string, error: unknown): CniError {
+  const failed = error as { code?: string; stderr?: string; shortMessage?: string };
+  if (failed.code === "ENOENT") {
+    return new CniError(ErrorCode.ioFailure, `${binary} not found (searched ${searchPath}); install iptables or set linkerd.iptables-mode`);
+  }
+  const reason = failed.stderr?.trim() || failed.shortMessage || String(error);
+  return new CniError(ErrorCode.ioFailure, `${binary} failed: ${reason}`);
+}
+
+/**
+ * Runs iptables-save/-restore of one backend. Legacy restore takes the host-wide xtables
+ * lock, though each pod netns has its own tables; a lock file private to this process
+ * (XTABLES_LOCKFILE, iptables >= 1.8.6) keeps pods from queueing behind each other.
+ * `-w` is passed only when the netconf asks (use-wait-flag): with a private lock there
+ * is nothing to wait for. nft commits through netlink and takes no lock.
+ */
+export function createIptablesRunner(backend: Backend, options: { wait: boolean }): IptablesRunner {
+  const lockFile = backend === "nft" ? undefined : join(tmpdir(), `meshcni-xtables-${process.pid}-${randomBytes(4).toString("hex")}.lock`);
+  const execOptions: Options = { env: { PATH: searchPath, ...(lockFile ? { XTABLES_LOCKFILE: lockFile } : {}) }, stripFinalNewline: false };
+  return {
+    backend,
+    async save(family) {
+      const binary = binaryName(backend, family, "save");
+      try {
+        return String((await execa(binary, ["-t", "nat"], execOptions)).stdout);
+      } catch (error) {
+        throw failure(binary, error);
+      }
+    },
+    async restore(family, text) {
+      const binary = binaryName(backend, family, "restore");
+      try {
+        await execa(binary, ["--noflush", ...(options.wait ? ["-w"] : [])], { ...execOptions, input: text });
+      } catch (error) {
+        throw failure(binary, error);
+      }
+    },
+    close() {
+      if (lockFile) rmSync(lockFile, { force: true });
+    },
+  };
+}
+
+/** Backend detection's probe: a failed or missing binary counts as no rules. */
+export const hostSaveProbe: SaveProbe = async (binary, args) => {
+  const result = await execa(binary, args, { env: { PATH: searchPath }, reject: false });
+  return result.exitCode === 0 ? String(result.stdout) : "";
+};
+
+/** Whether an executable of that name is on the path the runner searches. */
+export function binaryAvailable(binary: string): boolean {
+  return searchPath.split(":").some((dir) => {
+    try {
+      accessSync(join(dir, binary), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}

@@ -1,0 +1,75 @@
+import { closeSync, openSync } from "node:fs";
+import { CniError, ErrorCode } from "../cni/errors.js";
+
+const CLONE_NEWNET = 0x40000000;
+
+interface Libc {
+  setns(fd: number, nstype: number): number;
+  errno(): number;
+}
+
+let libc: Libc | undefined;
+
+/** setns(2) and errno through bun:ffi; the compiled binary runs on Bun. */
+async function loadLibc(): Promise<Libc> {
+  if (libc) return libc;
+  if (!process.versions.bun) {
+    throw new CniError(ErrorCode.ioFailure, "entering a network namespace needs the compiled meshcni binary (Bun's FFI)");
+  }
+  const { dlopen, FFIType, read } = await import("bun:ffi");
+  const { symbols } = dlopen("libc.so.6", {
+    setns: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+    __errno_location: { args: [], returns: FFIType.ptr },
+  });
+  libc = {
+    setns: (fd, nstype) => symbols.setns(fd, nstype),
+    errno: () => read.i32(symbols.__errno_location()!, 0),
+  };
+  return libc;
+}
+
+/** The netns is gone (or was never there): DEL treats this as done. */
+export class NetnsGoneError extends CniError {
+  constructor(path: string, reason: string) {
+    super(ErrorCode.ioFailure, `network namespace ${path} is not available: ${reason}`);
+  }
+}
+
+function openNamespace(path: string): number {
+  try {
+    return openSync(path, "r");
+  } catch (error) {
+    throw new NetnsGoneError(path, (error as NodeJS.ErrnoException).code ?? String(error));
+  }
+}
+
+/**
+ * Runs `action` with this thread in the network namespace at `path`, then returns to
+ * the original one. Only the calling thread moves, and child processes are spawned
+ * from it, so iptables-restore runs inside the pod netns. Nothing else may do network
+ * I/O meanwhile: API calls happen before entering.
+ */
+export async function inNetns<T>(path: string, action: () => Promise<T>): Promise<T> {
+  const { setns, errno } = await loadLibc();
+  const target = openNamespace(path);
+  const home = openSync("/proc/thread-self/ns/net", "r");
+  try {
+    if (setns(target, CLONE_NEWNET) !== 0) {
+      const code = errno();
+      // EINVAL: the path is no netns any more (its bind mount went away).
+      if (code === 22) throw new NetnsGoneError(path, "not a network namespace");
+      throw new CniError(ErrorCode.ioFailure, `setns(${path}) failed with errno ${code}`);
+    }
+    try {
+      return await action();
+    } finally {
+      if (setns(home, CLONE_NEWNET) !== 0) {
+        // Staying in the pod netns would aim any later I/O wrongly; the process is short-lived.
+        throw new CniError(ErrorCode.ioFailure, `could not return to the host network namespace (errno ${errno()})`);
+      }
+    }
+  } finally {
+    closeSync(target);
+    closeSync(home);
+  }
+}

@@ -1,0 +1,59 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { parseCniArgs, podIdentity } from "../cni/args.js";
+import { CniError, ErrorCode } from "../cni/errors.js";
+import type { FirewallSpec } from "../iptables/types.js";
+import { firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "./pod.js";
+import type { PluginDeps, PluginRequest } from "./request.js";
+
+export interface Decision {
+  pod: V1Pod;
+  /** Undefined when the pod is not meshed. */
+  spec: FirewallSpec | undefined;
+}
+
+/** Bounds one API request, so a retry still fits within the deadline. */
+const attemptTimeoutMs = 10_000;
+
+/**
+ * Looks the pod up and decides its firewall; undefined when the runtime named no pod.
+ * Any API failure fails closed (code 11): a meshed pod must never start unredirected.
+ */
+export async function decideFirewall(request: PluginRequest, deps: PluginDeps): Promise<Decision | undefined> {
+  const identity = podIdentity(parseCniArgs(request.env.args));
+  if (!identity) {
+    deps.log.info("no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS: not a Kubernetes pod, passing through");
+    return undefined;
+  }
+  const subject = `pod ${identity.namespace}/${identity.name}`;
+  const { kubeconfig, timeout_seconds } = request.conf.kubernetes;
+  const unavailable = (cause: string) =>
+    new CniError(ErrorCode.tryAgainLater, `cannot decide the redirect for ${subject}: ${cause}`);
+  const deadline = AbortSignal.timeout(timeout_seconds * 1000);
+  let reader;
+  try {
+    reader = await deps.kubeReader({
+      kubeconfig,
+      deadline,
+      attemptTimeoutMs: Math.min(attemptTimeoutMs, timeout_seconds * 1000),
+      onRetry: (attempt, cause) => deps.log.warn("API request failed, retrying", { pod: subject, attempt, cause }),
+    });
+  } catch (error) {
+    throw unavailable((error as Error).message);
+  }
+  const read = async <T>(what: string, call: () => Promise<T>) => {
+    try {
+      return await call();
+    } catch (error) {
+      throw unavailable(`reading ${what}: ${(error as Error).message}`);
+    }
+  };
+  const pod = await read(subject, () => reader.readPod(identity.namespace, identity.name));
+  if (identity.uid && pod.metadata?.uid && identity.uid !== pod.metadata.uid) {
+    throw unavailable(`the API server has pod UID ${pod.metadata.uid}, the runtime asked for ${identity.uid}`);
+  }
+  if (!isMeshed(pod)) return { pod, spec: undefined };
+  const namespace = needsNamespaceAnnotations(pod)
+    ? await read(`namespace ${identity.namespace}`, () => reader.readNamespace(identity.namespace))
+    : undefined;
+  return { pod, spec: firewallSpecFor(request.conf.linkerd, pod, namespace, reader.serverPort) };
+}

@@ -1,0 +1,27 @@
+import { renderRemove } from "../iptables/restore.js";
+import { parseNatTable } from "../iptables/save.js";
+import { NetnsGoneError } from "../netns/enter.js";
+import { familiesFor, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
+
+/**
+ * DEL: remove our chains and the jumps into them, without the API (it may be down, the
+ * kubeconfig gone, the pod deleted). Nothing there, or no netns, is success.
+ */
+export async function del(request: PluginRequest, deps: PluginDeps): Promise<void> {
+  if (request.conf.linkerd.simulate) return;
+  if (!request.env.netns) {
+    deps.log.info("no CNI_NETNS: the netns is gone, nothing to remove");
+    return;
+  }
+  try {
+    await withPodIptables(request, deps, async (runner) => {
+      for (const family of familiesFor(request.conf)) {
+        const removal = renderRemove(parseNatTable(await runner.save(family)));
+        if (removal) await runner.restore(family, removal);
+      }
+    });
+  } catch (error) {
+    if (!(error instanceof NetnsGoneError)) throw error;
+    deps.log.info("netns is gone, nothing to remove", { reason: error.message });
+  }
+}

@@ -1,0 +1,70 @@
+import ipaddr from "ipaddr.js";
+import type { Family, PortRange } from "../iptables/types.js";
+
+/**
+ * Parsers for the user-written tokens that end up in iptables rules. Each returns the
+ * parsed value or a reason; only these values ever reach restore text.
+ */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
+
+const portPattern = /^\d{1,5}$/;
+
+function parsePortNumber(text: string): number | undefined {
+  if (!portPattern.test(text)) return undefined;
+  const port = Number(text);
+  return port >= 1 && port <= 65535 ? port : undefined;
+}
+
+/** `8080` or `8000-8010` (as in Linkerd's annotations), ports 1..65535, ranges ordered. */
+export function parsePortToken(token: string | number): Parsed<PortRange> {
+  const text = String(token).trim();
+  const bounds = text.split("-");
+  if (bounds.length > 2) return { ok: false, reason: "expected a port or a range like 8000-8010" };
+  const [from, to] = bounds.map(parsePortNumber);
+  if (from === undefined || (bounds.length === 2 && to === undefined)) {
+    return { ok: false, reason: "ports are whole numbers from 1 to 65535" };
+  }
+  if (to !== undefined && to < from) return { ok: false, reason: "a range must run from low to high" };
+  return { ok: true, value: { from, to: to ?? from } };
+}
+
+export function parsePortNumberToken(token: string | number): Parsed<number> {
+  const port = parsePortNumber(String(token).trim());
+  return port === undefined ? { ok: false, reason: "ports are whole numbers from 1 to 65535" } : { ok: true, value: port };
+}
+
+/** A CIDR or a bare address, normalised as iptables-save prints it (network address, prefix). */
+export function parseSubnetToken(token: string): Parsed<string> {
+  const failure = { ok: false, reason: "expected a CIDR like 10.0.0.0/8 or fd00::/64" } as const;
+  const [addressText = "", prefixText, ...extra] = token.trim().split("/");
+  // isValidFourPartDecimal refuses inet_aton shorthands such as "10.1".
+  const kind = ipaddr.IPv4.isValidFourPartDecimal(addressText)
+    ? "ipv4"
+    : ipaddr.IPv6.isValid(addressText) && !addressText.includes("%") ? "ipv6" : undefined;
+  if (kind === undefined || extra.length > 0) return failure;
+  const maxPrefix = kind === "ipv4" ? 32 : 128;
+  if (prefixText !== undefined && !(/^\d{1,3}$/.test(prefixText) && Number(prefixText) <= maxPrefix)) return failure;
+  const cidr = `${addressText}/${prefixText ?? maxPrefix}`;
+  const network = kind === "ipv4" ? ipaddr.IPv4.networkAddressFromCIDR(cidr) : ipaddr.IPv6.networkAddressFromCIDR(cidr);
+  return { ok: true, value: `${network.toString()}/${prefixText ?? maxPrefix}` };
+}
+
+export function subnetFamily(cidr: string): Family {
+  return cidr.includes(":") ? "ipv6" : "ipv4";
+}
+
+const maxId = 4294967294; // (uid_t)-1 means "no change" to the kernel
+
+/** A numeric UID or GID; names are refused so no NSS lookup ever runs. */
+export function parseIdToken(token: string | number): Parsed<number> {
+  const text = String(token).trim();
+  if (!/^\d{1,10}$/.test(text) || Number(text) > maxId) {
+    return { ok: false, reason: `expected a numeric id from 0 to ${maxId}` };
+  }
+  return { ok: true, value: Number(text) };
+}
+
+/** Splits a comma-separated annotation value; blank tokens (a trailing comma) carry nothing. */
+export function splitList(value: string): string[] {
+  return value.split(",").map((token) => token.trim()).filter((token) => token !== "");
+}
