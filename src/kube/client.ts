@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { CoreV1Api, KubeConfig, type V1Namespace, type V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, KubeConfig, Observable, type ObservableMiddleware, type V1Namespace, type V1Pod } from "@kubernetes/client-node";
 import pRetry, { AbortError } from "p-retry";
 import { describeApiFailure } from "./errors.js";
 
@@ -75,15 +75,18 @@ export function createKubeReader(options: KubeReaderOptions): KubeReader {
     });
   }
 
-  /** Hands the request our abort signal through the client's middleware hook. */
-  const withSignal = (signal: AbortSignal) => ({
-    middleware: [{ pre: async (context: { setSignal(signal: AbortSignal): void }) => (context.setSignal(signal), context), post: async <R>(response: R) => response }],
-    middlewareMergeStrategy: "append" as const,
-  });
+  /** Hands each request our abort signal through the client's middleware hook. */
+  const withSignal = (signal: AbortSignal) => {
+    const middleware: ObservableMiddleware = {
+      pre: (context) => (context.setSignal(signal), new Observable(Promise.resolve(context))),
+      post: (response) => new Observable(Promise.resolve(response)),
+    };
+    return { middleware: [middleware], middlewareMergeStrategy: "append" as const };
+  };
 
   return {
     serverPort: Number(server.port || (server.protocol === "https:" ? 443 : 80)),
-    readPod: (namespace, name) => request((signal) => api.readNamespacedPod({ namespace, name }, withSignal(signal) as never)),
-    readNamespace: (name) => request((signal) => api.readNamespace({ name }, withSignal(signal) as never)),
+    readPod: (namespace, name) => request((signal) => api.readNamespacedPod({ namespace, name }, withSignal(signal))),
+    readNamespace: (name) => request((signal) => api.readNamespace({ name }, withSignal(signal))),
   };
 }

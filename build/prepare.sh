@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what the demo, the tests and the benchmark need on a fresh Debian 12 machine,
+# idempotently: npm packages, Debian's iptables/iproute2/CNI plugins, and cnitool built
+# from Debian's libcni source (cached in .cache/). Needs root for apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+cache="$root/.cache"
+mkdir -p "$cache/bin"
+
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+
+packages=(iptables iproute2 util-linux containernetworking-plugins golang-go openssl xz-utils)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cnitool="$cache/bin/cnitool"
+if [ ! -x "$cnitool" ]; then
+  # cnitool is not packaged; Debian's libcni source (golang-github-appc-cni) holds it.
+  sources=/etc/apt/sources.list.d/meshcni-deb-src.sources
+  if ! apt-cache showsrc golang-github-appc-cni >/dev/null 2>&1; then
+    cat > "$sources" <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    apt-get update -qq
+  fi
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  (cd "$work" && apt-get source --download-only -qq golang-github-appc-cni 2>/dev/null && tar xf golang-github-appc-cni_*.orig.tar.xz)
+  src=$(find "$work" -maxdepth 1 -type d -name 'golang-github-appc-cni-*' | head -n 1)
+  # go.mod requires test-only modules (ginkgo, gomega) that cannot be fetched offline.
+  printf 'module github.com/containernetworking/cni\n\ngo 1.14\n' > "$src/go.mod"
+  rm -f "$src/go.sum"
+  (cd "$src" && GOPROXY=off GOFLAGS=-mod=mod GOCACHE="$cache/go-build" go build -o "$cnitool" ./cnitool)
+fi

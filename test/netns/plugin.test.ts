@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execa } from "execa";
+import { FakeApiServer, podObject } from "../support/api-server.js";
+import { TestNetwork, invokePlugin, natRules } from "./support/network.js";
+
+const isRoot = process.getuid?.() === 0;
+
+/** What iptables-save shows after ADD for a pod skipping outbound 9091 (Linkerd's layout). */
+const expectedRules = [
+  ":PROXY_INIT_OUTPUT - [0:0]",
+  ":PROXY_INIT_REDIRECT - [0:0]",
+  '-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT',
+  '-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT',
+  '-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment "proxy-init/ignore-proxy-user-id" -j RETURN',
+  '-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback" -j RETURN',
+  '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 9091 -m comment --comment "proxy-init/ignore-port-9091" -j RETURN',
+  '-A PROXY_INIT_OUTPUT -p tcp -m comment --comment "proxy-init/redirect-all-outgoing-to-proxy-port" -j REDIRECT --to-ports 4140',
+  '-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4190,4191 -m comment --comment "proxy-init/ignore-port-4190,4191" -j RETURN',
+  '-A PROXY_INIT_REDIRECT -p tcp -m comment --comment "proxy-init/redirect-all-incoming-to-proxy-port" -j REDIRECT --to-ports 4143',
+];
+
+describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnitool, %s backend", (backend) => {
+  const api = new FakeApiServer();
+  const net = new TestNetwork(backend === "nft" ? 10 : 11);
+  let kubeconfig = "";
+  let client = "";
+  let clientIp = "";
+
+  beforeAll(async () => {
+    await api.start();
+    kubeconfig = api.writeKubeconfig();
+    api.addPod(podObject("demo", "web", { proxy: "container", annotations: { "config.linkerd.io/skip-outbound-ports": "9091" } }));
+    api.addPod(podObject("demo", "sidecar", { proxy: "native-sidecar" }));
+    api.addPod(podObject("demo", "plain"));
+    api.addPod(podObject("demo", "with-init", { proxy: "container", init: true }));
+    net.writeConflist("mesh", { kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } });
+    client = await net.addNetns("client");
+    clientIp = TestNetwork.address(await net.cnitool("add", "mesh", client));
+    await net.serve(client, { 9090: "real-server", 9091: "real-server-skipped" });
+  });
+
+  afterAll(async () => {
+    await net.cleanup();
+    await api.stop();
+  });
+
+  describe("a meshed pod", () => {
+    let pod = "";
+    let podIp = "";
+    const podArgs = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web;K8S_POD_INFRA_CONTAINER_ID=abc";
+
+    beforeAll(async () => {
+      pod = await net.addNetns("web");
+      const added = await net.cnitool("add", "mesh", pod, podArgs);
+      expect(added.exitCode, added.stderr + added.stdout).toBe(0);
+      podIp = TestNetwork.address(added);
+      await net.serve(pod, { 4143: "proxy-inbound", 4140: "proxy-outbound", 8080: "app" });
+    });
+
+    it("writes the planned rules, exactly", async () => {
+      expect(await natRules(pod, backend)).toEqual(expectedRules);
+    });
+
+    it("redirects inbound TCP to the proxy's inbound port", async () => {
+      expect(await net.connect(client, podIp, 8080)).toBe("proxy-inbound");
+    });
+
+    it("redirects the app's outbound TCP to the proxy's outbound port", async () => {
+      expect(await net.connect(pod, clientIp, 9090, 1000)).toBe("proxy-outbound");
+    });
+
+    it("lets the proxy's own UID through to the real server", async () => {
+      expect(await net.connect(pod, clientIp, 9090, 2102)).toBe("real-server");
+    });
+
+    it("lets a skip-outbound port and loopback bypass the proxy", async () => {
+      expect(await net.connect(pod, clientIp, 9091, 1000)).toBe("real-server-skipped");
+      expect(await net.connect(pod, "127.0.0.1", 8080, 1000)).toBe("app");
+    });
+
+    it("passes CHECK, and ADD again leaves one copy", async () => {
+      expect((await net.cnitool("check", "mesh", pod, podArgs)).exitCode).toBe(0);
+      const again = await invokePlugin(
+        { CNI_COMMAND: "ADD", CNI_CONTAINERID: "again", CNI_NETNS: net.netnsPath(pod), CNI_IFNAME: "eth0", CNI_ARGS: podArgs },
+        { cniVersion: "1.0.0", name: "mesh", type: "meshcni", kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } },
+      );
+      expect(again.exitCode, again.stdout).toBe(0);
+      expect(again.json).toEqual({ cniVersion: "1.0.0" });
+      expect(await natRules(pod, backend)).toEqual(expectedRules);
+    });
+
+    it("fails CHECK after a rule is deleted by hand, naming the rule", async () => {
+      await execa("ip", ["netns", "exec", pod, `iptables-${backend}`, "-t", "nat", "-D", "PROXY_INIT_OUTPUT", "-o", "lo",
+        "-m", "comment", "--comment", "proxy-init/ignore-loopback", "-j", "RETURN"]);
+      const checked = await net.cnitool("check", "mesh", pod, podArgs);
+      expect(checked.exitCode).not.toBe(0);
+      expect(checked.stdout + checked.stderr).toContain("PROXY_INIT_OUTPUT: missing rule: -o lo");
+    });
+
+    it("DEL removes every rule, and DEL twice succeeds", async () => {
+      expect((await net.cnitool("del", "mesh", pod, podArgs)).exitCode).toBe(0);
+      expect(await natRules(pod, backend)).toEqual([]);
+      expect((await net.cnitool("del", "mesh", pod, podArgs)).exitCode).toBe(0);
+    });
+
+    it("DEL succeeds once the netns is gone", async () => {
+      const gone = await net.addNetns("gone");
+      expect((await net.cnitool("add", "mesh", gone, podArgs)).exitCode).toBe(0);
+      await net.removeNetns(gone);
+      const deleted = await net.cnitool("del", "mesh", gone, podArgs);
+      expect(deleted.exitCode, deleted.stdout + deleted.stderr).toBe(0);
+    });
+  });
+
+  describe.each([
+    ["a pod without the proxy", "plain"],
+    ["a pod whose linkerd-init programs iptables itself", "with-init"],
+  ])("%s", (_title, name) => {
+    it("gets no rules, and traffic reaches the real ports", async () => {
+      const pod = await net.addNetns(name);
+      const args = `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${name}`;
+      const added = await net.cnitool("add", "mesh", pod, args);
+      expect(added.exitCode, added.stderr).toBe(0);
+      await net.serve(pod, { 4143: "proxy-inbound", 8080: "app" });
+      expect(await natRules(pod, backend)).toEqual([]);
+      expect(await net.connect(client, TestNetwork.address(added), 8080)).toBe("app");
+      expect((await net.cnitool("check", "mesh", pod, args)).exitCode).toBe(0);
+    });
+  });
+
+  it("redirects a pod whose proxy is a native sidecar", async () => {
+    const pod = await net.addNetns("sidecar");
+    const added = await net.cnitool("add", "mesh", pod, "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=sidecar");
+    expect(added.exitCode, added.stderr).toBe(0);
+    await net.serve(pod, { 4143: "proxy-inbound", 8080: "app" });
+    expect(await net.connect(client, TestNetwork.address(added), 8080)).toBe("proxy-inbound");
+  });
+});

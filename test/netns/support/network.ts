@@ -1,0 +1,162 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { execa } from "execa";
+
+export const projectRoot = resolve(import.meta.dirname, "../../..");
+export const meshcniBinary = join(projectRoot, "build/meshcni");
+export const cnitoolBinary = join(projectRoot, ".cache/bin/cnitool");
+const tcpHelper = join(import.meta.dirname, "tcp.mjs");
+const debianPlugins = "/usr/lib/cni";
+const cniCacheResults = "/var/lib/cni/results";
+
+export interface CniOutcome {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  json: Record<string, unknown> | undefined;
+}
+
+function outcome(result: { exitCode?: number | undefined; stdout: unknown; stderr: unknown }): CniOutcome {
+  const stdout = String(result.stdout);
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = stdout.trim() ? JSON.parse(stdout) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { exitCode: result.exitCode ?? -1, stdout, stderr: String(result.stderr), json };
+}
+
+/**
+ * A throwaway network on this machine: a Linux bridge with no address and no route out
+ * (Debian's bridge + host-local, no gateway, no masquerade), netns "pods" on it, and
+ * conflists chaining meshcni. cleanup() removes every netns, link and file it made.
+ */
+export class TestNetwork {
+  readonly id = randomBytes(3).toString("hex");
+  readonly dir = mkdtempSync(join(tmpdir(), "meshcni-net-"));
+  readonly confDir = join(this.dir, "net.d");
+  readonly binDir = join(this.dir, "bin");
+  readonly bridge = `mcbr${this.id}`;
+  readonly subnet: string;
+  private readonly netnsNames = new Set<string>();
+  private readonly networks = new Set<string>();
+  private readonly processes = new Set<ChildProcess>();
+
+  constructor(subnetIndex: number) {
+    this.subnet = `10.251.${subnetIndex}.0/24`;
+    mkdirSync(this.confDir);
+    mkdirSync(this.binDir);
+    // Only the binary, as an installer would put it in the runtime's CNI bin dir.
+    symlinkSync(meshcniBinary, join(this.binDir, "meshcni"));
+  }
+
+  netnsPath(name: string): string {
+    return `/var/run/netns/${name}`;
+  }
+
+  async addNetns(label: string): Promise<string> {
+    const name = `mc-${this.id}-${label}`;
+    await execa("ip", ["netns", "add", name]);
+    this.netnsNames.add(name);
+    await execa("ip", ["-n", name, "link", "set", "lo", "up"]);
+    return name;
+  }
+
+  async removeNetns(name: string): Promise<void> {
+    await execa("ip", ["netns", "del", name], { reject: false });
+    this.netnsNames.delete(name);
+  }
+
+  /** Writes a conflist: bridge + host-local, then meshcni with `meshcni` merged into its entry. */
+  writeConflist(network: string, meshcni: Record<string, unknown>, cniVersion = "1.0.0"): string {
+    this.networks.add(network);
+    const conflist = {
+      cniVersion,
+      name: network,
+      plugins: [
+        {
+          type: "bridge",
+          bridge: this.bridge,
+          isGateway: false,
+          ipMasq: false,
+          ipam: { type: "host-local", subnet: this.subnet, dataDir: join(this.dir, "ipam") },
+        },
+        { type: "meshcni", ...meshcni },
+      ],
+    };
+    const path = join(this.confDir, `${network}.conflist`);
+    writeFileSync(path, JSON.stringify(conflist, null, 2));
+    return path;
+  }
+
+  async cnitool(action: "add" | "check" | "del", network: string, netns: string, cniArgs = ""): Promise<CniOutcome> {
+    const result = await execa(cnitoolBinary, [action, network, this.netnsPath(netns)], {
+      // As containerd does: Debian's plugins refuse K8S_* keys without IgnoreUnknown.
+      env: { NETCONFPATH: this.confDir, CNI_PATH: `${this.binDir}:${debianPlugins}`, CNI_ARGS: cniArgs && `IgnoreUnknown=1;${cniArgs}`, CNI_IFNAME: "eth0" },
+      reject: false,
+    });
+    return outcome(result);
+  }
+
+  /** The first IPv4 address a cnitool ADD result gave, without its prefix. */
+  static address(result: CniOutcome): string {
+    const ips = (result.json?.ips ?? []) as Array<{ address: string }>;
+    const address = ips.find((ip) => !ip.address.includes(":"))?.address;
+    if (!address) throw new Error(`no IPv4 address in ADD result: ${result.stdout} ${result.stderr}`);
+    return address.split("/")[0]!;
+  }
+
+  /** Starts TCP listeners in a netns, each answering its label. */
+  async serve(netns: string, listeners: Record<number, string>): Promise<void> {
+    const child = spawn("ip", ["netns", "exec", netns, process.execPath, tcpHelper, "serve",
+      ...Object.entries(listeners).map(([port, label]) => `${port}=${label}`)], { stdio: ["ignore", "pipe", "inherit"] });
+    this.processes.add(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.once("data", () => resolve());
+      child.once("exit", (code) => reject(new Error(`listener in ${netns} exited with ${code}`)));
+    });
+  }
+
+  /** Connects from a netns (as `uid`, when given) and returns what the far end answered. */
+  async connect(netns: string, host: string, port: number, uid?: number): Promise<string> {
+    const asUser = uid === undefined ? [] : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"];
+    const result = await execa("ip", ["netns", "exec", netns, ...asUser, process.execPath, tcpHelper, "connect", host, String(port)], {
+      reject: false,
+    });
+    return String(result.stdout);
+  }
+
+  async cleanup(): Promise<void> {
+    for (const child of this.processes) child.kill("SIGKILL");
+    for (const name of [...this.netnsNames]) await this.removeNetns(name);
+    await execa("ip", ["link", "del", this.bridge], { reject: false });
+    if (existsSync(cniCacheResults)) {
+      for (const file of readdirSync(cniCacheResults)) {
+        if ([...this.networks].some((network) => file.startsWith(`${network}-`))) rmSync(join(cniCacheResults, file), { force: true });
+      }
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Runs the compiled plugin the way a runtime does: env and stdin in, stdout and exit code out. */
+export async function invokePlugin(env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {
+  const result = await execa(meshcniBinary, [], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    extendEnv: false,
+    input: typeof stdin === "string" ? stdin : JSON.stringify(stdin),
+    reject: false,
+  });
+  return outcome(result);
+}
+
+/** The nat table of a netns as one backend's iptables-save prints it. */
+export async function natRules(netns: string, backend: "nft" | "legacy", family: "ipv4" | "ipv6" = "ipv4"): Promise<string[]> {
+  const binary = `${family === "ipv6" ? "ip6tables" : "iptables"}-${backend}-save`;
+  const { stdout } = await execa("ip", ["netns", "exec", netns, binary, "-t", "nat"]);
+  return String(stdout).split("\n").filter((line) => line.startsWith("-A ") || line.startsWith(":PROXY"));
+}
