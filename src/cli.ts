@@ -14,8 +14,9 @@ Commands:
 `;
 
 async function main(argv: string[]): Promise<number> {
-  if (process.env.CNI_COMMAND) return runPlugin(process.env);
   const [command] = argv;
+  // Any CNI_* variable means a runtime called us, so a missing CNI_COMMAND is its error (code 4).
+  if (command === undefined && Object.keys(process.env).some((name) => name.startsWith("CNI_"))) return runPlugin(process.env);
   switch (command) {
     case "version":
     case "--version":

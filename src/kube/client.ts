@@ -52,6 +52,7 @@ export function createKubeReader(options: KubeReaderOptions): KubeReader {
   const server = new URL(config.getCurrentCluster()!.server);
 
   async function request<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+    let lastCause = "";
     return pRetry(
       async () => {
         const signal = AbortSignal.any([options.deadline, AbortSignal.timeout(options.attemptTimeoutMs)]);
@@ -59,6 +60,7 @@ export function createKubeReader(options: KubeReaderOptions): KubeReader {
           return await call(signal);
         } catch (error) {
           const failure = describeApiFailure(error);
+          lastCause = failure.cause;
           if (!failure.retryable || options.deadline.aborted) throw new AbortError(failure.cause);
           throw new ApiRequestError(failure.cause);
         }
@@ -71,7 +73,9 @@ export function createKubeReader(options: KubeReaderOptions): KubeReader {
         onFailedAttempt: ({ error, attemptNumber }) => options.onRetry?.(attemptNumber, error.message),
       },
     ).catch((error: unknown) => {
-      throw new ApiRequestError(options.deadline.aborted ? "timed out waiting for the API server" : (error as Error).message);
+      if (!options.deadline.aborted) throw new ApiRequestError((error as Error).message);
+      const cause = lastCause && !lastCause.startsWith("timed out") ? ` (last failure: ${lastCause})` : "";
+      throw new ApiRequestError(`timed out waiting for the API server${cause}`);
     });
   }
 
