@@ -10,6 +10,7 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(20);
   let kubeconfig = "";
+  let foreignCa = "";
   let pod = "";
   const env = (extra: Record<string, string> = {}) => ({
     CNI_COMMAND: "ADD",
@@ -40,6 +41,9 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
   beforeAll(async () => {
     await api.start();
     kubeconfig = api.writeKubeconfig();
+    const other = await new FakeApiServer().start();
+    foreignCa = other.caPem;
+    await other.stop();
     api.addPod(podObject("demo", "web", { proxy: "container" }));
     api.addPod(podObject("demo", "injected", { proxy: "container", annotations: { "config.linkerd.io/skip-inbound-ports": "80\n-A OUTPUT -j ACCEPT" } }));
     api.addPod(podObject("demo", "badgid", { proxy: "container", annotations: { "config.linkerd.io/proxy-gid": "wheel" } }));
@@ -58,6 +62,7 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     ["500 (a failing server)", () => (api.faults.set("/api/v1/namespaces/demo/pods/web", { status: 500 }), kubeconfig), "HTTP 500"],
     ["a server that never answers", () => (api.faults.set("/api/v1/namespaces/demo/pods/web", { hang: true }), kubeconfig), "timed out"],
     ["a missing kubeconfig", () => `${api.dir}/absent`, "cannot read kubeconfig"],
+    ["a CA that did not sign the server's certificate", () => api.writeKubeconfig(`${api.dir}/foreign-ca`, api.token, foreignCa), "TLS"],
   ])("API fault: %s", (_title, setup, cause, podName = "demo/web") => {
     it("fails ADD closed with code 11 naming the pod and the cause, within the deadline, leaving no rules", async () => {
       api.faults.clear();

@@ -50,9 +50,9 @@ export class FakeApiServer {
     return readFileSync(join(this.dir, "server.crt"), "utf8");
   }
 
-  /** Writes a kubeconfig for this server; `token` overrides the valid one. */
-  writeKubeconfig(path = join(this.dir, "kubeconfig"), token = this.token): string {
-    const ca = Buffer.from(this.caPem).toString("base64");
+  /** Writes a kubeconfig for this server; `token` and `caPem` override the valid ones. */
+  writeKubeconfig(path = join(this.dir, "kubeconfig"), token = this.token, caPem = this.caPem): string {
+    const ca = Buffer.from(caPem).toString("base64");
     writeFileSync(
       path,
       [

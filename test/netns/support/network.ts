@@ -42,6 +42,7 @@ export class TestNetwork {
   readonly binDir = join(this.dir, "bin");
   readonly bridge = `mcbr${this.id}`;
   readonly subnet: string;
+  private bridgeReady: Promise<void> | undefined;
   private readonly netnsNames = new Set<string>();
   private readonly networks = new Set<string>();
   private readonly processes = new Set<ChildProcess>();
@@ -56,6 +57,16 @@ export class TestNetwork {
 
   netnsPath(name: string): string {
     return `/var/run/netns/${name}`;
+  }
+
+  /**
+   * Makes the bridge before the bridge plugin does, with a fixed MAC: a bridge's own MAC
+   * follows its lowest port's, which makes the bridge plugin's CHECK fail once more
+   * pods join than the cached ADD result saw.
+   */
+  async createBridge(): Promise<void> {
+    await execa("ip", ["link", "add", "name", this.bridge, "type", "bridge"]);
+    await execa("ip", ["link", "set", this.bridge, "address", `02:6d:63:${this.id.replace(/(..)(?!$)/g, "$1:")}`, "up"]);
   }
 
   async addNetns(label: string): Promise<string> {
@@ -94,6 +105,7 @@ export class TestNetwork {
   }
 
   async cnitool(action: "add" | "check" | "del", network: string, netns: string, cniArgs = ""): Promise<CniOutcome> {
+    await (this.bridgeReady ??= this.createBridge());
     const result = await execa(cnitoolBinary, [action, network, this.netnsPath(netns)], {
       // As containerd does: Debian's plugins refuse K8S_* keys without IgnoreUnknown.
       env: { NETCONFPATH: this.confDir, CNI_PATH: `${this.binDir}:${debianPlugins}`, CNI_ARGS: cniArgs && `IgnoreUnknown=1;${cniArgs}`, CNI_IFNAME: "eth0" },
