@@ -1,6 +1,6 @@
 import { convertResult } from "../cni/result.js";
-import { diffTable } from "../iptables/diff.js";
-import { planRules } from "../iptables/plan.js";
+import { applyPlan, removeOwnRules } from "../iptables/apply.js";
+import { planRules, type RulePlan } from "../iptables/plan.js";
 import { renderApply } from "../iptables/restore.js";
 import { parseNatTable } from "../iptables/save.js";
 import { decideFirewall } from "./decide.js";
@@ -31,14 +31,21 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
     return result;
   }
   await withPodIptables(request, deps, async (runner) => {
-    for (const plan of plans) {
-      const table = parseNatTable(await runner.save(plan.family));
-      if (diffTable(plan, table).length === 0) {
-        deps.log.info("redirect already in place", { pod: podName(pod), family: plan.family });
-        continue;
+    const applied: RulePlan[] = [];
+    try {
+      for (const plan of plans) {
+        const changed = await applyPlan(runner, plan);
+        if (changed) applied.push(plan);
+        deps.log.info(changed ? "redirect applied" : "redirect already in place", {
+          pod: podName(pod),
+          family: plan.family,
+          backend: runner.backend,
+        });
       }
-      await runner.restore(plan.family, renderApply(plan, table));
-      deps.log.info("redirect applied", { pod: podName(pod), family: plan.family, backend: runner.backend });
+    } catch (error) {
+      // A failed ADD changes nothing: an IPv4-only redirect would let IPv6 bypass the proxy.
+      for (const plan of applied) await removeOwnRules(runner, plan.family);
+      throw error;
     }
   });
   return result;

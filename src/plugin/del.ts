@@ -1,5 +1,4 @@
-import { renderRemove } from "../iptables/restore.js";
-import { parseNatTable } from "../iptables/save.js";
+import { removeOwnRules } from "../iptables/apply.js";
 import { NetnsGoneError } from "../netns/enter.js";
 import { familiesFor, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
 
@@ -15,10 +14,7 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<voi
   }
   try {
     await withPodIptables(request, deps, async (runner) => {
-      for (const family of familiesFor(request.conf)) {
-        const removal = renderRemove(parseNatTable(await runner.save(family)));
-        if (removal) await runner.restore(family, removal);
-      }
+      for (const family of familiesFor(request.conf)) await removeOwnRules(runner, family);
     });
   } catch (error) {
     if (!(error instanceof NetnsGoneError)) throw error;

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { execa } from "execa";
 import { FakeApiServer, podObject } from "../support/api-server.js";
 import { TestNetwork, invokePlugin, natRules } from "./support/network.js";
@@ -159,6 +161,49 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     expect((await invokePlugin(env({ ...args, CNI_COMMAND: "DEL" }), conf({ prevResult }))).exitCode).toBe(0);
     expect(await natRules(pod, "nft", "ipv6")).toEqual([]);
     expect(await natRules(pod, "nft")).toEqual([]);
+  });
+
+  it("fails ADD when ip6tables fails, and leaves no IPv4 rules behind", async () => {
+    const fakeBin = `${net.dir}/fake-bin`;
+    mkdirSync(fakeBin, { recursive: true });
+    writeFileSync(`${fakeBin}/ip6tables-nft-restore`, "#!/bin/sh\necho 'ip6tables-restore: line 2 failed' >&2\nexit 1\n");
+    chmodSync(`${fakeBin}/ip6tables-nft-restore`, 0o755);
+    const result = await invokePlugin(env({ PATH: `${fakeBin}:${process.env.PATH}` }), conf({}, { ipv6: true }));
+    expectCniError(result, 5, "ip6tables-nft-restore failed", "line 2 failed");
+    expect(await natRules(pod, "nft")).toEqual([]);
+    expect(await natRules(pod, "nft", "ipv6")).toEqual([]);
+  });
+
+  it("updates the rules in place when the pod's annotations changed, keeping one jump each", async () => {
+    expect((await invokePlugin(env(), conf())).exitCode).toBe(0);
+    api.addPod(podObject("demo", "web", { proxy: "container", annotations: { "config.linkerd.io/skip-outbound-ports": "9999" } }));
+    expect((await invokePlugin(env(), conf())).exitCode).toBe(0);
+    const rules = await natRules(pod, "nft");
+    expect(rules.filter((rule) => rule.includes("ignore-port-9999"))).toHaveLength(1);
+    expect(rules.filter((rule) => rule.startsWith("-A OUTPUT"))).toHaveLength(1);
+    expect(rules.filter((rule) => rule.startsWith("-A PREROUTING"))).toHaveLength(1);
+    expect((await invokePlugin(env({ CNI_COMMAND: "CHECK" }), conf())).exitCode).toBe(0);
+    api.addPod(podObject("demo", "web", { proxy: "container" }));
+    expectCniError(await invokePlugin(env({ CNI_COMMAND: "CHECK" }), conf()), 100, "unexpected rule", "ignore-port-9999");
+    expect((await invokePlugin(env({ CNI_COMMAND: "DEL" }), conf())).exitCode).toBe(0);
+  });
+
+  it("does not queue behind the host-wide xtables lock with the legacy backend", async () => {
+    // Holds /run/xtables.lock as another iptables user on the node would.
+    const holder = spawn("flock", ["/run/xtables.lock", "sleep", "30"], { stdio: "ignore" });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const legacy = conf({}, { "iptables-mode": "legacy" });
+      const result = await invokePlugin(env(), legacy);
+      expect(result.exitCode, result.stdout).toBe(0);
+      // iptables-legacy-restore waits for the lock it uses: finishing first proves it used its own.
+      expect(holder.exitCode).toBeNull();
+      expect(await natRules(pod, "legacy")).toContain(":PROXY_INIT_OUTPUT - [0:0]");
+      expect((await invokePlugin(env({ CNI_COMMAND: "DEL" }), legacy)).exitCode).toBe(0);
+      expect(await natRules(pod, "legacy")).toEqual([]);
+    } finally {
+      holder.kill();
+    }
   });
 
   it("fails CHECK for an unmeshed pod that carries our chains", async () => {

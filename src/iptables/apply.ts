@@ -1,0 +1,23 @@
+import { diffTable } from "./diff.js";
+import type { IptablesRunner } from "./exec.js";
+import type { RulePlan } from "./plan.js";
+import { renderApply, renderRemove } from "./restore.js";
+import { parseNatTable } from "./save.js";
+import type { Family } from "./types.js";
+
+/**
+ * Makes one family's nat table match the plan: one save, then one restore unless it
+ * matches already. Returns whether anything was written.
+ */
+export async function applyPlan(runner: IptablesRunner, plan: RulePlan): Promise<boolean> {
+  const table = parseNatTable(await runner.save(plan.family));
+  if (diffTable(plan, table).length === 0) return false;
+  await runner.restore(plan.family, renderApply(plan, table));
+  return true;
+}
+
+/** Removes our chains and every jump into them from one family; nothing there is fine. */
+export async function removeOwnRules(runner: IptablesRunner, family: Family): Promise<void> {
+  const removal = renderRemove(parseNatTable(await runner.save(family)));
+  if (removal) await runner.restore(family, removal);
+}
