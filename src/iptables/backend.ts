@@ -1,8 +1,11 @@
-import type { IptablesMode } from "../plugin/netconf.js";
 import type { Family } from "./types.js";
 
 /** Which iptables front end writes the rules; "plain" is whatever `iptables` is on the host. */
 export type Backend = "legacy" | "nft" | "plain";
+
+/** What the netconf may ask for: a backend, or "auto" to detect the node's. */
+export const iptablesModes = ["legacy", "nft", "plain", "auto"] as const;
+export type IptablesMode = (typeof iptablesModes)[number];
 
 export function binaryName(backend: Backend, family: Family, tool: "save" | "restore"): string {
   const prefix = family === "ipv6" ? "ip6tables" : "iptables";

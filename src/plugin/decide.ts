@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { parseCniArgs, podIdentity } from "../cni/args.js";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import type { FirewallSpec } from "../iptables/types.js";
+import type { KubeReader } from "../kube/client.js";
 import { firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "./pod.js";
 import type { PluginDeps, PluginRequest } from "./request.js";
 
@@ -29,7 +30,7 @@ export async function decideFirewall(request: PluginRequest, deps: PluginDeps): 
   const unavailable = (cause: string) =>
     new CniError(ErrorCode.tryAgainLater, `cannot decide the redirect for ${subject}: ${cause}`);
   const deadline = AbortSignal.timeout(timeout_seconds * 1000);
-  let reader;
+  let reader: KubeReader;
   try {
     reader = await deps.kubeReader({
       kubeconfig,

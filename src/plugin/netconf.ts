@@ -1,11 +1,10 @@
 import { z } from "zod";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { requireSupportedVersion, type CniVersion } from "../cni/version.js";
+import { iptablesModes } from "../iptables/backend.js";
 import { parseIdToken, parsePortNumberToken, parsePortToken, parseSubnetToken, type Parsed } from "./tokens.js";
 
 export const defaultKubeconfig = "/etc/cni/net.d/ZZZ-meshcni-kubeconfig";
-export const iptablesModes = ["legacy", "nft", "plain", "auto"] as const;
-export type IptablesMode = (typeof iptablesModes)[number];
 
 /** A schema for one token that the parsers in tokens.ts accept, so netconf and annotations agree. */
 function token<T>(parse: (input: never) => Parsed<T>, input: z.ZodType<string | number>) {

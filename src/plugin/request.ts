@@ -4,7 +4,8 @@ import type { IptablesRunner } from "../iptables/exec.js";
 import type { Family } from "../iptables/types.js";
 import type { KubeReader, KubeReaderOptions } from "../kube/client.js";
 import type { Logger } from "../log.js";
-import type { IptablesMode, NetConf } from "./netconf.js";
+import type { IptablesMode } from "../iptables/backend.js";
+import type { NetConf } from "./netconf.js";
 
 /** One invocation: what the runtime passed. */
 export interface PluginRequest {
