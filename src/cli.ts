@@ -9,15 +9,27 @@ As a CNI plugin, the runtime runs it with CNI_COMMAND set (ADD, DEL, CHECK, STAT
 GC, VERSION) and the network config on stdin.
 
 Commands:
+  meshcni install    run the node agent: install the binary, keep it chained (--help)
+  meshcni ready      exit 0 when the agent's work is in place (a readiness probe)
   meshcni version    print the version
   meshcni help       print this text
 `;
+
+function help(text: string): number {
+  process.stdout.write(text);
+  return 0;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command] = argv;
   // Any CNI_* variable means a runtime called us, so a missing CNI_COMMAND is its error (code 4).
   if (command === undefined && Object.keys(process.env).some((name) => name.startsWith("CNI_"))) return runPlugin(process.env);
   switch (command) {
+    case "install":
+      if (argv.includes("--help")) return help((await import("./installer/options.js")).installerUsage);
+      return (await import("./installer/main.js")).runInstall(argv.slice(1));
+    case "ready":
+      return (await import("./installer/main.js")).runReady(argv.slice(1));
     case "version":
     case "--version":
       process.stdout.write(`${version}\n`);
@@ -26,8 +38,7 @@ async function main(argv: string[]): Promise<number> {
     case "help":
     case "--help":
     case "-h":
-      process.stdout.write(usage);
-      return 0;
+      return help(usage);
     default:
       process.stderr.write(`meshcni: unknown command ${JSON.stringify(command)}\n\n${usage}`);
       return 2;

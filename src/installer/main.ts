@@ -1,0 +1,40 @@
+import { createLogger } from "../log.js";
+import { InstallAgent } from "./agent.js";
+import { createInstallerMetrics } from "./metrics.js";
+import { installerUsage, parseInstallerOptions, type InstallerOptions } from "./options.js";
+import { checkReadiness, loadTemplate } from "./state.js";
+
+function options(argv: string[]): InstallerOptions | undefined {
+  try {
+    return parseInstallerOptions(argv, process.env, process.execPath);
+  } catch (error) {
+    process.stderr.write(`meshcni: ${(error as Error).message}\n\n${installerUsage}`);
+    return undefined;
+  }
+}
+
+/** `meshcni install`: runs until SIGTERM/SIGINT, then uninstalls and exits 0. */
+export async function runInstall(argv: string[]): Promise<number> {
+  const parsed = options(argv);
+  if (!parsed) return 2;
+  const log = createLogger({ level: process.env.LOG_LEVEL === "debug" ? "debug" : "info", prefix: { component: "install" } });
+  const agent = new InstallAgent(parsed, log, createInstallerMetrics());
+  await agent.start();
+  return new Promise((resolve) => {
+    const shutdown = (signal: string) => {
+      log.info("stopping", { signal });
+      void agent.stop().then(() => resolve(0));
+    };
+    process.once("SIGTERM", () => shutdown("SIGTERM"));
+    process.once("SIGINT", () => shutdown("SIGINT"));
+  });
+}
+
+/** `meshcni ready`: an exec readiness probe reading the same facts as /readyz. */
+export function runReady(argv: string[]): number {
+  const parsed = options(argv);
+  if (!parsed) return 2;
+  const readiness = checkReadiness(parsed, loadTemplate(parsed));
+  process.stdout.write(readiness.ready ? `ready: meshcni is chained in ${readiness.active}\n` : `not ready: ${readiness.reasons.join("; ")}\n`);
+  return readiness.ready ? 0 : 1;
+}
