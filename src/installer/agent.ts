@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "../log.js";
@@ -18,6 +18,31 @@ const halfWrittenRetryMs = 25;
 const fightWindowMs = 30_000;
 const fightThreshold = 5;
 const maxBackoffMs = 60_000;
+/**
+ * fs.watch under Bun (1.4) on Linux loses events, e.g. a delete right after a rename
+ * over the same name (oven-sh/bun#24875, #36328 are of the same family). A stat
+ * signature of both dirs, taken this often, catches what the watcher drops.
+ */
+const pollMs = 100;
+
+/** Names, inodes, sizes and mtimes of a dir's entries: changes when any of them does. */
+function dirSignature(dir: string): string {
+  try {
+    return readdirSync(dir)
+      .sort()
+      .map((name) => {
+        try {
+          const stat = statSync(join(dir, name));
+          return `${name}:${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+        } catch {
+          return `${name}:gone`;
+        }
+      })
+      .join("|");
+  } catch (error) {
+    return `unreadable:${(error as NodeJS.ErrnoException).code}`;
+  }
+}
 
 /**
  * The node agent: installs the binary, keeps the kubeconfig current, and keeps meshcni's
@@ -59,6 +84,14 @@ export class InstallAgent {
     this.watch(this.options.serviceAccountDir, () => true);
     const resync = setInterval(() => this.schedule(), this.options.resyncSeconds * 1000);
     this.timers.add(resync);
+    const watched = [this.paths.netDir, this.options.serviceAccountDir];
+    let signature = watched.map(dirSignature).join("\n");
+    const poll = setInterval(() => {
+      const next = watched.map(dirSignature).join("\n");
+      if (next !== signature) this.schedule(performance.now());
+      signature = next;
+    }, pollMs);
+    this.timers.add(poll);
     if (this.options.listen) {
       this.server = await serveProbes(this.options.listen, () => this.readiness, this.metrics);
       const address = this.server.address();
@@ -91,7 +124,8 @@ export class InstallAgent {
 
   private watch(dir: string, relevant: (name: string | null) => boolean): void {
     try {
-      const watcher = watch(dir, (_event, name) => {
+      const watcher = watch(dir, (event, name) => {
+        this.log.debug("watch event", { dir, event, name });
         if (relevant(name ? String(name) : null)) this.schedule(performance.now());
       });
       watcher.on("error", (error) => this.log.error("watch failed", { dir, error: error.message }));
@@ -159,6 +193,7 @@ export class InstallAgent {
 
   reconcile(): void {
     if (this.stopped) return;
+    this.log.debug("reconcile");
     const eventAt = this.firstEventAt;
     this.firstEventAt = undefined;
     try {

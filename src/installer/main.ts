@@ -19,8 +19,8 @@ export async function runInstall(argv: string[]): Promise<number> {
   if (!parsed) return 2;
   const log = createLogger({ level: process.env.LOG_LEVEL === "debug" ? "debug" : "info", prefix: { component: "install" } });
   const agent = new InstallAgent(parsed, log, createInstallerMetrics());
-  await agent.start();
-  return new Promise((resolve) => {
+  // Handlers first: a signal during start-up must still uninstall.
+  const stopped = new Promise<number>((resolve) => {
     const shutdown = (signal: string) => {
       log.info("stopping", { signal });
       void agent.stop().then(() => resolve(0));
@@ -28,6 +28,8 @@ export async function runInstall(argv: string[]): Promise<number> {
     process.once("SIGTERM", () => shutdown("SIGTERM"));
     process.once("SIGINT", () => shutdown("SIGINT"));
   });
+  await agent.start();
+  return stopped;
 }
 
 /** `meshcni ready`: an exec readiness probe reading the same facts as /readyz. */
