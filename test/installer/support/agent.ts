@@ -28,10 +28,14 @@ export class AgentHarness {
   private tokenGeneration = 0;
   address = "";
 
-  constructor(options: { hostRoot?: string; netDir?: string; binDir?: string } = {}) {
-    this.hostRoot = options.hostRoot ?? join(this.root, "host");
-    this.netDir = join(this.hostRoot, options.netDir ?? "/etc/cni/net.d");
-    this.binDir = join(this.hostRoot, options.binDir ?? "/opt/cni/bin");
+  private readonly onHost: boolean;
+
+  /** `onHost`: no host root; the dirs are real paths, so the conflist works for cnitool here. */
+  constructor(options: { onHost?: boolean } = {}) {
+    this.onHost = options.onHost ?? false;
+    this.hostRoot = this.onHost ? "/" : join(this.root, "host");
+    this.netDir = this.onHost ? join(this.root, "net.d") : join(this.hostRoot, "/etc/cni/net.d");
+    this.binDir = this.onHost ? join(this.root, "bin") : join(this.hostRoot, "/opt/cni/bin");
     mkdirSync(this.netDir, { recursive: true });
     mkdirSync(this.binDir, { recursive: true });
     mkdirSync(this.serviceAccountDir);
@@ -57,7 +61,8 @@ export class AgentHarness {
   }
 
   args(extra: string[] = []): string[] {
-    return ["--host-root", this.hostRoot, "--service-account-dir", this.serviceAccountDir, ...extra];
+    const dirs = this.onHost ? ["--net-dir", this.netDir, "--bin-dir", this.binDir] : [];
+    return ["--host-root", this.hostRoot, ...dirs, "--service-account-dir", this.serviceAccountDir, ...extra];
   }
 
   get env(): NodeJS.ProcessEnv {

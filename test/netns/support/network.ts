@@ -82,10 +82,10 @@ export class TestNetwork {
     this.netnsNames.delete(name);
   }
 
-  /** Writes a conflist: bridge + host-local, then meshcni with `meshcni` merged into its entry. */
-  writeConflist(network: string, meshcni: Record<string, unknown>, cniVersion = "1.0.0"): string {
+  /** The primary CNI's conflist for this network: Debian's bridge + host-local. */
+  primaryConflist(network: string, cniVersion = "1.0.0"): { cniVersion: string; name: string; plugins: Array<Record<string, unknown>> } {
     this.networks.add(network);
-    const conflist = {
+    return {
       cniVersion,
       name: network,
       plugins: [
@@ -96,19 +96,25 @@ export class TestNetwork {
           ipMasq: false,
           ipam: { type: "host-local", subnet: this.subnet, dataDir: join(this.dir, "ipam") },
         },
-        { type: "meshcni", ...meshcni },
       ],
     };
+  }
+
+  /** Writes a conflist: bridge + host-local, then meshcni with `meshcni` merged into its entry. */
+  writeConflist(network: string, meshcni: Record<string, unknown>, cniVersion = "1.0.0"): string {
+    const conflist = this.primaryConflist(network, cniVersion);
+    conflist.plugins.push({ type: "meshcni", ...meshcni });
     const path = join(this.confDir, `${network}.conflist`);
     writeFileSync(path, JSON.stringify(conflist, null, 2));
     return path;
   }
 
-  async cnitool(action: "add" | "check" | "del", network: string, netns: string, cniArgs = ""): Promise<CniOutcome> {
+  /** Runs cnitool on this network's conflists, or on `dirs` (an installer's net and bin dirs). */
+  async cnitool(action: "add" | "check" | "del", network: string, netns: string, cniArgs = "", dirs = { conf: this.confDir, bin: this.binDir }): Promise<CniOutcome> {
     await (this.bridgeReady ??= this.createBridge());
     const result = await execa(cnitoolBinary, [action, network, this.netnsPath(netns)], {
       // As containerd does: Debian's plugins refuse K8S_* keys without IgnoreUnknown.
-      env: { NETCONFPATH: this.confDir, CNI_PATH: `${this.binDir}:${debianPlugins}`, CNI_ARGS: cniArgs && `IgnoreUnknown=1;${cniArgs}`, CNI_IFNAME: "eth0" },
+      env: { NETCONFPATH: dirs.conf, CNI_PATH: `${dirs.bin}:${debianPlugins}`, CNI_ARGS: cniArgs && `IgnoreUnknown=1;${cniArgs}`, CNI_IFNAME: "eth0" },
       reject: false,
     });
     return outcome(result);
