@@ -1,0 +1,88 @@
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { DaemonSet } from "kubernetes-models/apps/v1";
+import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { ConfigMap, Namespace, ServiceAccount } from "kubernetes-models/v1";
+import { parseAllDocuments } from "yaml";
+import { describe, expect, it } from "vitest";
+import { parseInstallerOptions } from "../../src/installer/options.js";
+import { renderTemplate } from "../../src/installer/template.js";
+import { parseNetConf } from "../../src/plugin/netconf.js";
+
+const deployDir = join(import.meta.dirname, "../../deploy");
+const models: Record<string, new (data: never) => { validate(): void }> = {
+  DaemonSet: DaemonSet as never,
+  ClusterRole: ClusterRole as never,
+  ClusterRoleBinding: ClusterRoleBinding as never,
+  ConfigMap: ConfigMap as never,
+  Namespace: Namespace as never,
+  ServiceAccount: ServiceAccount as never,
+};
+
+type Manifest = { kind: string; metadata: { name: string; namespace?: string }; [key: string]: unknown };
+
+function load(file: string): Manifest[] {
+  return parseAllDocuments(readFileSync(join(deployDir, file), "utf8")).map((doc) => {
+    if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]!.message}`);
+    return doc.toJS() as Manifest;
+  });
+}
+
+const kustomization = load("kustomization.yaml")[0] as unknown as { resources: string[]; namespace: string };
+const manifests = kustomization.resources.flatMap(load);
+const byKind = (kind: string) => manifests.filter((manifest) => manifest.kind === kind);
+const daemonSet = byKind("DaemonSet")[0] as unknown as {
+  spec: { template: { spec: Record<string, any> } };
+};
+const podSpec = daemonSet.spec.template.spec;
+const container = podSpec.containers[0];
+
+describe("deploy/ manifests", () => {
+  it("lists every manifest in the kustomization, and nothing that is missing", () => {
+    const files = readdirSync(deployDir).filter((name) => name.endsWith(".yaml") && name !== "kustomization.yaml");
+    expect([...kustomization.resources].sort()).toEqual(files.sort());
+  });
+
+  it("validates each object against the Kubernetes OpenAPI schema", () => {
+    expect(manifests.length).toBeGreaterThanOrEqual(6);
+    for (const manifest of manifests) {
+      const Model = models[manifest.kind];
+      expect(Model, `no schema for ${manifest.kind}`).toBeDefined();
+      expect(() => new Model!(manifest as never).validate(), `${manifest.kind}/${manifest.metadata.name}`).not.toThrow();
+    }
+  });
+
+  it("runs on every node, on the host network, with the host dirs mounted where the agent looks", () => {
+    expect(podSpec.hostNetwork).toBe(true);
+    expect(podSpec.tolerations).toContainEqual({ operator: "Exists" });
+    const env = Object.fromEntries(container.env.filter((v: any) => v.value !== undefined).map((v: any) => [v.name, v.value]));
+    const options = parseInstallerOptions([], env, "/usr/local/bin/meshcni");
+    const mounts = container.volumeMounts.map((mount: any) => mount.mountPath);
+    expect(mounts).toContain(`${options.hostRoot}${options.netDir}`);
+    expect(mounts).toContain(`${options.hostRoot}${options.binDir}`);
+    const hostPaths = podSpec.volumes.map((volume: any) => volume.hostPath.path);
+    expect(hostPaths).toEqual(expect.arrayContaining([options.netDir, options.binDir]));
+  });
+
+  it("wires readiness to `meshcni ready`, with the agent's own environment", () => {
+    expect(container.command.slice(1)).toEqual(["install"]);
+    expect(container.readinessProbe.exec.command).toEqual([container.command[0], "ready"]);
+  });
+
+  it("ships a template that the agent accepts and the plugin parses", () => {
+    const configMap = byKind("ConfigMap")[0] as unknown as { data: { cni_network_config: string } };
+    const template = renderTemplate(configMap.data.cni_network_config, "/etc/cni/net.d/ZZZ-meshcni-kubeconfig");
+    expect(template.ok).toBe(true);
+    const entry = (template as { entry: object }).entry;
+    expect(() => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", ...entry }))).not.toThrow();
+    const reference = container.env.find((v: any) => v.name === "CNI_NETWORK_CONFIG").valueFrom.configMapKeyRef;
+    expect(reference).toEqual({ name: configMap.metadata?.name ?? "meshcni-config", key: "cni_network_config" });
+  });
+
+  it("grants the service account only what the plugin reads", () => {
+    const role = byKind("ClusterRole")[0] as unknown as { rules: unknown[] };
+    expect(role.rules).toEqual([{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }]);
+    const binding = byKind("ClusterRoleBinding")[0] as unknown as { subjects: Array<{ name: string; namespace: string }> };
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: podSpec.serviceAccountName, namespace: kustomization.namespace }]);
+  });
+});
