@@ -70,13 +70,13 @@ describe("deploy/ manifests", () => {
   });
 
   it("ships a template that the agent accepts and the plugin parses", () => {
-    const configMap = byKind("ConfigMap")[0] as unknown as { data: { cni_network_config: string } };
+    const configMap = byKind("ConfigMap")[0] as unknown as { metadata: { name: string }; data: { cni_network_config: string } };
     const template = renderTemplate(configMap.data.cni_network_config, "/etc/cni/net.d/ZZZ-meshcni-kubeconfig");
     expect(template.ok).toBe(true);
     const entry = (template as { entry: object }).entry;
     expect(() => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", ...entry }))).not.toThrow();
     const reference = container.env.find((v: any) => v.name === "CNI_NETWORK_CONFIG").valueFrom.configMapKeyRef;
-    expect(reference).toEqual({ name: configMap.metadata?.name ?? "meshcni-config", key: "cni_network_config" });
+    expect(reference).toEqual({ name: configMap.metadata.name, key: "cni_network_config" });
   });
 
   it("grants the service account only what the plugin reads", () => {
