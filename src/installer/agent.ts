@@ -14,9 +14,12 @@ import type { Template } from "./template.js";
 /** A foreign file that stays invalid this long is taken as broken, not half-written. */
 const halfWrittenGraceMs = 2000;
 const halfWrittenRetryMs = 25;
-/** Re-chains of one file within the window that mean another agent keeps undoing ours. */
-const fightWindowMs = 30_000;
-const fightThreshold = 5;
+/**
+ * Re-chains of one file within the window that mean another agent keeps undoing ours:
+ * a fight runs at machine speed, while a primary CNI rewrites its config now and then.
+ */
+const fightWindowMs = 10_000;
+const fightThreshold = 20;
 const maxBackoffMs = 60_000;
 /**
  * fs.watch under Bun (1.4) on Linux loses events, e.g. a delete right after a rename
@@ -58,8 +61,8 @@ export class InstallAgent {
   private server: Server | undefined;
   private queued: NodeJS.Immediate | undefined;
   private firstEventAt: number | undefined;
-  /** Content hash of each file as this agent last wrote it. */
-  private readonly ownWrites = new Map<string, string>();
+  /** Content hash of each config as it last held our entry (written by us, or found so). */
+  private readonly chainedContent = new Map<string, string>();
   private readonly rechainTimes = new Map<string, number[]>();
   private readonly invalidSince = new Map<string, number>();
   private backoffMs = 0;
@@ -155,7 +158,7 @@ export class InstallAgent {
     const target = join(this.paths.binDir, this.template.binaryName);
     try {
       const source = readFileSync(this.options.sourceBinary);
-      if (existsSync(target) && statSync(target).size === source.length && sha256(readFileSync(target)) === sha256(source)) {
+      if (existsSync(target) && statSync(target).size === source.length && readFileSync(target).equals(source)) {
         this.log.info("binary already installed", { path: target });
         return;
       }
@@ -231,17 +234,21 @@ export class InstallAgent {
       if (file.name === active.file.name) continue;
       const stripped = unchain(parseConfig(file));
       if (stripped === undefined) continue;
-      this.write(file.name, stripped);
+      writeAtomic(join(this.paths.netDir, file.name), stripped);
       this.log.info("removed meshcni's entry from a config that is no longer active", { file: file.name, active: active.file.name });
     }
-    if (isChained(active.config, this.template.entry)) return;
+    if (isChained(active.config, this.template.entry)) {
+      this.chainedContent.set(active.file.name, sha256(active.file.text));
+      return;
+    }
 
     const chained = chainInto(active.file, active.config, this.template.entry);
     if (ownEntryCount(active.config) > 1) this.log.warn("replacing duplicate meshcni entries with one", { file: active.file.name });
-    // A re-chain: we had written this file, and someone has changed it since.
-    const rechain = this.ownWrites.has(chained.name) && this.ownWrites.get(active.file.name) !== sha256(active.file.text);
+    // A re-chain: this file held our entry, and someone has changed it since.
+    const rechain = this.chainedContent.has(chained.name) && this.chainedContent.get(active.file.name) !== sha256(active.file.text);
     if (rechain && this.fighting(chained.name)) return;
-    this.write(chained.name, chained.text);
+    writeAtomic(join(this.paths.netDir, chained.name), chained.text);
+    this.chainedContent.set(chained.name, sha256(chained.text));
     if (chained.replaces) rmSync(join(this.paths.netDir, chained.replaces), { force: true });
     if (rechain) {
       this.metrics.rechains.inc();
@@ -276,10 +283,5 @@ export class InstallAgent {
     );
     this.schedule(undefined, this.backoffMs);
     return true;
-  }
-
-  private write(name: string, text: string): void {
-    writeAtomic(join(this.paths.netDir, name), text);
-    this.ownWrites.set(name, sha256(text));
   }
 }
