@@ -3,7 +3,7 @@ import type { Server } from "node:http";
 import { join } from "node:path";
 import type { Logger } from "../log.js";
 import { chainInto, chooseActive, isChained, isConfigName, ownEntryCount, parseConfig, unchain } from "./conflist.js";
-import { sha256, writeAtomic } from "./files.js";
+import { sha256, writeAtomic } from "../files.js";
 import { renderKubeconfig } from "./kubeconfig.js";
 import type { InstallerMetrics } from "./metrics.js";
 import { installerPaths, type InstallerOptions } from "./options.js";

@@ -4,6 +4,7 @@ import { planRules, type RulePlan } from "../iptables/plan.js";
 import { renderApply } from "../iptables/restore.js";
 import { parseNatTable } from "../iptables/save.js";
 import { decideFirewall } from "./decide.js";
+import { writeRecord } from "./records.js";
 import { podName } from "./pod.js";
 import { familiesFor, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
 
@@ -32,6 +33,15 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
   }
   await withPodIptables(request, deps, async (runner) => {
     const applied: RulePlan[] = [];
+    const record = () =>
+      writeRecord(conf.state_dir, {
+        pod: { namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "" },
+        containerId: request.env.containerId,
+        ifname: request.env.ifname,
+        netns: request.env.netns,
+        backend: runner.backend,
+        plans,
+      });
     try {
       for (const plan of plans) {
         const changed = await applyPlan(runner, plan);
@@ -42,6 +52,8 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
           backend: runner.backend,
         });
       }
+      // Without its record the pod would later be audited as started without meshcni.
+      record();
     } catch (error) {
       // A failed ADD changes nothing: an IPv4-only redirect would let IPv6 bypass the proxy.
       for (const plan of applied) await removeOwnRules(runner, plan.family);

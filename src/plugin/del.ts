@@ -1,5 +1,6 @@
 import { removeOwnRules } from "../iptables/apply.js";
 import { NetnsGoneError } from "../netns/enter.js";
+import { removeRecord } from "./records.js";
 import { familiesFor, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
 
 /**
@@ -8,6 +9,7 @@ import { familiesFor, withPodIptables, type PluginDeps, type PluginRequest } fro
  */
 export async function del(request: PluginRequest, deps: PluginDeps): Promise<void> {
   if (request.conf.linkerd.simulate) return;
+  removeRecord(request.conf.state_dir, request.env.containerId, request.env.ifname);
   if (!request.env.netns) {
     deps.log.info("no CNI_NETNS: the netns is gone, nothing to remove");
     return;

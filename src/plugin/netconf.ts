@@ -2,6 +2,7 @@ import { z } from "zod";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { requireSupportedVersion, type CniVersion } from "../cni/version.js";
 import { iptablesModes } from "../iptables/backend.js";
+import { defaultStateDir } from "./records.js";
 import { parseIdToken, parsePortNumberToken, parsePortToken, parseSubnetToken, type Parsed } from "./tokens.js";
 
 export const defaultKubeconfig = "/etc/cni/net.d/ZZZ-meshcni-kubeconfig";
@@ -43,6 +44,8 @@ const netConfSchema = z.looseObject({
   type: z.string().min(1),
   log_level: z.enum(["debug", "info", "warn", "warning", "error"]).default("info"),
   log_file: z.string().min(1).optional(),
+  /** Where ADD records what it did for each meshed pod (read by `meshcni audit`). */
+  state_dir: z.string().min(1).default(defaultStateDir),
   kubernetes: z
     .looseObject({
       kubeconfig: z.string().min(1).default(defaultKubeconfig),
@@ -52,6 +55,8 @@ const netConfSchema = z.looseObject({
     .prefault({}),
   linkerd: linkerdSchema.prefault({}),
   prevResult: z.record(z.string(), z.unknown()).optional(),
+  /** GC's list of attachments the runtime still knows. */
+  "cni.dev/valid-attachments": z.array(z.looseObject({ containerID: z.string(), ifname: z.string() })).optional(),
 });
 
 export type NetConf = z.output<typeof netConfSchema> & { cniVersion: CniVersion };

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
-import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execa } from "execa";
 import { FakeApiServer, podObject } from "../support/api-server.js";
 import { TestNetwork, invokePlugin, natRules } from "./support/network.js";
@@ -27,6 +27,7 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     name: "mesh",
     type: "meshcni",
     kubernetes: { kubeconfig, timeout_seconds: 3 },
+    state_dir: net.stateDir,
     linkerd: { "iptables-mode": "nft", ...linkerd },
     ...overrides,
   });
@@ -204,6 +205,41 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     } finally {
       holder.kill();
     }
+  });
+
+  it("records each meshed ADD on the host, without secrets; DEL and GC remove records", async () => {
+    const records = () => (readdirSync(`${net.stateDir}/attachments`, { withFileTypes: true }) as Array<{ name: string }>).map((entry) => entry.name);
+    expect((await invokePlugin(env({ CNI_CONTAINERID: "rec-a" }), conf())).exitCode).toBe(0);
+    expect((await invokePlugin(env({ CNI_CONTAINERID: "rec-b", CNI_IFNAME: "net1" }), conf())).exitCode).toBe(0);
+    expect(records().sort()).toEqual(["rec-a_eth0.json", "rec-b_net1.json"]);
+    const text = readFileSync(`${net.stateDir}/attachments/rec-a_eth0.json`, "utf8");
+    expect(JSON.parse(text)).toMatchObject({
+      version: 1,
+      pod: { namespace: "demo", name: "web", uid: "uid-demo-web" },
+      containerId: "rec-a",
+      ifname: "eth0",
+      netns: net.netnsPath(pod),
+      backend: "nft",
+      fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/),
+      plans: [expect.objectContaining({ family: "ipv4" })],
+    });
+    expect(text).not.toContain(api.token);
+    const gc = await invokePlugin(
+      { CNI_COMMAND: "GC", CNI_PATH: net.binDir },
+      conf({ cniVersion: "1.1.0", "cni.dev/valid-attachments": [{ containerID: "rec-b", ifname: "net1" }] }),
+    );
+    expect(gc.exitCode, gc.stdout).toBe(0);
+    expect(records()).toEqual(["rec-b_net1.json"]);
+    expect((await invokePlugin(env({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "rec-b", CNI_IFNAME: "net1" }), conf())).exitCode).toBe(0);
+    expect(records()).toEqual([]);
+    expect(await natRules(pod, "nft")).toEqual([]);
+  });
+
+  it("fails ADD, leaving no rules, when the record cannot be written", async () => {
+    const result = await invokePlugin(env(), conf({ state_dir: "/dev/null/meshcni" }));
+    expect(result.exitCode).toBe(1);
+    expect(result.json?.msg).toContain("/dev/null/meshcni");
+    expect(await natRules(pod, "nft")).toEqual([]);
   });
 
   it("fails CHECK for an unmeshed pod that carries our chains", async () => {

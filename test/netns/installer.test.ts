@@ -21,7 +21,8 @@ describe.skipIf(!isRoot)("meshcni install feeding real cnitool", () => {
     await api.start();
     host.rotateToken(api.token, api.caPem);
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
-    await host.start([], { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port) });
+    const template = JSON.stringify({ type: "meshcni", state_dir: net.stateDir, kubernetes: { kubeconfig: "__KUBECONFIG_FILEPATH__" } });
+    await host.start(["--template", template], { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port) });
     await host.waitFor(() => host.types("10-primary.conflist").at(-1) === "meshcni");
   });
 

@@ -82,7 +82,7 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
       expect((await net.cnitool("check", "mesh", pod, podArgs)).exitCode).toBe(0);
       const again = await invokePlugin(
         { CNI_COMMAND: "ADD", CNI_CONTAINERID: "again", CNI_NETNS: net.netnsPath(pod), CNI_IFNAME: "eth0", CNI_ARGS: podArgs },
-        { cniVersion: "1.0.0", name: "mesh", type: "meshcni", kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } },
+        { cniVersion: "1.0.0", name: "mesh", type: "meshcni", state_dir: net.stateDir, kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } },
       );
       expect(again.exitCode, again.stdout).toBe(0);
       expect(again.json).toEqual({ cniVersion: "1.0.0" });

@@ -41,6 +41,8 @@ export class TestNetwork {
   readonly confDir = join(this.dir, "net.d");
   readonly binDir = join(this.dir, "bin");
   readonly bridge = `mcbr${this.id}`;
+  /** The plugin's state dir for this network's pods, so tests leave /var/run alone. */
+  readonly stateDir = join(this.dir, "state");
   readonly subnet: string;
   private bridgeReady: Promise<void> | undefined;
   private readonly netnsNames = new Set<string>();
@@ -103,7 +105,7 @@ export class TestNetwork {
   /** Writes a conflist: bridge + host-local, then meshcni with `meshcni` merged into its entry. */
   writeConflist(network: string, meshcni: Record<string, unknown>, cniVersion = "1.0.0"): string {
     const conflist = this.primaryConflist(network, cniVersion);
-    conflist.plugins.push({ type: "meshcni", ...meshcni });
+    conflist.plugins.push({ type: "meshcni", state_dir: this.stateDir, ...meshcni });
     const path = join(this.confDir, `${network}.conflist`);
     writeFileSync(path, JSON.stringify(conflist, null, 2));
     return path;
