@@ -11,25 +11,65 @@ export type Fault = { status: number } | { hang: true };
 export interface RecordedRequest {
   method: string;
   path: string;
+  query: Record<string, string>;
   authorized: boolean;
+  body: unknown;
+  at: number;
 }
 
-type KubeObject = { metadata?: { name?: string; namespace?: string; [key: string]: unknown }; [key: string]: unknown };
+type KubeObject = { metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown }; [key: string]: unknown };
+
+interface PodWatcher {
+  res: ServerResponse;
+  nodeName: string | undefined;
+}
+
+/** RFC 7386 JSON merge patch. */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return patch;
+  const result: Record<string, unknown> = typeof target === "object" && target !== null && !Array.isArray(target) ? { ...(target as object) } : {};
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete result[key];
+    else result[key] = mergePatch(result[key], value);
+  }
+  return result;
+}
+
+/** RFC 6902 JSON patch, for the ops the agent sends (test, add, replace, remove on object paths). */
+function jsonPatch(target: KubeObject, ops: Array<{ op: string; path: string; value?: unknown }>): KubeObject | string {
+  const result = structuredClone(target) as Record<string, unknown>;
+  for (const { op, path, value } of ops) {
+    const keys = path.split("/").slice(1).map((key) => key.replace(/~1/g, "/").replace(/~0/g, "~"));
+    const last = keys.pop()!;
+    let parent: Record<string, unknown> = result;
+    for (const key of keys) parent = (parent[key] ??= {}) as Record<string, unknown>;
+    if (op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(value)) return `test failed at ${path}`;
+    if (op === "add" || op === "replace") parent[last] = value;
+    if (op === "remove") delete parent[last];
+  }
+  return result as KubeObject;
+}
 
 /**
- * An HTTPS server with the Kubernetes API's shapes for what meshcni reads, bearer-token
- * auth and a self-signed CA, reached through a real kubeconfig. Tests put objects in
- * it, inject faults per path and read back the requests it got.
+ * An HTTPS server with the Kubernetes API's shapes for what meshcni uses (pods: get,
+ * list and watch by spec.nodeName, merge-patch, delete; namespaces; nodes: get and
+ * JSON-patch; events: create), bearer-token auth and a self-signed CA, reached through
+ * a real kubeconfig. Tests put objects in it, inject faults per path and read back
+ * every request it got.
  */
 export class FakeApiServer {
   readonly token = `meshcni-test-${Math.random().toString(36).slice(2)}`;
   readonly pods = new Map<string, KubeObject>();
   readonly namespaces = new Map<string, KubeObject>();
+  readonly nodes = new Map<string, KubeObject>();
+  readonly events: KubeObject[] = [];
   readonly faults = new Map<string, Fault>();
   readonly requests: RecordedRequest[] = [];
   readonly dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));
   private server: Server | undefined;
   private hanging = new Set<ServerResponse>();
+  private watchers = new Set<PodWatcher>();
+  private version = 1;
   port = 0;
 
   async start(): Promise<this> {
@@ -40,7 +80,11 @@ export class FakeApiServer {
       "-subj", "/CN=meshcni-test-apiserver", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
       "-keyout", key, "-out", cert,
     ], { stdio: "ignore" });
-    this.server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => this.handle(req, res));
+    this.server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+      let body = "";
+      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      req.on("end", () => this.handle(req, res, body));
+    });
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
     this.port = (this.server.address() as { port: number }).port;
     return this;
@@ -72,27 +116,62 @@ export class FakeApiServer {
     return path;
   }
 
+  /** Adds or replaces a pod; pod watchers see ADDED or MODIFIED. */
   addPod(pod: KubeObject): void {
     const { namespace = "default", name = "" } = pod.metadata ?? {};
-    this.pods.set(`${namespace}/${name}`, { apiVersion: "v1", kind: "Pod", ...pod });
+    const key = `${namespace}/${name}`;
+    const existed = this.pods.has(key);
+    const stored = this.stamp({ apiVersion: "v1", kind: "Pod", ...pod });
+    this.pods.set(key, stored);
     if (!this.namespaces.has(namespace)) this.addNamespace({ metadata: { name: namespace } });
+    this.notify(existed ? "MODIFIED" : "ADDED", stored);
   }
 
   addNamespace(namespace: KubeObject): void {
     this.namespaces.set(namespace.metadata?.name ?? "", { apiVersion: "v1", kind: "Namespace", ...namespace });
   }
 
+  addNode(node: KubeObject): void {
+    this.nodes.set(node.metadata?.name ?? "", this.stamp({ apiVersion: "v1", kind: "Node", ...node }));
+  }
+
+  /** The requests of one method whose path matches. */
+  requestsTo(method: string, path: RegExp): RecordedRequest[] {
+    return this.requests.filter((request) => request.method === method && path.test(request.path));
+  }
+
   async stop(): Promise<void> {
     for (const res of this.hanging) res.destroy();
+    for (const watcher of this.watchers) watcher.res.destroy();
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  private handle(req: IncomingMessage, res: ServerResponse): void {
-    const path = new URL(req.url ?? "/", "https://localhost").pathname;
+  private stamp(object: KubeObject): KubeObject {
+    return { ...object, metadata: { ...object.metadata, resourceVersion: String(++this.version) } };
+  }
+
+  private notify(type: "ADDED" | "MODIFIED" | "DELETED", pod: KubeObject): void {
+    const nodeName = (pod.spec as { nodeName?: string } | undefined)?.nodeName;
+    for (const watcher of this.watchers) {
+      if (watcher.nodeName === undefined || watcher.nodeName === nodeName) watcher.res.write(`${JSON.stringify({ type, object: pod })}\n`);
+    }
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse, rawBody: string): void {
+    const url = new URL(req.url ?? "/", "https://localhost");
+    const path = url.pathname;
+    const query = Object.fromEntries(url.searchParams);
     const authorized = req.headers.authorization === `Bearer ${this.token}`;
-    this.requests.push({ method: req.method ?? "", path, authorized });
+    let body: unknown = rawBody;
+    try {
+      body = rawBody ? JSON.parse(rawBody) : undefined;
+    } catch {
+      // kept as text
+    }
+    const method = req.method ?? "";
+    this.requests.push({ method, path, query, authorized, body, at: performance.now() });
     const fault = this.faults.get(path);
     if (fault && "hang" in fault) {
       this.hanging.add(res);
@@ -100,13 +179,63 @@ export class FakeApiServer {
     }
     if (!authorized) return this.status(res, 401, "Unauthorized", "Unauthorized");
     if (fault) return this.status(res, fault.status, "InternalError", `injected fault ${fault.status}`);
+    const ok = (object: unknown, code = 200): void => void res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(object));
+
+    if (path === "/api/v1/pods" && method === "GET") {
+      const nodeName = /(?:^|,)spec\.nodeName=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
+      if (query.watch === "true") {
+        res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
+        const watcher = { res, nodeName };
+        this.watchers.add(watcher);
+        res.on("close", () => this.watchers.delete(watcher));
+        return;
+      }
+      const items = [...this.pods.values()].filter((pod) => nodeName === undefined || (pod.spec as { nodeName?: string }).nodeName === nodeName);
+      return ok({ apiVersion: "v1", kind: "PodList", metadata: { resourceVersion: String(this.version) }, items });
+    }
     const pod = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(path);
+    if (pod) {
+      const key = `${pod[1]}/${pod[2]}`;
+      const found = this.pods.get(key);
+      if (!found) return this.status(res, 404, "NotFound", `pods "${pod[2]}" not found`);
+      if (method === "GET") return ok(found);
+      if (method === "PATCH") {
+        const patched = this.stamp(mergePatch(found, body) as KubeObject);
+        this.pods.set(key, patched);
+        this.notify("MODIFIED", patched);
+        return ok(patched);
+      }
+      if (method === "DELETE") {
+        const uid = (body as { preconditions?: { uid?: string } } | undefined)?.preconditions?.uid;
+        if (uid && uid !== (found.metadata as { uid?: string }).uid) return this.status(res, 409, "Conflict", "precondition failed: UID");
+        this.pods.delete(key);
+        this.notify("DELETED", found);
+        return ok(found);
+      }
+    }
+    const events = /^\/api\/v1\/namespaces\/([^/]+)\/events$/.exec(path);
+    if (events && method === "POST") {
+      const event = this.stamp(mergePatch(body, { metadata: { name: `event-${this.events.length}`, namespace: events[1] } }) as KubeObject);
+      this.events.push(event);
+      return ok(event, 201);
+    }
+    const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(path);
+    if (node) {
+      const found = this.nodes.get(node[1]!);
+      if (!found) return this.status(res, 404, "NotFound", `nodes "${node[1]}" not found`);
+      if (method === "GET") return ok(found);
+      if (method === "PATCH") {
+        const patched = jsonPatch(found, body as never);
+        if (typeof patched === "string") return this.status(res, 422, "Invalid", patched);
+        const stored = this.stamp(patched);
+        this.nodes.set(node[1]!, stored);
+        return ok(stored);
+      }
+    }
     const namespace = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(path);
-    const found = req.method !== "GET"
-      ? undefined
-      : pod ? this.pods.get(`${pod[1]}/${pod[2]}`) : namespace ? this.namespaces.get(namespace[1]!) : undefined;
+    const found = method === "GET" && namespace ? this.namespaces.get(namespace[1]!) : undefined;
     if (!found) return this.status(res, 404, "NotFound", `${path} not found`);
-    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(found));
+    ok(found);
   }
 
   private status(res: ServerResponse, code: number, reason: string, message: string): void {
@@ -120,7 +249,17 @@ export class FakeApiServer {
 export function podObject(
   namespace: string,
   name: string,
-  options: { proxy?: "container" | "native-sidecar" | false; init?: boolean; annotations?: Record<string, string>; labels?: Record<string, string> } = {},
+  options: {
+    proxy?: "container" | "native-sidecar" | false;
+    init?: boolean;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+    nodeName?: string;
+    podIP?: string;
+    /** A controller owning the pod (a ReplicaSet), so deleting it gets it recreated. */
+    owned?: boolean;
+    deleting?: boolean;
+  } = {},
 ): KubeObject {
   const proxy = { name: "linkerd-proxy", image: "cr.l5d.io/linkerd/proxy:stable" };
   const app = { name: "app", image: "app:1" };
@@ -135,11 +274,14 @@ export function podObject(
       uid: `uid-${namespace}-${name}`,
       annotations: options.annotations ?? {},
       labels: options.labels ?? {},
+      ...(options.owned ? { ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: `${name}-rs`, uid: `uid-rs-${name}`, controller: true }] } : {}),
+      ...(options.deleting ? { deletionTimestamp: new Date().toISOString() } : {}),
     },
     spec: {
+      ...(options.nodeName ? { nodeName: options.nodeName } : {}),
       containers: options.proxy === "container" ? [app, proxy] : [app],
       ...(initContainers.length > 0 ? { initContainers } : {}),
     },
-    status: { phase: "Pending" },
+    status: options.podIP ? { phase: "Running", podIP: options.podIP, podIPs: [{ ip: options.podIP }] } : { phase: "Pending" },
   };
 }
