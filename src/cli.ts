@@ -11,6 +11,7 @@ GC, VERSION) and the network config on stdin.
 Commands:
   meshcni install    run the node agent: install the binary, keep it chained (--help)
   meshcni ready      exit 0 when the agent's work is in place (a readiness probe)
+  meshcni audit      list this node's meshed pods and whether they are protected (--help)
   meshcni version    print the version
   meshcni help       print this text
 `;
@@ -30,6 +31,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import("./installer/main.js")).runInstall(argv.slice(1));
     case "ready":
       return (await import("./installer/main.js")).runReady(argv.slice(1));
+    case "audit":
+      return (await import("./audit/main.js")).runAudit(argv.slice(1));
     case "version":
     case "--version":
       process.stdout.write(`${version}\n`);

@@ -1,0 +1,93 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execa } from "execa";
+import { FakeApiServer, podObject } from "../support/api-server.js";
+import { TestNetwork, meshcniBinary } from "./support/network.js";
+
+const isRoot = process.getuid?.() === 0;
+
+/**
+ * `meshcni audit` on a node with a pod of each kind: protected (ADDed through meshcni),
+ * missing (ADDed through a chain without it, as at node start), drifted (a rule deleted
+ * by hand), unknown (netns gone), and pods it must not judge.
+ */
+describe.skipIf(!isRoot)("meshcni audit", () => {
+  const api = new FakeApiServer();
+  const net = new TestNetwork(40);
+  let kubeconfig = "";
+
+  async function startPod(name: string, network: "mesh" | "plain", options: Parameters<typeof podObject>[2] = {}, node = "node-a") {
+    const netns = await net.addNetns(name);
+    const added = await net.cnitool("add", network, netns, `K8S_POD_NAMESPACE=shop;K8S_POD_NAME=${name}`);
+    expect(added.exitCode, added.stdout + added.stderr).toBe(0);
+    api.addPod(podObject("shop", name, { proxy: "container", nodeName: node, podIP: TestNetwork.address(added), ...options }));
+    return netns;
+  }
+
+  const audit = (...args: string[]) =>
+    execa(meshcniBinary, ["audit", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, ...args], { reject: false });
+
+  beforeAll(async () => {
+    await api.start();
+    kubeconfig = api.writeKubeconfig();
+    net.writeConflist("mesh", { kubernetes: { kubeconfig }, linkerd: { "iptables-mode": "nft" } });
+    writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
+    // API objects exist before ADD, as in a cluster: meshcni reads them during ADD.
+    for (const name of ["checkout", "cart", "search", "gone", "solo"]) api.addPod(podObject("shop", name, { proxy: "container" }));
+    await startPod("checkout", "mesh");
+    await startPod("cart", "plain");
+    const search = await startPod("search", "mesh");
+    await execa("ip", ["netns", "exec", search, "iptables-nft", "-t", "nat", "-D", "PROXY_INIT_OUTPUT", "-o", "lo",
+      "-m", "comment", "--comment", "proxy-init/ignore-loopback", "-j", "RETURN"]);
+    await net.removeNetns(await startPod("gone", "mesh"));
+    await startPod("batch", "plain", { proxy: false });
+    api.addPod(podObject("shop", "scheduled", { proxy: "container", nodeName: "node-a" }));
+    api.addPod(podObject("shop", "hostnet", { proxy: "container", nodeName: "node-a", podIP: "10.0.0.1" }));
+    (api.pods.get("shop/hostnet")!.spec as Record<string, unknown>).hostNetwork = true;
+    await startPod("solo", "mesh", {}, "node-b");
+  });
+
+  afterAll(async () => {
+    await net.cleanup();
+    await api.stop();
+  });
+
+  it("tells protected, missing, drifted and unknown pods apart, and exits 1", async () => {
+    const result = await audit("--node", "node-a", "--output", "json");
+    expect(result.exitCode, result.stderr).toBe(1);
+    const report = JSON.parse(result.stdout);
+    expect(report.node).toBe("node-a");
+    expect(report.pods.map((pod: { name: string; status: string }) => [pod.name, pod.status])).toEqual([
+      ["cart", "missing"],
+      ["checkout", "protected"],
+      ["gone", "unknown"],
+      ["search", "drifted"],
+    ]);
+    const drifted = report.pods.find((pod: { name: string }) => pod.name === "search");
+    expect(drifted.details).toEqual(["ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN"]);
+    expect(report.summary).toEqual({ protected: 1, missing: 1, drifted: 1, unknown: 1 });
+    expect(api.requestsTo("GET", /^\/api\/v1\/pods$/).at(-1)?.query.fieldSelector).toBe("spec.nodeName=node-a");
+  });
+
+  it("prints a table naming each pod's status and reason", async () => {
+    const { stdout } = await audit("--node", "node-a");
+    expect(stdout).toMatch(/^NAMESPACE\s+POD\s+STATUS\s+DETAIL$/m);
+    expect(stdout).toMatch(/^shop\s+cart\s+missing\s+no ADD record/m);
+    expect(stdout).toMatch(/^shop\s+search\s+drifted\s+ipv4: PROXY_INIT_OUTPUT: missing rule/m);
+    expect(stdout).toContain("node node-a: 4 meshed pods, 1 protected, 1 missing, 1 drifted, 1 unknown");
+    process.stdout.write(`\nmeshcni audit --node node-a\n${stdout}`);
+  });
+
+  it("exits 0 when every meshed pod of the node is protected", async () => {
+    const result = await audit("--node", "node-b");
+    expect(result.exitCode, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^shop\s+solo\s+protected/m);
+  });
+
+  it("exits 2 with the reason when the API cannot be reached", async () => {
+    const result = await execa(meshcniBinary, ["audit", "--node", "node-a", "--kubeconfig", `${api.dir}/absent`], { reject: false });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain("cannot read kubeconfig");
+  });
+});
