@@ -14,6 +14,7 @@ export const auditUsage = `meshcni audit [options]   list this node's meshed pod
   --kubeconfig PATH    API access [KUBECONFIG] (else in-cluster)
   --host-root DIR      where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] ("")
   --state-dir DIR      the plugin's state_dir on the host (${defaultStateDir})
+  --pod NAMESPACE/NAME only this pod (repeatable); all of the node's by default
 
 Statuses: protected (ADD record and rules as planned), missing (no record: started
 without meshcni), drifted (rules differ from the plan: listed), unknown (netns gone).
@@ -31,6 +32,7 @@ export async function runAudit(argv: string[]): Promise<number> {
         kubeconfig: { type: "string" },
         "host-root": { type: "string" },
         "state-dir": { type: "string" },
+        pod: { type: "string", multiple: true },
         help: { type: "boolean" },
       },
     }));
@@ -47,7 +49,9 @@ export async function runAudit(argv: string[]): Promise<number> {
   const hostRoot = values["host-root"] ?? process.env.CONTAINER_MOUNT_PREFIX ?? "";
   try {
     const api = createNodeApi(kubeConfigFrom(values.kubeconfig ?? process.env.KUBECONFIG), node);
-    const audits = await auditPods(await api.listPods(), readRecords(join(hostRoot || "/", values["state-dir"] ?? defaultStateDir)), (record) =>
+    const only = new Set(values.pod ?? []);
+    const pods = (await api.listPods()).filter((pod) => only.size === 0 || only.has(`${pod.metadata?.namespace}/${pod.metadata?.name}`));
+    const audits = await auditPods(pods, readRecords(join(hostRoot || "/", values["state-dir"] ?? defaultStateDir)), (record) =>
       inspectRecord(record, hostRoot),
     );
     const result = report(node, audits);

@@ -1,6 +1,8 @@
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
+import { AuditMonitor } from "../audit/monitor.js";
+import { createNodeApi, kubeConfigFrom, type NodeApi } from "../kube/cluster.js";
 import type { Logger } from "../log.js";
 import { chainInto, chooseActive, isChained, isConfigName, ownEntryCount, parseConfig, unchain } from "./conflist.js";
 import { sha256, writeAtomic } from "../files.js";
@@ -9,6 +11,7 @@ import type { InstallerMetrics } from "./metrics.js";
 import { installerPaths, type InstallerOptions } from "./options.js";
 import { serveProbes } from "./server.js";
 import { checkReadiness, loadTemplate, readConfigFiles, type Readiness } from "./state.js";
+import { syncTaint } from "./taint.js";
 import type { Template } from "./template.js";
 
 /** A foreign file that stays invalid this long is taken as broken, not half-written. */
@@ -68,6 +71,12 @@ export class InstallAgent {
   private backoffMs = 0;
   private backoffUntil = 0;
   private stopped = false;
+  private monitor: AuditMonitor | undefined;
+  private monitorApi: NodeApi | undefined;
+  private nodeApi: { api: NodeApi; kubeconfigHash: string } | undefined;
+  /** Whether the node carries the startup taint, as last set; undefined until known. */
+  private taintPresent: boolean | undefined;
+  private taintBusy = false;
   readiness: Readiness = { ready: false, reasons: ["starting"], active: undefined };
 
   constructor(
@@ -106,6 +115,7 @@ export class InstallAgent {
   /** SIGTERM: take meshcni out of every config, remove the kubeconfig, keep the binary unless asked. */
   async stop(): Promise<void> {
     this.stopped = true;
+    await this.monitor?.stop();
     for (const watcher of this.watchers) watcher.close();
     for (const timer of this.timers) clearTimeout(timer);
     if (this.queued) clearImmediate(this.queued);
@@ -211,6 +221,60 @@ export class InstallAgent {
     }
     this.readiness = readiness;
     this.metrics.ready.set(readiness.ready ? 1 : 0);
+    this.followReadiness(readiness.ready);
+  }
+
+  /** An API client for this node, made anew when the kubeconfig changed (a rotated token). */
+  private currentNodeApi(): NodeApi | undefined {
+    if (!this.options.node || !existsSync(this.paths.kubeconfig)) return undefined;
+    const kubeconfigHash = sha256(readFileSync(this.paths.kubeconfig));
+    if (this.nodeApi?.kubeconfigHash !== kubeconfigHash) {
+      this.nodeApi = { api: createNodeApi(kubeConfigFrom(this.paths.kubeconfig), this.options.node), kubeconfigHash };
+    }
+    return this.nodeApi.api;
+  }
+
+  /** Once ready: audit and repair the node's meshed pods; lift (or restore) the startup taint. */
+  private followReadiness(ready: boolean): void {
+    const { node, startupTaint, restoreTaint } = this.options;
+    if (!node) return;
+    const api = this.currentNodeApi();
+    if (!api) return;
+    if (ready && this.monitorApi !== api) {
+      this.monitorApi = api;
+      this.monitor ??= new AuditMonitor(
+        {
+          binary: this.options.sourceBinary,
+          node,
+          kubeconfig: this.paths.kubeconfig,
+          hostRoot: this.options.hostRoot,
+          stateDir: this.options.stateDir,
+          policy: this.options.repair,
+          self: this.options.self,
+          auditSeconds: this.options.auditSeconds,
+        },
+        this.log,
+        {
+          unprotected: (status) => this.metrics.unprotectedPods.inc({ status }),
+          repaired: (action) => this.metrics.repairs.inc({ action }),
+          audited: (seconds) => this.metrics.auditSeconds.set(seconds),
+        },
+      );
+      this.monitor.start(api).catch((error: Error) => this.log.error("cannot watch this node's pods", { error: error.message }));
+    }
+    const wanted = ready ? false : restoreTaint ? true : undefined;
+    if (!startupTaint || wanted === undefined || wanted === this.taintPresent || this.taintBusy) return;
+    this.taintBusy = true;
+    syncTaint(api, startupTaint, wanted)
+      .then((changed) => {
+        this.taintPresent = wanted;
+        if (changed) this.log.info(wanted ? "startup taint restored" : "startup taint removed", { node, taint: startupTaint.key });
+      })
+      .catch((error: Error) => {
+        this.log.error("cannot update the node's taints; retrying", { node, error: error.message });
+        this.schedule(undefined, 1000);
+      })
+      .finally(() => (this.taintBusy = false));
   }
 
   private chain(eventAt: number | undefined): void {

@@ -20,6 +20,23 @@ export function createInstallerMetrics() {
       help: "1 while the binary, the kubeconfig and the entry in the active CNI config are all in place.",
       registers: [registry],
     }),
+    unprotectedPods: new Counter({
+      name: "meshcni_unprotected_pods_total",
+      help: "Meshed pods of this node found running without meshcni's redirect (missing) or with it changed (drifted).",
+      labelNames: ["status"],
+      registers: [registry],
+    }),
+    repairs: new Counter({
+      name: "meshcni_repairs_total",
+      help: "Unprotected pods repaired, by action (delete, label).",
+      labelNames: ["action"],
+      registers: [registry],
+    }),
+    auditSeconds: new Gauge({
+      name: "meshcni_audit_last_duration_seconds",
+      help: "How long the last audit of this node's meshed pods took.",
+      registers: [registry],
+    }),
   };
 }
 

@@ -1,5 +1,8 @@
 import { parseArgs } from "node:util";
 import { join } from "node:path";
+import { repairPolicies, type PodRef, type RepairPolicy } from "../audit/repair.js";
+import { defaultStateDir } from "../plugin/records.js";
+import { parseTaint, type TaintSpec } from "./taint.js";
 
 /**
  * The agent's settings: flags, else the environment variables Linkerd's installer reads
@@ -23,6 +26,15 @@ export interface InstallerOptions {
   apiPort: string | undefined;
   caFile: string | undefined;
   skipTlsVerify: boolean;
+  /** The node this agent runs on; audit, repair and the taint need it. */
+  node: string | undefined;
+  repair: RepairPolicy;
+  startupTaint: TaintSpec | undefined;
+  restoreTaint: boolean;
+  auditSeconds: number;
+  /** The plugin's state_dir, as the host sees it. */
+  stateDir: string;
+  self: PodRef | undefined;
 }
 
 export const installerUsage = `meshcni install [options]   run the node agent (DaemonSet container)
@@ -40,6 +52,13 @@ Options (environment variable in brackets):
   --listen HOST:PORT         /readyz and /metrics; "" turns it off [MESHCNI_LISTEN] (127.0.0.1:9911)
   --resync-seconds N         re-check everything this often, besides watching (10)
   --remove-binary            on SIGTERM also remove the binary (a full uninstall)
+  --node NAME                this node [NODE_NAME]; without it, no audit and no taint
+  --repair POLICY            unprotected meshed pods: none, label or delete (delete)
+  --audit-seconds N          audit every pod of the node this often, besides the watch (60)
+  --state-dir DIR            the plugin's state_dir on the host (${defaultStateDir})
+  --startup-taint TAINT      remove key[=value][:Effect] from this node once ready
+  --restore-taint            put the startup taint back while not ready
+Own pod (never repaired): POD_NAMESPACE and POD_NAME.
 API address: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PROTOCOL (https);
 KUBE_CA_FILE overrides the CA, SKIP_TLS_VERIFY=true skips verification.
 `;
@@ -60,8 +79,20 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
       listen: { type: "string" },
       "resync-seconds": { type: "string" },
       "remove-binary": { type: "boolean", default: false },
+      node: { type: "string" },
+      repair: { type: "string" },
+      "audit-seconds": { type: "string" },
+      "state-dir": { type: "string" },
+      "startup-taint": { type: "string" },
+      "restore-taint": { type: "boolean", default: false },
     },
   });
+  const repair = (values.repair ?? "delete") as RepairPolicy;
+  if (!repairPolicies.includes(repair)) throw new Error(`--repair must be one of ${repairPolicies.join(", ")}, not ${JSON.stringify(values.repair)}`);
+  const auditSeconds = Number(values["audit-seconds"] ?? "60");
+  if (!Number.isFinite(auditSeconds) || auditSeconds <= 0) {
+    throw new Error(`--audit-seconds must be a positive number, not ${JSON.stringify(values["audit-seconds"])}`);
+  }
   const resyncSeconds = Number(values["resync-seconds"] ?? "10");
   if (!Number.isFinite(resyncSeconds) || resyncSeconds <= 0) {
     throw new Error(`--resync-seconds must be a positive number, not ${JSON.stringify(values["resync-seconds"])}`);
@@ -84,6 +115,13 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
     apiPort: env.KUBERNETES_SERVICE_PORT || undefined,
     caFile: env.KUBE_CA_FILE || join(serviceAccountDir, "ca.crt"),
     skipTlsVerify: env.SKIP_TLS_VERIFY === "true",
+    node: values.node ?? (env.NODE_NAME || undefined),
+    repair,
+    startupTaint: values["startup-taint"] === undefined ? undefined : parseTaint(values["startup-taint"]),
+    restoreTaint: values["restore-taint"] ?? false,
+    auditSeconds,
+    stateDir: values["state-dir"] ?? defaultStateDir,
+    self: env.POD_NAMESPACE && env.POD_NAME ? { namespace: env.POD_NAMESPACE, name: env.POD_NAME } : undefined,
   };
 }
 

@@ -14,7 +14,7 @@ import { loadKubeconfig } from "./client.js";
 export interface NodeApi {
   listPods(): Promise<V1Pod[]>;
   /** Calls back on every change to a pod of the node until the returned stop is called. */
-  watchPods(onChange: (pod: V1Pod) => void, onError: (error: unknown) => void): Promise<() => Promise<void>>;
+  watchPods(handlers: { change(pod: V1Pod): void; remove(pod: V1Pod): void; error(error: unknown): void }): Promise<() => Promise<void>>;
   createPodEvent(pod: V1Pod, event: { reason: string; message: string; type: "Normal" | "Warning" }): Promise<void>;
   labelPod(pod: V1Pod, key: string, value: string): Promise<void>;
   /** Deletes the pod only while it is still the same pod (UID precondition). */
@@ -37,19 +37,24 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
   return {
     listPods,
-    async watchPods(onChange, onError) {
+    async watchPods({ change, remove, error }) {
       const informer = makeInformer(config, `/api/v1/pods?fieldSelector=${encodeURIComponent(fieldSelector)}`, () =>
         api.listPodForAllNamespaces({ fieldSelector }),
       );
-      informer.on("add", onChange);
-      informer.on("update", onChange);
-      informer.on("error", (error) => {
-        onError(error);
+      let stopped = false;
+      informer.on("add", change);
+      informer.on("update", change);
+      informer.on("delete", remove);
+      informer.on("error", (failure) => {
+        error(failure);
         // The informer stops on error; come back after a pause, as client-go's reflector does.
-        setTimeout(() => void informer.start().catch(onError), 1000);
+        if (!stopped) setTimeout(() => void (stopped || informer.start().catch(error)), 1000);
       });
       await informer.start();
-      return () => informer.stop();
+      return async () => {
+        stopped = true;
+        await informer.stop();
+      };
     },
     async createPodEvent(pod, { reason, message, type }) {
       const now = new Date();

@@ -1,0 +1,36 @@
+import type { V1Taint } from "@kubernetes/client-node";
+import type { NodeApi } from "../kube/cluster.js";
+
+export interface TaintSpec {
+  key: string;
+  value?: string;
+  effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+}
+
+const effects = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
+
+/** Parses kubectl's form `key[=value][:Effect]`; the effect defaults to NoSchedule. */
+export function parseTaint(text: string): TaintSpec {
+  const match = /^([A-Za-z0-9./_-]+)(?:=([A-Za-z0-9._-]*))?(?::([A-Za-z]+))?$/.exec(text);
+  const effect = (match?.[3] ?? "NoSchedule") as TaintSpec["effect"];
+  if (!match || !effects.includes(effect)) {
+    throw new Error(`--startup-taint must look like key[=value][:${effects.join("|")}], not ${JSON.stringify(text)}`);
+  }
+  return { key: match[1]!, ...(match[2] ? { value: match[2] } : {}), effect };
+}
+
+const same = (taint: V1Taint, spec: TaintSpec) => taint.key === spec.key && taint.effect === spec.effect;
+
+/**
+ * Makes the node carry the taint or not; returns whether it changed anything. The
+ * update is conditional on the node's resourceVersion, so a concurrent change to the
+ * node's taints by someone else is never overwritten.
+ */
+export async function syncTaint(api: NodeApi, spec: TaintSpec, present: boolean): Promise<boolean> {
+  const { taints, resourceVersion } = await api.nodeTaints();
+  const has = taints.some((taint) => same(taint, spec));
+  if (has === present) return false;
+  const next = present ? [...taints, { key: spec.key, effect: spec.effect, ...(spec.value ? { value: spec.value } : {}) }] : taints.filter((taint) => !same(taint, spec));
+  await api.setNodeTaints(next, resourceVersion);
+  return true;
+}

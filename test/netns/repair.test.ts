@@ -1,0 +1,134 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { execa } from "execa";
+import { AgentHarness } from "../installer/support/agent.js";
+import { FakeApiServer, podObject } from "../support/api-server.js";
+import { TestNetwork } from "./support/network.js";
+
+const isRoot = process.getuid?.() === 0;
+const node = "node-r";
+const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
+const otherTaint = { key: "dedicated", value: "mesh", effect: "NoExecute" };
+
+/**
+ * A node where pods started before meshcni was chained (the node-start race): the agent
+ * comes up, lifts the startup taint, finds those pods with `meshcni audit`, emits an
+ * Event for each and repairs them by policy.
+ */
+function scenario(policy: "delete" | "label" | "none", subnet: number) {
+  const api = new FakeApiServer();
+  const net = new TestNetwork(subnet);
+  const host = new AgentHarness({ onHost: true });
+  const agentDirs = () => ({ conf: host.netDir, bin: host.binDir });
+
+  async function startPod(name: string, via: "plain" | "agent", options: Parameters<typeof podObject>[2] = {}) {
+    api.addPod(podObject("shop", name, { proxy: "container", ...options }));
+    const netns = await net.addNetns(name);
+    const added = await net.cnitool("add", via === "plain" ? "plain" : "primary", netns, `K8S_POD_NAMESPACE=shop;K8S_POD_NAME=${name}`, via === "plain" ? undefined : agentDirs());
+    expect(added.exitCode, added.stdout + added.stderr).toBe(0);
+    api.addPod(podObject("shop", name, { proxy: "container", nodeName: node, podIP: TestNetwork.address(added), ...options }));
+    return netns;
+  }
+
+  const eventsFor = (name: string) => api.events.filter((event) => (event.involvedObject as { name: string }).name === name);
+  const setup = async (auditSeconds = 60) => {
+    await api.start();
+    api.addNode({ metadata: { name: node }, spec: { taints: [otherTaint, taint] } });
+    writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
+    writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
+    host.rotateToken(api.token, api.caPem);
+    // Pods that started before the agent chained meshcni.
+    await startPod("owned-early", "plain", { owned: true });
+    await startPod("bare-early", "plain");
+    await startPod("leaving", "plain", { owned: true, deleting: true });
+    api.addPod(podObject("meshcni", "agent-self", { proxy: "container", nodeName: node, podIP: "10.251.0.250", owned: true }));
+    const template = JSON.stringify({ type: "meshcni", state_dir: net.stateDir, kubernetes: { kubeconfig: "__KUBECONFIG_FILEPATH__" } });
+    await host.start(
+      ["--template", template, "--node", node, "--repair", policy, "--state-dir", net.stateDir, "--startup-taint", "meshcni.io/not-ready:NoSchedule", "--audit-seconds", String(auditSeconds)],
+      { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port), POD_NAMESPACE: "meshcni", POD_NAME: "agent-self" },
+    );
+  };
+  const teardown = async () => {
+    await host.cleanup();
+    await net.cleanup();
+    await api.stop();
+  };
+  return { api, net, host, startPod, eventsFor, setup, teardown };
+}
+
+describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
+  const s = scenario("delete", 50);
+  beforeAll(() => s.setup(1));
+  afterAll(() => s.teardown());
+
+  it("removes the startup taint once ready, keeping the node's other taints", async () => {
+    await s.host.waitFor(() => s.host.logs.some((line) => line.msg === "startup taint removed"), 10_000);
+    expect((s.api.nodes.get(node)!.spec as { taints: unknown[] }).taints).toEqual([otherTaint]);
+    expect(s.api.requestsTo("PATCH", /^\/api\/v1\/nodes\/node-r$/)[0]!.body).toContainEqual({ op: "test", path: "/metadata/resourceVersion", value: expect.any(String) });
+  });
+
+  it("emits MeshRedirectMissing and deletes a pod that started without meshcni and has a controller", async () => {
+    await s.host.waitFor(() => s.api.requestsTo("DELETE", /\/pods\/owned-early$/).length === 1, 10_000);
+    const [event] = s.eventsFor("owned-early");
+    expect(event).toMatchObject({ reason: "MeshRedirectMissing", type: "Warning", involvedObject: { kind: "Pod", namespace: "shop", uid: "uid-shop-owned-early" } });
+    expect(event!.message).toContain("started without meshcni's iptables redirect");
+    expect(event!.message).toContain("deletes it so its controller recreates it");
+    expect(s.api.requestsTo("DELETE", /\/pods\/owned-early$/)[0]!.body).toMatchObject({ preconditions: { uid: "uid-shop-owned-early" } });
+  });
+
+  it("labels, never deletes, a pod without a controller", async () => {
+    await s.host.waitFor(() => s.api.requestsTo("PATCH", /\/pods\/bare-early$/).length === 1, 10_000);
+    expect(s.api.requestsTo("PATCH", /\/pods\/bare-early$/)[0]!.body).toEqual({ metadata: { labels: { "meshcni.io/unprotected": "true" } } });
+    expect(s.eventsFor("bare-early")[0]!.message).toContain("no controller would recreate it");
+    expect(s.api.requestsTo("DELETE", /\/pods\/bare-early$/)).toEqual([]);
+  });
+
+  it("detects a pod started without meshcni after the agent is up, and says how long it took", async () => {
+    await s.startPod("late", "plain", { owned: true });
+    const runningAt = performance.now(); // the pod has its IP in the API: its sandbox's network is up
+    await s.host.waitFor(() => s.eventsFor("late").length === 1, 10_000);
+    const eventAt = s.api.requestsTo("POST", /\/events$/).find((request) => (request.body as { involvedObject: { name: string } }).involvedObject.name === "late")!.at;
+    expect(eventAt).toBeGreaterThan(runningAt);
+    process.stdout.write(`\ndetection: pod running in the API -> MeshRedirectMissing event: ${Math.round(eventAt - runningAt)} ms\n`);
+    await s.host.waitFor(() => s.api.requestsTo("DELETE", /\/pods\/late$/).length === 1, 10_000);
+  });
+
+  it("finds a protected pod's redirect drifted once a rule is deleted by hand", async () => {
+    const netns = await s.startPod("drifting", "agent", { owned: true });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(s.eventsFor("drifting")).toEqual([]);
+    await execa("ip", ["netns", "exec", netns, "iptables-nft", "-t", "nat", "-D", "PROXY_INIT_OUTPUT", "-o", "lo",
+      "-m", "comment", "--comment", "proxy-init/ignore-loopback", "-j", "RETURN"]);
+    await s.host.waitFor(() => s.eventsFor("drifting").length === 1, 10_000);
+    expect(s.eventsFor("drifting")[0]!.message).toContain("differs from meshcni's plan (ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo");
+  });
+
+  it("never acts on its own pod, a pod being deleted, or twice on one pod", async () => {
+    await new Promise((resolve) => setTimeout(resolve, 2500)); // two more periodic audits
+    expect(s.eventsFor("agent-self")).toEqual([]);
+    expect(s.eventsFor("leaving")).toEqual([]);
+    expect(s.api.requestsTo("DELETE", /\/pods\/leaving$/)).toEqual([]);
+    expect(s.eventsFor("bare-early")).toHaveLength(1);
+    expect(s.api.requestsTo("PATCH", /\/pods\/bare-early$/)).toHaveLength(1);
+    expect(await s.host.metric('meshcni_unprotected_pods_total{status="missing"}')).toBe(3);
+    expect(await s.host.metric('meshcni_repairs_total{action="delete"}')).toBe(3);
+  });
+});
+
+describe.skipIf(!isRoot).each([
+  ["label", 51, "PATCH"],
+  ["none", 52, undefined],
+] as const)("the agent's repair, policy %s", (policy, subnet, method) => {
+  const s = scenario(policy, subnet);
+  beforeAll(() => s.setup());
+  afterAll(() => s.teardown());
+
+  it(`emits the event and ${method ? "labels" : "leaves"} a pod with a controller, deleting nothing`, async () => {
+    await s.host.waitFor(() => s.eventsFor("owned-early").length === 1, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
+    expect(s.api.requestsTo("PATCH", /\/pods\/owned-early$/)).toHaveLength(method ? 1 : 0);
+    expect(s.eventsFor("owned-early")[0]!.message).toContain(policy === "none" ? "takes no action" : "labels it meshcni.io/unprotected=true");
+  });
+});
