@@ -69,6 +69,18 @@ describe("deploy/ manifests", () => {
     expect(container.readinessProbe.exec.command).toEqual([container.command[0], "ready"]);
   });
 
+  it("gives the agent its node, its own pod, and the host's netns and state dirs for the audit", () => {
+    const fieldOf = (name: string) => container.env.find((v: any) => v.name === name)?.valueFrom?.fieldRef?.fieldPath;
+    expect([fieldOf("NODE_NAME"), fieldOf("POD_NAME"), fieldOf("POD_NAMESPACE")]).toEqual(["spec.nodeName", "metadata.name", "metadata.namespace"]);
+    const env = Object.fromEntries(container.env.filter((v: any) => v.value !== undefined).map((v: any) => [v.name, v.value]));
+    const options = parseInstallerOptions(container.args, env, "/usr/local/bin/meshcni");
+    expect(options).toMatchObject({ repair: "delete", startupTaint: { key: "meshcni.io/not-ready", effect: "NoSchedule" } });
+    const mounts = Object.fromEntries(container.volumeMounts.map((mount: any) => [mount.mountPath, mount]));
+    expect(mounts[`${options.hostRoot}${options.stateDir}`]).toBeDefined();
+    expect(mounts[`${options.hostRoot}/var/run/netns`]).toMatchObject({ mountPropagation: "HostToContainer" });
+    expect(container.securityContext.capabilities.add).toEqual(["SYS_ADMIN", "NET_ADMIN", "NET_RAW"]);
+  });
+
   it("ships a template that the agent accepts and the plugin parses", () => {
     const configMap = byKind("ConfigMap")[0] as unknown as { metadata: { name: string }; data: { cni_network_config: string } };
     const template = renderTemplate(configMap.data.cni_network_config, "/etc/cni/net.d/ZZZ-meshcni-kubeconfig");
@@ -79,9 +91,14 @@ describe("deploy/ manifests", () => {
     expect(reference).toEqual({ name: configMap.metadata.name, key: "cni_network_config" });
   });
 
-  it("grants the service account only what the plugin reads", () => {
+  it("grants the service account exactly what the plugin and the agent use", () => {
     const role = byKind("ClusterRole")[0] as unknown as { rules: unknown[] };
-    expect(role.rules).toEqual([{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }]);
+    expect(role.rules).toEqual([
+      { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "patch", "delete"] },
+      { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
+      { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] },
+    ]);
     const binding = byKind("ClusterRoleBinding")[0] as unknown as { subjects: Array<{ name: string; namespace: string }> };
     expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: podSpec.serviceAccountName, namespace: kustomization.namespace }]);
   });
