@@ -1,4 +1,10 @@
 // `npm run bench`: prints each section's figures and writes them to bench/results/.
+import { benchAudit } from "./audit.js";
 import { benchInstaller } from "./installer.js";
 
+if (process.getuid?.() !== 0) {
+  console.error("the benchmark creates network namespaces and iptables rules: run it as root");
+  process.exit(1);
+}
 await benchInstaller();
+await benchAudit();
