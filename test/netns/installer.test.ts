@@ -14,10 +14,11 @@ const isRoot = process.getuid?.() === 0;
 describe.skipIf(!isRoot)("meshcni install feeding real cnitool", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(30);
-  const host = new AgentHarness({ onHost: true });
+  let host: AgentHarness;
   const pods: Array<{ netns: string; network: string; args: string }> = [];
 
   beforeAll(async () => {
+    host = new AgentHarness({ onHost: true });
     await api.start();
     host.rotateToken(api.token, api.caPem);
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));

@@ -19,7 +19,7 @@ const otherTaint = { key: "dedicated", value: "mesh", effect: "NoExecute" };
 function scenario(policy: "delete" | "label" | "none", subnet: number) {
   const api = new FakeApiServer();
   const net = new TestNetwork(subnet);
-  const host = new AgentHarness({ onHost: true });
+  let host: AgentHarness;
   const agentDirs = () => ({ conf: host.netDir, bin: host.binDir });
 
   async function startPod(name: string, via: "plain" | "agent", options: Parameters<typeof podObject>[2] = {}) {
@@ -33,6 +33,7 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
 
   const eventsFor = (name: string) => api.events.filter((event) => (event.involvedObject as { name: string }).name === name);
   const setup = async (auditSeconds = 60) => {
+    host = new AgentHarness({ onHost: true });
     await api.start();
     api.addNode({ metadata: { name: node }, spec: { taints: [otherTaint, taint] } });
     writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
@@ -50,11 +51,11 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
     );
   };
   const teardown = async () => {
-    await host.cleanup();
+    await host?.cleanup();
     await net.cleanup();
     await api.stop();
   };
-  return { api, net, host, startPod, eventsFor, setup, teardown };
+  return { api, net, get host() { return host; }, startPod, eventsFor, setup, teardown };
 }
 
 describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {

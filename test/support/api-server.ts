@@ -65,7 +65,8 @@ export class FakeApiServer {
   readonly events: KubeObject[] = [];
   readonly faults = new Map<string, Fault>();
   readonly requests: RecordedRequest[] = [];
-  readonly dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));
+  /** Made by start(), so a suite that never runs leaves nothing behind. */
+  dir = "";
   private server: Server | undefined;
   private hanging = new Set<ServerResponse>();
   private watchers = new Set<PodWatcher>();
@@ -73,6 +74,7 @@ export class FakeApiServer {
   port = 0;
 
   async start(): Promise<this> {
+    this.dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));
     const key = join(this.dir, "server.key");
     const cert = join(this.dir, "server.crt");
     execFileSync("openssl", [
@@ -145,7 +147,7 @@ export class FakeApiServer {
     for (const watcher of this.watchers) watcher.res.destroy();
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-    rmSync(this.dir, { recursive: true, force: true });
+    if (this.dir) rmSync(this.dir, { recursive: true, force: true });
   }
 
   private stamp(object: KubeObject): KubeObject {

@@ -37,12 +37,8 @@ function outcome(result: { exitCode?: number | undefined; stdout: unknown; stder
  */
 export class TestNetwork {
   readonly id = randomBytes(3).toString("hex");
-  readonly dir = mkdtempSync(join(tmpdir(), "meshcni-net-"));
-  readonly confDir = join(this.dir, "net.d");
-  readonly binDir = join(this.dir, "bin");
   readonly bridge = `mcbr${this.id}`;
-  /** The plugin's state dir for this network's pods, so tests leave /var/run alone. */
-  readonly stateDir = join(this.dir, "state");
+  private madeDir: string | undefined;
   readonly subnet: string;
   private bridgeReady: Promise<void> | undefined;
   private readonly netnsNames = new Set<string>();
@@ -51,10 +47,31 @@ export class TestNetwork {
 
   constructor(subnetIndex: number) {
     this.subnet = `10.251.${subnetIndex}.0/24`;
-    mkdirSync(this.confDir);
-    mkdirSync(this.binDir);
-    // Only the binary, as an installer would put it in the runtime's CNI bin dir.
-    symlinkSync(meshcniBinary, join(this.binDir, "meshcni"));
+  }
+
+  /** Made on first use, so a suite that never runs leaves nothing behind. */
+  get dir(): string {
+    if (!this.madeDir) {
+      this.madeDir = mkdtempSync(join(tmpdir(), "meshcni-net-"));
+      mkdirSync(join(this.madeDir, "net.d"));
+      mkdirSync(join(this.madeDir, "bin"));
+      // Only the binary, as an installer would put it in the runtime's CNI bin dir.
+      symlinkSync(meshcniBinary, join(this.madeDir, "bin", "meshcni"));
+    }
+    return this.madeDir;
+  }
+
+  get confDir(): string {
+    return join(this.dir, "net.d");
+  }
+
+  get binDir(): string {
+    return join(this.dir, "bin");
+  }
+
+  /** The plugin's state dir for this network's pods, so tests leave /var/run alone. */
+  get stateDir(): string {
+    return join(this.dir, "state");
   }
 
   netnsPath(name: string): string {
@@ -159,7 +176,7 @@ export class TestNetwork {
         if ([...this.networks].some((network) => file.startsWith(`${network}-`))) rmSync(join(cniCacheResults, file), { force: true });
       }
     }
-    rmSync(this.dir, { recursive: true, force: true });
+    if (this.madeDir) rmSync(this.madeDir, { recursive: true, force: true });
   }
 }
 
