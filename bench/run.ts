@@ -1,10 +1,13 @@
 // `npm run bench`: prints each section's figures and writes them to bench/results/.
 import { benchAudit } from "./audit.js";
 import { benchInstaller } from "./installer.js";
+import { benchPlugin } from "./plugin.js";
 
 if (process.getuid?.() !== 0) {
   console.error("the benchmark creates network namespaces and iptables rules: run it as root");
   process.exit(1);
 }
-await benchInstaller();
-await benchAudit();
+const only = process.argv[2];
+if (!only || only === "plugin") await benchPlugin();
+if (!only || only === "installer") await benchInstaller();
+if (!only || only === "audit") await benchAudit();
