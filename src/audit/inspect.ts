@@ -14,7 +14,7 @@ import type { Inspection } from "./classify.js";
 export async function inspectRecord(record: AttachmentRecord, hostRoot: string): Promise<Inspection> {
   const netns = join(hostRoot || "/", record.netns);
   if (!existsSync(netns)) return { status: "unknown", details: [`netns ${record.netns} is gone`] };
-  const runner = createIptablesRunner(record.backend, { wait: false });
+  const runner = await createIptablesRunner(record.backend, { wait: false });
   try {
     const differences = await inNetns(netns, async () => {
       const found: string[] = [];

@@ -18,24 +18,42 @@ const kubeletChains = /^:(KUBE-IPTABLES-HINT|KUBE-KUBELET-CANARY)\b/m;
 /** Runs a save command in the host netns and gives its stdout, or "" when it fails. */
 export type SaveProbe = (binary: string, args: string[]) => Promise<string>;
 
+export interface Detection {
+  backend: "legacy" | "nft";
+  /** True when kubelet's chains decided it; false for the default. */
+  found: boolean;
+}
+
 /**
  * Detects the node's backend the way kubernetes-sigs/iptables-wrappers does: kubelet's
  * chains in nft's mangle table (IPv4, then IPv6) mean nft; in legacy's full dump (not
- * `-t mangle`, which would create the table) they mean legacy; with neither, nft.
+ * `-t mangle`, which would create the table) they mean legacy; with neither, nft. The
+ * four probes run at once and are read in that order.
  */
-export async function detectBackend(probe: SaveProbe): Promise<"legacy" | "nft"> {
-  const steps: Array<[Backend & ("legacy" | "nft"), Family, string[]]> = [
+export async function detectBackend(probe: SaveProbe): Promise<Detection> {
+  const steps: Array<["legacy" | "nft", Family, string[]]> = [
     ["nft", "ipv4", ["-t", "mangle"]],
     ["nft", "ipv6", ["-t", "mangle"]],
     ["legacy", "ipv4", []],
     ["legacy", "ipv6", []],
   ];
-  for (const [backend, family, args] of steps) {
-    if (kubeletChains.test(await probe(binaryName(backend, family, "save"), args))) return backend;
-  }
-  return "nft";
+  const outputs = await Promise.all(steps.map(([backend, family, args]) => probe(binaryName(backend, family, "save"), args)));
+  const index = outputs.findIndex((output) => kubeletChains.test(output));
+  return index < 0 ? { backend: "nft", found: false } : { backend: steps[index]![0], found: true };
 }
 
-export async function resolveBackend(mode: IptablesMode, probe: SaveProbe): Promise<Backend> {
-  return mode === "auto" ? detectBackend(probe) : mode;
+/** Where a detection that kubelet's chains decided is kept: it holds until the node reboots. */
+export interface DetectionCache {
+  read(): "legacy" | "nft" | undefined;
+  write(backend: "legacy" | "nft"): void;
+}
+
+export async function resolveBackend(mode: IptablesMode, probe: SaveProbe, cache?: DetectionCache): Promise<Backend> {
+  if (mode !== "auto") return mode;
+  const cached = cache?.read();
+  if (cached) return cached;
+  const detection = await detectBackend(probe);
+  // Without kubelet's chains the answer is a default that may change once kubelet runs.
+  if (detection.found) cache?.write(detection.backend);
+  return detection.backend;
 }

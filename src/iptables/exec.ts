@@ -2,10 +2,13 @@ import { randomBytes } from "node:crypto";
 import { accessSync, constants, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execa, type Options } from "execa";
+import type { Options } from "execa";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { binaryName, type Backend, type SaveProbe } from "./backend.js";
 import type { Family } from "./types.js";
+
+/** execa is most of a plugin process's memory (bench/README.md): loaded when first needed. */
+export const loadExeca = async () => (await import("execa")).execa;
 
 /** Runtimes may exec plugins with a PATH lacking the sbin directories iptables lives in. */
 const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");
@@ -34,7 +37,8 @@ function failure(binary: string, error: unknown): CniError {
  * `-w` is passed only when the netconf asks (use-wait-flag): with a private lock there
  * is nothing to wait for. nft commits through netlink and takes no lock.
  */
-export function createIptablesRunner(backend: Backend, options: { wait: boolean }): IptablesRunner {
+export async function createIptablesRunner(backend: Backend, options: { wait: boolean }): Promise<IptablesRunner> {
+  const execa = await loadExeca();
   const lockFile = backend === "nft" ? undefined : join(tmpdir(), `meshcni-xtables-${process.pid}-${randomBytes(4).toString("hex")}.lock`);
   const execOptions: Options = { env: { PATH: searchPath, ...(lockFile ? { XTABLES_LOCKFILE: lockFile } : {}) }, stripFinalNewline: false };
   return {
@@ -63,6 +67,7 @@ export function createIptablesRunner(backend: Backend, options: { wait: boolean 
 
 /** Backend detection's probe: a failed or missing binary counts as no rules. */
 export const hostSaveProbe: SaveProbe = async (binary, args) => {
+  const execa = await loadExeca();
   const result = await execa(binary, args, { env: { PATH: searchPath }, reject: false });
   return result.exitCode === 0 ? String(result.stdout) : "";
 };

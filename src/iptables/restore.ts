@@ -38,6 +38,21 @@ export function renderApply(plan: RulePlan, table: NatTable): string {
   return lines.join("\n");
 }
 
+/**
+ * Restore text for a table holding none of our chains: `-N` fails the whole commit if a
+ * chain exists, so applying it needs no iptables-save first and can never duplicate.
+ */
+export function renderCreate(plan: RulePlan): string {
+  return [
+    "*nat",
+    ...Object.keys(plan.chains).map((chain) => `-N ${chain}`),
+    ...Object.entries(plan.chains).flatMap(([chain, rules]) => rules.map((args) => `-A ${chain} ${renderArgs(args)}`)),
+    ...plan.jumps.map((jump) => `-A ${jump.from} ${renderArgs(jump.args)}`),
+    "COMMIT",
+    "",
+  ].join("\n");
+}
+
 /** Restore text removing every jump into our chains and the chains, or undefined if none is there. */
 export function renderRemove(table: NatTable): string | undefined {
   const jumps = jumpsIntoOwnChains(table);

@@ -1,16 +1,18 @@
-import { readFileSync } from "node:fs";
-import { CoreV1Api, KubeConfig, Observable, type ObservableMiddleware, type V1Namespace, type V1Pod } from "@kubernetes/client-node";
+import { Agent as HttpAgent, request as httpRequest } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import pRetry, { AbortError } from "p-retry";
 import { describeApiFailure } from "./errors.js";
+import { loadApiAccess } from "./kubeconfig.js";
 
-/** A kubeconfig that could not be used, before any request was sent. */
-export class KubeconfigError extends Error {}
-
+/** The plugin's two reads: the pod being added and, for overrides, its namespace. */
 export interface KubeReader {
   readPod(namespace: string, name: string): Promise<V1Pod>;
   readNamespace(name: string): Promise<V1Namespace>;
   /** The port of the API server the kubeconfig points at. */
   serverPort: number;
+  /** Closes kept-alive connections, so the plugin process can exit at once. */
+  close(): void;
 }
 
 export interface KubeReaderOptions {
@@ -21,43 +23,64 @@ export interface KubeReaderOptions {
   onRetry?: (attempt: number, cause: string) => void;
 }
 
-/** Thrown when every attempt failed; `cause` reads like describeApiFailure's. */
+/** Thrown when every attempt failed; its message reads like describeApiFailure's cause. */
 export class ApiRequestError extends Error {}
 
-export function loadKubeconfig(path: string): KubeConfig {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    throw new KubeconfigError(`cannot read kubeconfig ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+/** An API answer other than 200, shaped as describeApiFailure reads it. */
+class StatusError extends Error {
+  constructor(readonly code: number, message: string) {
+    super(message);
   }
-  const config = new KubeConfig();
-  try {
-    config.loadFromString(text);
-  } catch (error) {
-    throw new KubeconfigError(`cannot parse kubeconfig ${path}: ${(error as Error).message}`);
-  }
-  const cluster = config.getCurrentCluster();
-  if (!cluster?.server) throw new KubeconfigError(`kubeconfig ${path} names no current cluster with a server`);
-  const user = config.getCurrentUser();
-  if (!user?.token && !user?.authProvider && !user?.exec && !user?.certFile && !user?.certData) {
-    throw new KubeconfigError(`kubeconfig ${path} has no credentials for its current user`);
-  }
-  return config;
 }
 
-export function createKubeReader(options: KubeReaderOptions): KubeReader {
-  const config = loadKubeconfig(options.kubeconfig);
-  const api = config.makeApiClient(CoreV1Api);
-  const server = new URL(config.getCurrentCluster()!.server);
+export async function createKubeReader(options: KubeReaderOptions): Promise<KubeReader> {
+  const access = await loadApiAccess(options.kubeconfig);
+  const secure = access.server.protocol === "https:";
+  // One kept-alive connection: the namespace read reuses the pod read's TLS session.
+  const agent = secure
+    ? new HttpsAgent({
+        keepAlive: true,
+        maxSockets: 1,
+        rejectUnauthorized: !access.insecure,
+        ...(access.ca ? { ca: access.ca } : {}),
+        ...(access.cert && access.key ? { cert: access.cert, key: access.key } : {}),
+        ...(access.serverName ? { servername: access.serverName } : {}),
+      })
+    : new HttpAgent({ keepAlive: true, maxSockets: 1 });
 
-  async function request<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  function get<T>(path: string, signal: AbortSignal): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const send = secure ? httpsRequest : httpRequest;
+      const req = send(
+        new URL(path, access.server),
+        { agent, signal, headers: { Accept: "application/json", ...(access.token ? { Authorization: `Bearer ${access.token}` } : {}) } },
+        (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (body += chunk));
+          res.on("error", reject);
+          res.on("end", () => {
+            try {
+              if (res.statusCode === 200) resolve(JSON.parse(body) as T);
+              else reject(new StatusError(res.statusCode ?? 0, (JSON.parse(body) as { message?: string }).message ?? body));
+            } catch (error) {
+              reject(res.statusCode === 200 ? error : new StatusError(res.statusCode ?? 0, body));
+            }
+          });
+        },
+      );
+      req.on("error", reject);
+      req.end();
+    });
+  }
+
+  async function read<T>(path: string): Promise<T> {
     let lastCause = "";
     return pRetry(
       async () => {
         const signal = AbortSignal.any([options.deadline, AbortSignal.timeout(options.attemptTimeoutMs)]);
         try {
-          return await call(signal);
+          return await get<T>(path, signal);
         } catch (error) {
           const failure = describeApiFailure(error);
           lastCause = failure.cause;
@@ -79,18 +102,10 @@ export function createKubeReader(options: KubeReaderOptions): KubeReader {
     });
   }
 
-  /** Hands each request our abort signal through the client's middleware hook. */
-  const withSignal = (signal: AbortSignal) => {
-    const middleware: ObservableMiddleware = {
-      pre: (context) => (context.setSignal(signal), new Observable(Promise.resolve(context))),
-      post: (response) => new Observable(Promise.resolve(response)),
-    };
-    return { middleware: [middleware], middlewareMergeStrategy: "append" as const };
-  };
-
   return {
-    serverPort: Number(server.port || (server.protocol === "https:" ? 443 : 80)),
-    readPod: (namespace, name) => request((signal) => api.readNamespacedPod({ namespace, name }, withSignal(signal))),
-    readNamespace: (name) => request((signal) => api.readNamespace({ name }, withSignal(signal))),
+    serverPort: Number(access.server.port || (secure ? 443 : 80)),
+    readPod: (namespace, name) => read<V1Pod>(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`),
+    readNamespace: (name) => read<V1Namespace>(`/api/v1/namespaces/${encodeURIComponent(name)}`),
+    close: () => agent.destroy(),
   };
 }

@@ -8,7 +8,6 @@ import {
   type V1Pod,
   type V1Taint,
 } from "@kubernetes/client-node";
-import { loadKubeconfig } from "./client.js";
 
 /** What audit and the agent's repair do with the API, for the pods of one node. */
 export interface NodeApi {
@@ -25,9 +24,13 @@ export interface NodeApi {
 }
 
 export function kubeConfigFrom(path: string | undefined): KubeConfig {
-  if (path) return loadKubeconfig(path);
   const config = new KubeConfig();
-  config.loadFromDefault();
+  try {
+    if (path) config.loadFromFile(path);
+    else config.loadFromDefault();
+  } catch (error) {
+    throw new Error(`cannot read kubeconfig ${path ?? "(default)"}: ${(error as Error).message}`);
+  }
   return config;
 }
 

@@ -6,7 +6,7 @@ import { parseNatTable } from "../iptables/save.js";
 import { decideFirewall } from "./decide.js";
 import { writeRecord } from "./records.js";
 import { podName } from "./pod.js";
-import { familiesFor, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
+import { discardIptables, familiesFor, prepareIptables, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
 
 const emptyTable = parseNatTable("");
 
@@ -18,7 +18,13 @@ const emptyTable = parseNatTable("");
 export async function add(request: PluginRequest, deps: PluginDeps): Promise<Record<string, unknown>> {
   const { conf } = request;
   const result: Record<string, unknown> = conf.prevResult ? convertResult(conf.prevResult, conf.cniVersion) : { cniVersion: conf.cniVersion };
-  const decision = await decideFirewall(request, deps);
+  const preparing = conf.linkerd.simulate ? undefined : prepareIptables(request, deps);
+  let decision;
+  try {
+    decision = await decideFirewall(request, deps);
+  } finally {
+    if (preparing && !decision?.spec) await discardIptables(preparing);
+  }
   if (!decision?.spec) {
     if (decision) deps.log.info("pod is not meshed: no redirect", { pod: podName(decision.pod) });
     return result;
@@ -31,7 +37,7 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
     }
     return result;
   }
-  await withPodIptables(request, deps, async (runner) => {
+  await withPodIptables(request, deps, preparing!, async (runner) => {
     const applied: RulePlan[] = [];
     const record = () =>
       writeRecord(conf.state_dir, {

@@ -4,17 +4,27 @@ import { planRules } from "../iptables/plan.js";
 import { hasOwnRules, parseNatTable } from "../iptables/save.js";
 import { decideFirewall } from "./decide.js";
 import { podName } from "./pod.js";
-import { familiesFor, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
+import { discardIptables, familiesFor, prepareIptables, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
 
 /**
  * CHECK: recompute the plan as ADD would and compare it with the pod netns's nat table.
  * A meshed pod must hold exactly the planned rules; an unmeshed one none of ours.
  */
 export async function check(request: PluginRequest, deps: PluginDeps): Promise<void> {
-  const decision = await decideFirewall(request, deps);
-  if (request.conf.linkerd.simulate) return;
+  if (request.conf.linkerd.simulate) {
+    await decideFirewall(request, deps);
+    return;
+  }
+  const preparing = prepareIptables(request, deps);
+  let decision;
+  try {
+    decision = await decideFirewall(request, deps);
+  } catch (error) {
+    await discardIptables(preparing);
+    throw error;
+  }
   const spec = decision?.spec;
-  const differences = await withPodIptables(request, deps, async (runner) => {
+  const differences = await withPodIptables(request, deps, preparing, async (runner) => {
     const found: string[] = [];
     for (const family of familiesFor(request.conf)) {
       const table = parseNatTable(await runner.save(family));

@@ -48,13 +48,17 @@ export async function decideFirewall(request: PluginRequest, deps: PluginDeps): 
       throw unavailable(`reading ${what}: ${(error as Error).message}`);
     }
   };
-  const pod = await read(subject, () => reader.readPod(identity.namespace, identity.name));
-  if (identity.uid && pod.metadata?.uid && identity.uid !== pod.metadata.uid) {
-    throw unavailable(`the API server has pod UID ${pod.metadata.uid}, the runtime asked for ${identity.uid}`);
+  try {
+    const pod = await read(subject, () => reader.readPod(identity.namespace, identity.name));
+    if (identity.uid && pod.metadata?.uid && identity.uid !== pod.metadata.uid) {
+      throw unavailable(`the API server has pod UID ${pod.metadata.uid}, the runtime asked for ${identity.uid}`);
+    }
+    if (!isMeshed(pod)) return { pod, spec: undefined };
+    const namespace = needsNamespaceAnnotations(pod)
+      ? await read(`namespace ${identity.namespace}`, () => reader.readNamespace(identity.namespace))
+      : undefined;
+    return { pod, spec: firewallSpecFor(request.conf.linkerd, pod, namespace, reader.serverPort) };
+  } finally {
+    reader.close();
   }
-  if (!isMeshed(pod)) return { pod, spec: undefined };
-  const namespace = needsNamespaceAnnotations(pod)
-    ? await read(`namespace ${identity.namespace}`, () => reader.readNamespace(identity.namespace))
-    : undefined;
-  return { pod, spec: firewallSpecFor(request.conf.linkerd, pod, namespace, reader.serverPort) };
 }

@@ -1,7 +1,7 @@
 import { removeOwnRules } from "../iptables/apply.js";
 import { NetnsGoneError } from "../netns/enter.js";
 import { removeRecord } from "./records.js";
-import { familiesFor, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
+import { familiesFor, prepareIptables, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
 
 /**
  * DEL: remove our chains and the jumps into them, without the API (it may be down, the
@@ -15,7 +15,7 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<voi
     return;
   }
   try {
-    await withPodIptables(request, deps, async (runner) => {
+    await withPodIptables(request, deps, prepareIptables(request, deps), async (runner) => {
       for (const family of familiesFor(request.conf)) await removeOwnRules(runner, family);
     });
   } catch (error) {

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import type { Backend } from "../iptables/backend.js";
+import type { Backend, DetectionCache } from "../iptables/backend.js";
 import type { RulePlan } from "../iptables/plan.js";
 import { sha256, writeAtomic } from "../files.js";
 
@@ -76,6 +76,29 @@ export function readRecords(stateDir: string): AttachmentRecord[] {
       return [];
     }
   });
+}
+
+/** The auto-detected backend, kept in the state dir (tmpfs: gone at reboot). */
+export function detectionCache(stateDir: string): DetectionCache {
+  const path = join(stateDir, "iptables-backend");
+  return {
+    read() {
+      try {
+        const backend = readFileSync(path, "utf8").trim();
+        return backend === "legacy" || backend === "nft" ? backend : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    write(backend) {
+      try {
+        mkdirSync(stateDir, { recursive: true, mode: 0o755 });
+        writeAtomic(path, `${backend}\n`);
+      } catch {
+        // Only a cache: detection runs again next time.
+      }
+    },
+  };
 }
 
 /** GC: removes records of attachments the runtime no longer lists; returns how many. */

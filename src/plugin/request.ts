@@ -4,7 +4,6 @@ import type { IptablesRunner } from "../iptables/exec.js";
 import type { Family } from "../iptables/types.js";
 import type { KubeReader, KubeReaderOptions } from "../kube/client.js";
 import type { Logger } from "../log.js";
-import type { IptablesMode } from "../iptables/backend.js";
 import type { NetConf } from "./netconf.js";
 
 /** One invocation: what the runtime passed. */
@@ -18,7 +17,7 @@ export interface PluginDeps {
   log: Logger;
   kubeReader(options: KubeReaderOptions): Promise<KubeReader>;
   /** Resolves the backend (detecting it in the host netns for "auto") and returns a runner. */
-  iptables(mode: IptablesMode, wait: boolean): Promise<IptablesRunner>;
+  iptables(conf: NetConf): Promise<IptablesRunner>;
   inNetns<T>(path: string, action: () => Promise<T>): Promise<T>;
 }
 
@@ -28,13 +27,29 @@ export function familiesFor(conf: NetConf): Family[] {
   return conf.linkerd.ipv6 || hasIpv6 ? ["ipv4", "ipv6"] : ["ipv4"];
 }
 
-/** Runs `action` with a runner for the netconf's backend, inside the pod netns. */
+/**
+ * Starts getting a runner (loading execa, detecting the backend) in the host netns, so
+ * that it overlaps the API lookup; its failure surfaces only when it is used.
+ */
+export function prepareIptables(request: PluginRequest, deps: PluginDeps): Promise<IptablesRunner> {
+  const preparing = deps.iptables(request.conf);
+  preparing.catch(() => undefined);
+  return preparing;
+}
+
+/** Drops a prepared runner that is not needed after all (an unmeshed pod, a failed lookup). */
+export async function discardIptables(preparing: Promise<IptablesRunner>): Promise<void> {
+  (await preparing.catch(() => undefined))?.close();
+}
+
+/** Runs `action` with the prepared runner, inside the pod netns. */
 export async function withPodIptables<T>(
   request: PluginRequest,
   deps: PluginDeps,
+  preparing: Promise<IptablesRunner>,
   action: (runner: IptablesRunner) => Promise<T>,
 ): Promise<T> {
-  const runner = await deps.iptables(request.conf.linkerd["iptables-mode"], request.conf.linkerd["use-wait-flag"]);
+  const runner = await preparing;
   try {
     return await deps.inNetns(request.env.netns, () => action(runner));
   } finally {

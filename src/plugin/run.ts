@@ -11,6 +11,7 @@ import { check } from "./check.js";
 import { del } from "./del.js";
 import { gc } from "./gc.js";
 import { parseNetConf } from "./netconf.js";
+import { detectionCache } from "./records.js";
 import type { PluginDeps, PluginRequest } from "./request.js";
 import { status } from "./status.js";
 
@@ -37,7 +38,10 @@ function productionDeps(log: Logger): PluginDeps {
     log,
     // Loaded only by the verbs that call the API: it is most of the bundle.
     kubeReader: async (options) => (await import("../kube/client.js")).createKubeReader(options),
-    iptables: async (mode, wait) => createIptablesRunner(await resolveBackend(mode, hostSaveProbe), { wait }),
+    iptables: async (conf) =>
+      createIptablesRunner(await resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, detectionCache(conf.state_dir)), {
+        wait: conf.linkerd["use-wait-flag"],
+      }),
     inNetns,
   };
 }

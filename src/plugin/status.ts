@@ -2,6 +2,8 @@ import { CniError, ErrorCode } from "../cni/errors.js";
 import { binaryName, resolveBackend } from "../iptables/backend.js";
 import { binaryAvailable, hostSaveProbe } from "../iptables/exec.js";
 import type { Family } from "../iptables/types.js";
+import { loadApiAccess } from "../kube/kubeconfig.js";
+import { detectionCache } from "./records.js";
 import type { PluginRequest } from "./request.js";
 
 /**
@@ -11,14 +13,13 @@ import type { PluginRequest } from "./request.js";
  */
 export async function status(request: PluginRequest): Promise<void> {
   const { conf } = request;
-  const { loadKubeconfig } = await import("../kube/client.js");
   const problems: string[] = [];
   try {
-    loadKubeconfig(conf.kubernetes.kubeconfig);
+    await loadApiAccess(conf.kubernetes.kubeconfig);
   } catch (error) {
     problems.push((error as Error).message);
   }
-  const backend = await resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe);
+  const backend = await resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, detectionCache(conf.state_dir));
   const families: Family[] = conf.linkerd.ipv6 ? ["ipv4", "ipv6"] : ["ipv4"];
   for (const family of families) {
     const binary = binaryName(backend, family, "restore");

@@ -33,8 +33,8 @@ describe("meshcni install", () => {
     expect(readFileSync(`${host.binDir}/meshcni`).equals(readFileSync(meshcniBinary))).toBe(true);
     expect(statSync(`${host.binDir}/meshcni`).mode & 0o777).toBe(0o755);
     expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
-    expect(readFileSync(host.kubeconfigPath, "utf8")).toContain("token: token-one");
-    expect(readFileSync(host.kubeconfigPath, "utf8")).toContain("server: https://10.96.0.1:443");
+    expect(readFileSync(host.kubeconfigPath, "utf8")).toContain('"token": "token-one"');
+    expect(readFileSync(host.kubeconfigPath, "utf8")).toContain('"server": "https://10.96.0.1:443"');
     await host.waitFor(async () => (await host.readyz()).status === 200);
     expect(await host.metric("meshcni_ready")).toBe(1);
     expect(ready().status).toBe(0);
@@ -107,7 +107,7 @@ describe("meshcni install", () => {
     await started({ "10-calico.conflist": calico() });
     await host.waitFor(() => host.kubeconfig().includes("token-one"));
     host.rotateToken("token-two");
-    await host.waitFor(() => host.kubeconfig().includes("token: token-two"));
+    await host.waitFor(() => host.kubeconfig().includes('"token": "token-two"'), 10_000);
     expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
     expect(host.logs.some((line) => line.msg.includes("kubeconfig rewritten"))).toBe(true);
     expect(host.stderr.join("\n")).not.toMatch(/token-(one|two)/);

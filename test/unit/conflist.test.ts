@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { chainInto, chooseActive, isChained, ownEntryCount, parseConfig, unchain } from "../../src/installer/conflist.js";
 import { renderKubeconfig } from "../../src/installer/kubeconfig.js";
 import { defaultTemplate, renderTemplate } from "../../src/installer/template.js";
+import { parse as parseYaml } from "yaml";
 
 const entry = { name: "meshcni", type: "meshcni", kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } };
 const file = (name: string, json: unknown) => ({ name, text: typeof json === "string" ? json : JSON.stringify(json) });
@@ -77,13 +78,17 @@ describe("template", () => {
 });
 
 describe("kubeconfig", () => {
-  it("names the API server, CA and token; brackets IPv6 hosts", () => {
+  it("names the API server, CA and token; brackets IPv6 hosts; reads back as YAML", () => {
     const text = renderKubeconfig({ token: "abc", caPem: "PEM" }, { protocol: "https", host: "fd00::1", port: "443", skipTlsVerify: false });
-    expect(text).toContain("server: https://[fd00::1]:443");
-    expect(text).toContain(`certificate-authority-data: ${Buffer.from("PEM").toString("base64")}`);
-    expect(text).toContain("token: abc");
-    const insecure = renderKubeconfig({ token: "abc", caPem: "PEM" }, { protocol: "https", host: "10.0.0.1", port: "6443", skipTlsVerify: true });
-    expect(insecure).toContain("insecure-skip-tls-verify: true");
-    expect(insecure).not.toContain("certificate-authority-data");
+    expect(parseYaml(text)).toEqual({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "local", cluster: { server: "https://[fd00::1]:443", "certificate-authority-data": Buffer.from("PEM").toString("base64") } }],
+      users: [{ name: "meshcni", user: { token: "abc" } }],
+      contexts: [{ name: "meshcni", context: { cluster: "local", user: "meshcni" } }],
+      "current-context": "meshcni",
+    });
+    const insecure = parseYaml(renderKubeconfig({ token: "abc", caPem: "PEM" }, { protocol: "https", host: "10.0.0.1", port: "6443", skipTlsVerify: true }));
+    expect(insecure.clusters[0].cluster).toEqual({ server: "https://10.0.0.1:6443", "insecure-skip-tls-verify": true });
   });
 });
