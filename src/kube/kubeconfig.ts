@@ -111,7 +111,9 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
   }
   let server: URL;
   try {
-    server = new URL(cluster.server);
+    // Linkerd's installer brackets every host, IPv4 too ("https://[10.96.0.1]:443"); Go
+    // accepts that, the URL standard does not.
+    server = new URL(cluster.server.replace(/^([a-z]+:\/\/)\[(\d{1,3}(?:\.\d{1,3}){3})\]/i, "$1$2"));
   } catch {
     throw new KubeconfigError(`kubeconfig ${path}: cluster server ${JSON.stringify(cluster.server)} is not a URL`);
   }
