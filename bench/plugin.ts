@@ -2,7 +2,10 @@
 // the alternatives, interleaved in one run so the ratios hold on a noisy machine.
 import { join } from "node:path";
 import { execa } from "execa";
+import type { V1Pod } from "@kubernetes/client-node";
 import { planRules } from "../src/iptables/plan.js";
+import { parseNetConf } from "../src/plugin/netconf.js";
+import { firewallSpecFor } from "../src/plugin/pod.js";
 import { renderApply } from "../src/iptables/restore.js";
 import { parseNatTable } from "../src/iptables/save.js";
 import { FakeApiServer, podObject } from "../test/support/api-server.js";
@@ -18,16 +21,9 @@ const tuning = "/usr/lib/cni/tuning";
 const perRuleScript = join(import.meta.dirname, "baselines/linkerd-per-rule.sh");
 
 /** The default meshed pod's rules, as the per-rule baseline and the floor apply them. */
+const meshedPod = podObject("bench", "meshed", { proxy: "container" });
 const plan = planRules(
-  {
-    inboundProxyPort: 4143,
-    outboundProxyPort: 4140,
-    proxyUid: 2102,
-    portsToRedirect: [],
-    inboundPortsToIgnore: [{ from: 4190, to: 4190 }, { from: 4191, to: 4191 }],
-    outboundPortsToIgnore: [],
-    subnetsToIgnore: [],
-  },
+  firewallSpecFor(parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "bench", type: "meshcni" })).linkerd, meshedPod as V1Pod, undefined, 443),
   "ipv4",
 );
 const restoreText = renderApply(plan, parseNatTable(""));
@@ -57,7 +53,7 @@ export interface PluginBench {
 export async function benchPlugin(): Promise<PluginBench> {
   const api = await new FakeApiServer().start();
   const kubeconfig = api.writeKubeconfig();
-  api.addPod(podObject("bench", "meshed", { proxy: "container" }));
+  api.addPod(meshedPod);
   api.addPod(podObject("bench", "plain"));
   const stateDir = join(api.dir, "state");
   const conf = (mode: string) =>
