@@ -38,7 +38,7 @@ try {
   const meshedAdd = await net.cnitool("add", "demo-mesh", meshed, meshedArgs);
   if (meshedAdd.exitCode !== 0) throw new Error(`ADD failed: ${meshedAdd.stdout}${meshedAdd.stderr}`);
   const meshedIp = TestNetwork.address(meshedAdd);
-  show("shop/checkout (linkerd-proxy container, meshed)", `${meshedIp}  ADD ${Math.round(performance.now() - started)} ms`);
+  show("shop/checkout (linkerd-proxy container, meshed)", `${meshedIp}  chain ADD ${Math.round(performance.now() - started)} ms`);
   await net.serve(meshed, { 4143: "the proxy's inbound port 4143", 4140: "the proxy's outbound port 4140", 8080: "the app on 8080" });
 
   const plain = await net.addNetns("batch");
@@ -62,7 +62,7 @@ try {
   step("cnitool CHECK");
   started = performance.now();
   const checked = await net.cnitool("check", "demo-mesh", meshed, meshedArgs);
-  show("shop/checkout as added", `${checked.exitCode === 0 ? "passes" : `FAILS: ${checked.stderr}`}  ${Math.round(performance.now() - started)} ms`);
+  show("shop/checkout as added", `${checked.exitCode === 0 ? "passes" : `FAILS: ${checked.stderr}`}  chain CHECK ${Math.round(performance.now() - started)} ms`);
   await execa("ip", ["netns", "exec", meshed, `iptables-${backend}`, "-t", "nat", "-D", "PROXY_INIT_OUTPUT", "-o", "lo",
     "-m", "comment", "--comment", "proxy-init/ignore-loopback", "-j", "RETURN"]);
   const drifted = await net.cnitool("check", "demo-mesh", meshed, meshedArgs);
@@ -72,7 +72,7 @@ try {
   step("cnitool DEL");
   started = performance.now();
   const deleted = await net.cnitool("del", "demo-mesh", meshed, meshedArgs);
-  show("shop/checkout", `${deleted.exitCode === 0 ? "ok" : "FAILED"}  ${Math.round(performance.now() - started)} ms`);
+  show("shop/checkout", `${deleted.exitCode === 0 ? "ok" : "FAILED"}  chain DEL ${Math.round(performance.now() - started)} ms`);
   show("rules left in shop/checkout", String((await natRules(meshed, backend)).length));
   show("DEL again", (await net.cnitool("del", "demo-mesh", meshed, meshedArgs)).exitCode === 0 ? "ok" : "FAILED");
   await net.cnitool("del", "demo-mesh", plain, plainArgs);

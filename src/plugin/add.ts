@@ -12,8 +12,9 @@ const emptyTable = parseNatTable("");
 
 /**
  * ADD: a chained plugin's result is its prevResult (or just the version). For a meshed
- * pod, each family's rules go in with one iptables-restore, after one iptables-save
- * that makes it idempotent: what matches the plan already is left alone.
+ * pod, each family's rules go in atomically (applyPlan: one restore on a fresh netns;
+ * a save and a restore, or nothing, on a repeated ADD), then the ADD is recorded for
+ * `meshcni audit`. The iptables runner is prepared while the pod is looked up.
  */
 export async function add(request: PluginRequest, deps: PluginDeps): Promise<Record<string, unknown>> {
   const { conf } = request;
@@ -39,15 +40,6 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
   }
   await withPodIptables(request, deps, preparing!, async (runner) => {
     const applied: RulePlan[] = [];
-    const record = () =>
-      writeRecord(conf.state_dir, {
-        pod: { namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "" },
-        containerId: request.env.containerId,
-        ifname: request.env.ifname,
-        netns: request.env.netns,
-        backend: runner.backend,
-        plans,
-      });
     try {
       for (const plan of plans) {
         const changed = await applyPlan(runner, plan);
@@ -59,7 +51,14 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
         });
       }
       // Without its record the pod would later be audited as started without meshcni.
-      record();
+      writeRecord(conf.state_dir, {
+        pod: { namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "" },
+        containerId: request.env.containerId,
+        ifname: request.env.ifname,
+        netns: request.env.netns,
+        backend: runner.backend,
+        plans,
+      });
     } catch (error) {
       // A failed ADD changes nothing: an IPv4-only redirect would let IPv6 bypass the proxy.
       for (const plan of applied) await removeOwnRules(runner, plan.family);
