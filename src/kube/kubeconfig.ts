@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
-import { z } from "zod";
+import * as v from "valibot";
+import { describeIssuePath } from "../schema-issues.js";
 
 /**
  * The part of a kubeconfig a CNI plugin uses: one cluster, a token or a client
@@ -21,38 +22,40 @@ export interface ApiAccess {
 /** A kubeconfig that cannot be used, before any request is sent. */
 export class KubeconfigError extends Error {}
 
-const kubeconfigSchema = z.object({
-  "current-context": z.string().optional(),
-  clusters: z
-    .array(
-      z.object({
-        name: z.string(),
-        cluster: z.object({
-          server: z.string(),
-          "certificate-authority-data": z.string().optional(),
-          "certificate-authority": z.string().optional(),
-          "insecure-skip-tls-verify": z.boolean().optional(),
-          "tls-server-name": z.string().optional(),
+const kubeconfigSchema = v.looseObject({
+  "current-context": v.optional(v.string()),
+  clusters: v.optional(
+    v.array(
+      v.object({
+        name: v.string(),
+        cluster: v.looseObject({
+          server: v.string(),
+          "certificate-authority-data": v.optional(v.string()),
+          "certificate-authority": v.optional(v.string()),
+          "insecure-skip-tls-verify": v.optional(v.boolean()),
+          "tls-server-name": v.optional(v.string()),
         }),
       }),
-    )
-    .default([]),
-  users: z
-    .array(
-      z.object({
-        name: z.string(),
-        user: z.looseObject({
-          token: z.string().optional(),
-          tokenFile: z.string().optional(),
-          "client-certificate-data": z.string().optional(),
-          "client-certificate": z.string().optional(),
-          "client-key-data": z.string().optional(),
-          "client-key": z.string().optional(),
+    ),
+    [],
+  ),
+  users: v.optional(
+    v.array(
+      v.object({
+        name: v.string(),
+        user: v.looseObject({
+          token: v.optional(v.string()),
+          tokenFile: v.optional(v.string()),
+          "client-certificate-data": v.optional(v.string()),
+          "client-certificate": v.optional(v.string()),
+          "client-key-data": v.optional(v.string()),
+          "client-key": v.optional(v.string()),
         }),
       }),
-    )
-    .default([]),
-  contexts: z.array(z.object({ name: z.string(), context: z.object({ cluster: z.string(), user: z.string() }) })).default([]),
+    ),
+    [],
+  ),
+  contexts: v.optional(v.array(v.object({ name: v.string(), context: v.looseObject({ cluster: v.string(), user: v.string() }) })), []),
 });
 
 /** JSON is YAML too; the YAML parser (~8 MB of a plugin process) loads only for real YAML. */
@@ -73,12 +76,14 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
   }
   let parsed;
   try {
-    parsed = kubeconfigSchema.safeParse(await parseKubeconfigText(text));
+    parsed = v.safeParse(kubeconfigSchema, await parseKubeconfigText(text));
   } catch (error) {
     throw new KubeconfigError(`cannot parse kubeconfig ${path}: ${(error as Error).message}`);
   }
-  if (!parsed.success) throw new KubeconfigError(`cannot parse kubeconfig ${path}: ${parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`).join("; ")}`);
-  const config = parsed.data;
+  if (!parsed.success) {
+    throw new KubeconfigError(`cannot parse kubeconfig ${path}: ${parsed.issues.map((issue) => `${describeIssuePath(issue)}: ${issue.message}`).join("; ")}`);
+  }
+  const config = parsed.output;
   const contextName = config["current-context"];
   const context = config.contexts.find((entry) => entry.name === contextName)?.context;
   if (!context) throw new KubeconfigError(`kubeconfig ${path} names no current context (current-context ${JSON.stringify(contextName)})`);

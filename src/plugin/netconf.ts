@@ -1,70 +1,74 @@
-import { z } from "zod";
+import * as v from "valibot";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { requireSupportedVersion, type CniVersion } from "../cni/version.js";
 import { iptablesModes } from "../iptables/backend.js";
+import { describeIssuePath } from "../schema-issues.js";
 import { defaultStateDir } from "./records.js";
 import { parseIdToken, parsePortNumberToken, parsePortToken, parseSubnetToken, type Parsed } from "./tokens.js";
 
 export const defaultKubeconfig = "/etc/cni/net.d/ZZZ-meshcni-kubeconfig";
 
+const stringOrNumber = v.union([v.string(), v.number()]);
+
 /** A schema for one token that the parsers in tokens.ts accept, so netconf and annotations agree. */
-function token<T>(parse: (input: never) => Parsed<T>, input: z.ZodType<string | number>) {
-  return input.transform((value, ctx) => {
-    const parsed = parse(value as never);
-    if (parsed.ok) return parsed.value;
-    ctx.issues.push({ code: "custom", message: parsed.reason, input: value });
-    return z.NEVER;
-  });
+function token<T>(parse: (input: string) => Parsed<T>, input: v.GenericSchema<unknown, string | number> = stringOrNumber) {
+  return v.pipe(
+    input,
+    v.rawTransform(({ dataset, addIssue, NEVER }) => {
+      const parsed = parse(String(dataset.value));
+      if (parsed.ok) return parsed.value;
+      addIssue({ message: parsed.reason });
+      return NEVER;
+    }),
+  );
 }
 
-const portOrRange = token(parsePortToken, z.union([z.string(), z.number()]));
-const port = token(parsePortNumberToken, z.union([z.string(), z.number()]));
-const id = token(parseIdToken, z.union([z.string(), z.number()]));
-const subnet = token(parseSubnetToken, z.string());
+const portOrRange = token(parsePortToken);
+const port = token(parsePortNumberToken);
+const id = token(parseIdToken);
+const subnet = token(parseSubnetToken, v.string());
+const positiveSeconds = v.pipe(v.number(), v.minValue(Number.MIN_VALUE, "must be above 0"), v.maxValue(300));
 
 /** Linkerd's linkerd-cni netconf (linkerd2 charts/linkerd2-cni), so existing configs work unchanged. */
-const linkerdSchema = z.looseObject({
-  "incoming-proxy-port": port.default(4143),
-  "outgoing-proxy-port": port.default(4140),
-  "proxy-uid": id.default(2102),
-  "proxy-gid": id.optional(),
-  "ports-to-redirect": z.array(port).default([]),
-  "inbound-ports-to-ignore": z.array(portOrRange).default([{ from: 4190, to: 4190 }, { from: 4191, to: 4191 }]),
-  "outbound-ports-to-ignore": z.array(portOrRange).default([]),
-  "subnets-to-ignore": z.array(subnet).default([]),
-  simulate: z.boolean().default(false),
-  "use-wait-flag": z.boolean().default(false),
-  "iptables-mode": z.enum(iptablesModes).default("auto"),
-  ipv6: z.boolean().default(false),
+const linkerdSchema = v.looseObject({
+  "incoming-proxy-port": v.optional(port, 4143),
+  "outgoing-proxy-port": v.optional(port, 4140),
+  "proxy-uid": v.optional(id, 2102),
+  "proxy-gid": v.optional(id),
+  "ports-to-redirect": v.optional(v.array(port), []),
+  "inbound-ports-to-ignore": v.optional(v.array(portOrRange), ["4190", "4191"]),
+  "outbound-ports-to-ignore": v.optional(v.array(portOrRange), []),
+  "subnets-to-ignore": v.optional(v.array(subnet), []),
+  simulate: v.optional(v.boolean(), false),
+  "use-wait-flag": v.optional(v.boolean(), false),
+  "iptables-mode": v.optional(v.picklist(iptablesModes), "auto"),
+  ipv6: v.optional(v.boolean(), false),
 });
 
-const netConfSchema = z.looseObject({
-  cniVersion: z.string(),
-  name: z.string().min(1),
-  type: z.string().min(1),
-  log_level: z.enum(["debug", "info", "warn", "warning", "error"]).default("info"),
-  log_file: z.string().min(1).optional(),
+const netConfSchema = v.looseObject({
+  cniVersion: v.string(),
+  name: v.pipe(v.string(), v.minLength(1)),
+  type: v.pipe(v.string(), v.minLength(1)),
+  log_level: v.optional(v.picklist(["debug", "info", "warn", "warning", "error"]), "info"),
+  log_file: v.optional(v.pipe(v.string(), v.minLength(1))),
   /** Where ADD records what it did for each meshed pod (read by `meshcni audit`). */
-  state_dir: z.string().min(1).default(defaultStateDir),
-  kubernetes: z
-    .looseObject({
-      kubeconfig: z.string().min(1).default(defaultKubeconfig),
+  state_dir: v.optional(v.pipe(v.string(), v.minLength(1)), defaultStateDir),
+  kubernetes: v.optional(
+    v.looseObject({
+      kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1)), defaultKubeconfig),
       /** Overall deadline for the API lookups of one ADD or CHECK, retries included. */
-      timeout_seconds: z.number().positive().max(300).default(30),
-    })
-    .prefault({}),
-  linkerd: linkerdSchema.prefault({}),
-  prevResult: z.record(z.string(), z.unknown()).optional(),
+      timeout_seconds: v.optional(positiveSeconds, 30),
+    }),
+    {},
+  ),
+  linkerd: v.optional(linkerdSchema, {}),
+  prevResult: v.optional(v.record(v.string(), v.unknown())),
   /** GC's list of attachments the runtime still knows. */
-  "cni.dev/valid-attachments": z.array(z.looseObject({ containerID: z.string(), ifname: z.string() })).optional(),
+  "cni.dev/valid-attachments": v.optional(v.array(v.looseObject({ containerID: v.string(), ifname: v.string() }))),
 });
 
-export type NetConf = z.output<typeof netConfSchema> & { cniVersion: CniVersion };
-export type LinkerdConf = z.output<typeof linkerdSchema>;
-
-function describePath(path: readonly PropertyKey[]): string {
-  return path.reduce<string>((text, key) => (typeof key === "number" ? `${text}[${key}]` : text ? `${text}.${String(key)}` : String(key)), "");
-}
+export type NetConf = v.InferOutput<typeof netConfSchema> & { cniVersion: CniVersion };
+export type LinkerdConf = v.InferOutput<typeof linkerdSchema>;
 
 /** Decodes stdin: not JSON → code 6, unsupported cniVersion → code 1, bad field → code 7. */
 export function parseNetConf(stdin: string): NetConf {
@@ -78,13 +82,12 @@ export function parseNetConf(stdin: string): NetConf {
     throw new CniError(ErrorCode.decodeFailure, "network config on stdin must be a JSON object");
   }
   const cniVersion = requireSupportedVersion((raw as Record<string, unknown>).cniVersion);
-  const parsed = netConfSchema.safeParse(raw, { reportInput: true });
+  const parsed = v.safeParse(netConfSchema, raw);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map(
-      (issue) =>
-        `${describePath(issue.path)}${issue.input === undefined ? " (missing)" : `=${JSON.stringify(issue.input)}`}: ${issue.message}`,
+    const problems = parsed.issues.map(
+      (issue) => `${describeIssuePath(issue)}${issue.input === undefined ? " (missing)" : `=${JSON.stringify(issue.input)}`}: ${issue.message}`,
     );
     throw new CniError(ErrorCode.invalidNetworkConfig, `invalid network config: ${problems.join("; ")}`);
   }
-  return { ...parsed.data, cniVersion };
+  return { ...parsed.output, cniVersion };
 }

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
+import * as v from "valibot";
 import type { Backend, DetectionCache } from "../iptables/backend.js";
 import type { RulePlan } from "../iptables/plan.js";
 import { sha256, writeAtomic } from "../files.js";
@@ -22,16 +22,22 @@ export interface AttachmentRecord {
   time: string;
 }
 
-const recordSchema = z.object({
-  version: z.literal(1),
-  pod: z.object({ namespace: z.string(), name: z.string(), uid: z.string() }),
-  containerId: z.string(),
-  ifname: z.string(),
-  netns: z.string(),
-  backend: z.enum(["legacy", "nft", "plain"]),
-  plans: z.array(z.object({ family: z.enum(["ipv4", "ipv6"]), chains: z.record(z.string(), z.array(z.array(z.string()))), jumps: z.array(z.any()) })),
-  fingerprint: z.string(),
-  time: z.string(),
+const recordSchema = v.object({
+  version: v.literal(1),
+  pod: v.object({ namespace: v.string(), name: v.string(), uid: v.string() }),
+  containerId: v.string(),
+  ifname: v.string(),
+  netns: v.string(),
+  backend: v.picklist(["legacy", "nft", "plain"]),
+  plans: v.array(
+    v.object({
+      family: v.picklist(["ipv4", "ipv6"]),
+      chains: v.record(v.string(), v.array(v.array(v.string()))),
+      jumps: v.array(v.object({ from: v.picklist(["PREROUTING", "OUTPUT"]), to: v.string(), args: v.array(v.string()) })),
+    }),
+  ),
+  fingerprint: v.string(),
+  time: v.string(),
 });
 
 export const defaultStateDir = "/var/run/meshcni";
@@ -70,8 +76,8 @@ export function readRecords(stateDir: string): AttachmentRecord[] {
   }
   return names.flatMap((name) => {
     try {
-      const parsed = recordSchema.safeParse(JSON.parse(readFileSync(join(recordsDir(stateDir), name), "utf8")));
-      return parsed.success ? [parsed.data as AttachmentRecord] : [];
+      const parsed = v.safeParse(recordSchema, JSON.parse(readFileSync(join(recordsDir(stateDir), name), "utf8")));
+      return parsed.success ? [parsed.output] : [];
     } catch {
       return [];
     }
