@@ -11,11 +11,12 @@ export interface Measured {
   stdout: string;
 }
 
-const scratch = mkdtempSync(join(tmpdir(), "meshcni-bench-"));
+let scratch: string | undefined;
 let counter = 0;
 
 /** Runs a command under GNU time for its peak RSS; the wall time is measured around it. */
 export async function measure(command: string, args: string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<Measured> {
+  scratch ??= mkdtempSync(join(tmpdir(), "meshcni-bench-"));
   const rssFile = join(scratch, `rss-${counter++}`);
   const started = performance.now();
   const result = await execa("/usr/bin/time", ["-f", "%M", "-o", rssFile, command, ...args], {
@@ -30,5 +31,6 @@ export async function measure(command: string, args: string[], options: { env?: 
 }
 
 export function cleanupMeasure(): void {
-  rmSync(scratch, { recursive: true, force: true });
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  scratch = undefined;
 }

@@ -34,13 +34,18 @@ const perRuleLines = [
 ].join("\n");
 
 let netnsCounter = 0;
+const liveNetns = new Set<string>();
 async function freshNetns(): Promise<string> {
   const name = `mcbench-${process.pid}-${netnsCounter++}`;
   await execa("ip", ["netns", "add", name]);
+  liveNetns.add(name);
   return name;
 }
 const netnsPath = (name: string) => `/var/run/netns/${name}`;
-const dropNetns = (name: string) => execa("ip", ["netns", "del", name], { reject: false });
+const dropNetns = async (name: string) => {
+  await execa("ip", ["netns", "del", name], { reject: false });
+  liveNetns.delete(name);
+};
 
 export interface PluginBench {
   rows: Summary[];
@@ -160,6 +165,7 @@ export async function benchPlugin(): Promise<PluginBench> {
     console.log(`results: ${saveResults("plugin", result)}`);
     return result;
   } finally {
+    await Promise.all([...liveNetns].map(dropNetns));
     cleanupMeasure();
     await api.stop();
   }
