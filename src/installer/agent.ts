@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { AuditMonitor } from "../audit/monitor.js";
 import { createNodeApi, kubeConfigFrom, type NodeApi } from "../kube/cluster.js";
 import type { Logger } from "../log.js";
-import { chainInto, chooseActive, isChained, isConfigName, ownEntryCount, parseConfig, unchain } from "./conflist.js";
+import { chainInto, chooseActive, isChained, isConfigName, ownEntryCount, parseConfig, unchain, type ConfigFile } from "./conflist.js";
 import { sha256, writeAtomic } from "../files.js";
 import { renderKubeconfig } from "./kubeconfig.js";
 import type { InstallerMetrics } from "./metrics.js";
@@ -121,12 +121,7 @@ export class InstallAgent {
     if (this.queued) clearImmediate(this.queued);
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     try {
-      for (const file of readConfigFiles(this.paths.netDir)) {
-        const stripped = unchain(parseConfig(file));
-        if (stripped === undefined) continue;
-        writeAtomic(join(this.paths.netDir, file.name), stripped);
-        this.log.info("removed meshcni's entry", { file: join(this.paths.netDir, file.name) });
-      }
+      for (const file of readConfigFiles(this.paths.netDir)) this.unchainFile(file, "uninstalling");
     } catch (error) {
       this.log.error("could not remove meshcni's entries", { error: (error as Error).message });
     }
@@ -295,11 +290,7 @@ export class InstallAgent {
     if (!active) return;
 
     for (const file of files) {
-      if (file.name === active.file.name) continue;
-      const stripped = unchain(parseConfig(file));
-      if (stripped === undefined) continue;
-      writeAtomic(join(this.paths.netDir, file.name), stripped);
-      this.log.info("removed meshcni's entry from a config that is no longer active", { file: file.name, active: active.file.name });
+      if (file.name !== active.file.name) this.unchainFile(file, `${active.file.name} is the active config`);
     }
     if (isChained(active.config, this.template.entry)) {
       this.chainedContent.set(active.file.name, sha256(active.file.text));
@@ -323,6 +314,14 @@ export class InstallAgent {
       ...(chained.replaces ? { wrapped: chained.replaces } : {}),
       ...(rechain && eventAt !== undefined ? { latencyMs: Math.round((performance.now() - eventAt) * 10) / 10 } : {}),
     });
+  }
+
+  /** Takes our entry out of a config file (atomically), if it holds one. */
+  private unchainFile(file: ConfigFile, why: string): void {
+    const stripped = unchain(parseConfig(file));
+    if (stripped === undefined) return;
+    writeAtomic(join(this.paths.netDir, file.name), stripped);
+    this.log.info("removed meshcni's entry", { file: join(this.paths.netDir, file.name), why });
   }
 
   /** True while backing off from another agent that keeps removing our entry. */

@@ -8,7 +8,7 @@ import { binaryName, type Backend, type SaveProbe } from "./backend.js";
 import type { Family } from "./types.js";
 
 /** execa is most of a plugin process's memory (bench/README.md): loaded when first needed. */
-export const loadExeca = async () => (await import("execa")).execa;
+const loadExeca = async () => (await import("execa")).execa;
 
 /** Runtimes may exec plugins with a PATH lacking the sbin directories iptables lives in. */
 const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");

@@ -1,5 +1,5 @@
 import ipaddr from "ipaddr.js";
-import type { Family, PortRange } from "../iptables/types.js";
+import type { PortRange } from "../iptables/types.js";
 
 /**
  * Parsers for the user-written tokens that end up in iptables rules. Each returns the
@@ -47,10 +47,6 @@ export function parseSubnetToken(token: string): Parsed<string> {
   const cidr = `${addressText}/${prefixText ?? maxPrefix}`;
   const network = kind === "ipv4" ? ipaddr.IPv4.networkAddressFromCIDR(cidr) : ipaddr.IPv6.networkAddressFromCIDR(cidr);
   return { ok: true, value: `${network.toString()}/${prefixText ?? maxPrefix}` };
-}
-
-export function subnetFamily(cidr: string): Family {
-  return cidr.includes(":") ? "ipv6" : "ipv4";
 }
 
 const maxId = 4294967294; // (uid_t)-1 means "no change" to the kernel
