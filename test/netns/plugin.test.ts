@@ -128,6 +128,19 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
     });
   });
 
+  it("works in a chain of cniVersion 0.4.0, passing the bridge's result through in that version", async () => {
+    net.writeConflist("mesh-040", { kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } }, "0.4.0");
+    const pod = await net.addNetns("v040");
+    const args = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web";
+    const added = await net.cnitool("add", "mesh-040", pod, args);
+    expect(added.exitCode, added.stdout + added.stderr).toBe(0);
+    expect(added.json).toMatchObject({ cniVersion: "0.4.0", ips: [{ version: "4", address: expect.stringMatching(/^10\.251\./) }] });
+    expect(await natRules(pod, backend)).toEqual(expectedRules);
+    expect((await net.cnitool("check", "mesh-040", pod, args)).exitCode).toBe(0);
+    expect((await net.cnitool("del", "mesh-040", pod, args)).exitCode).toBe(0);
+    expect(await natRules(pod, backend)).toEqual([]);
+  });
+
   it("redirects a pod whose proxy is a native sidecar", async () => {
     const pod = await net.addNetns("sidecar");
     const added = await net.cnitool("add", "mesh", pod, "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=sidecar");
