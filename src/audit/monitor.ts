@@ -115,11 +115,11 @@ export class AuditMonitor {
     if (!pod || this.acted.has(audit.uid) || !this.api) return;
     const action = repairAction(pod, this.options.policy, this.options.self);
     const subject = `${audit.namespace}/${audit.name}`;
+    this.acted.add(audit.uid);
     if (typeof action === "object") {
       this.log.info("leaving an unprotected pod alone", { pod: subject, status: audit.status, reason: action.skip });
       return;
     }
-    this.acted.add(audit.uid);
     this.metrics.unprotected(audit.status);
     this.log.warn("meshed pod without its redirect", {
       pod: subject,

@@ -19,12 +19,15 @@ function hasController(pod: V1Pod): boolean {
 
 /**
  * What to do about an unprotected pod, or why to leave it: never the agent's own pod,
- * never a pod already being deleted. `delete` lets the controller recreate the pod with
- * the redirect; a pod with no controller would be gone for good, so it is labelled.
+ * never a pod already being deleted, never one an agent already labelled (the label
+ * outlives an agent restart, so no pod is reported twice). `delete` lets the controller
+ * recreate the pod with the redirect; a pod with no controller would be gone for good,
+ * so it is labelled.
  */
 export function repairAction(pod: V1Pod, policy: RepairPolicy, self: PodRef | undefined): RepairAction | { skip: string } {
   if (self && pod.metadata?.namespace === self.namespace && pod.metadata?.name === self.name) return { skip: "the agent's own pod" };
   if (pod.metadata?.deletionTimestamp) return { skip: "already being deleted" };
+  if (pod.metadata?.labels?.[unprotectedLabel] === "true") return { skip: `already labelled ${unprotectedLabel}=true` };
   if (policy === "delete" && !hasController(pod)) return "label";
   return policy;
 }

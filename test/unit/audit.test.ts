@@ -59,6 +59,12 @@ describe("repair decisions", () => {
     expect(repairAction(pod("d", { owned: true }), "none", self)).toBe("none");
   });
 
+  it("leaves a pod an earlier agent already labelled", () => {
+    expect(repairAction(pod("f", { owned: true, labels: { "meshcni.io/unprotected": "true" } }), "delete", self)).toEqual({
+      skip: "already labelled meshcni.io/unprotected=true",
+    });
+  });
+
   it("never touches its own pod or a pod already being deleted", () => {
     expect(repairAction(podObject("meshcni", "agent", { owned: true }) as V1Pod, "delete", self)).toEqual({ skip: "the agent's own pod" });
     expect(repairAction(pod("e", { owned: true, deleting: true }), "delete", self)).toEqual({ skip: "already being deleted" });
