@@ -1,8 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { diffTable } from "../iptables/diff.js";
+import { diffPlans } from "../iptables/apply.js";
 import { createIptablesRunner } from "../iptables/exec.js";
-import { parseNatTable } from "../iptables/save.js";
 import { inNetns, NetnsGoneError } from "../netns/enter.js";
 import type { AttachmentRecord } from "../plugin/records.js";
 import type { Inspection } from "./classify.js";
@@ -16,14 +15,7 @@ export async function inspectRecord(record: AttachmentRecord, hostRoot: string):
   if (!existsSync(netns)) return { status: "unknown", details: [`netns ${record.netns} is gone`] };
   const runner = await createIptablesRunner(record.backend, { wait: false });
   try {
-    const differences = await inNetns(netns, async () => {
-      const found: string[] = [];
-      for (const plan of record.plans) {
-        const problems = diffTable(plan, parseNatTable(await runner.save(plan.family)));
-        found.push(...problems.map((problem) => `${plan.family}: ${problem}`));
-      }
-      return found;
-    });
+    const differences = await inNetns(netns, () => diffPlans(runner, record.plans));
     return differences.length === 0 ? { status: "protected", details: [] } : { status: "drifted", details: differences };
   } catch (error) {
     if (error instanceof NetnsGoneError) return { status: "unknown", details: [error.message] };

@@ -25,6 +25,16 @@ export async function applyPlan(runner: IptablesRunner, plan: RulePlan): Promise
   return true;
 }
 
+/** How each family's nat table differs from its plan, each difference led by the family. */
+export async function diffPlans(runner: IptablesRunner, plans: RulePlan[]): Promise<string[]> {
+  const differences: string[] = [];
+  for (const plan of plans) {
+    const problems = diffTable(plan, parseNatTable(await runner.save(plan.family)));
+    differences.push(...problems.map((problem) => `${plan.family}: ${problem}`));
+  }
+  return differences;
+}
+
 /** Removes our chains and every jump into them from one family; nothing there is fine. */
 export async function removeOwnRules(runner: IptablesRunner, family: Family): Promise<void> {
   const removal = renderRemove(parseNatTable(await runner.save(family)));

@@ -1,10 +1,21 @@
 import { CniError, ErrorCode } from "../cni/errors.js";
-import { diffTable } from "../iptables/diff.js";
+import { diffPlans } from "../iptables/apply.js";
+import type { IptablesRunner } from "../iptables/exec.js";
+import type { Family } from "../iptables/types.js";
 import { planRules } from "../iptables/plan.js";
 import { hasOwnRules, parseNatTable } from "../iptables/save.js";
 import { decideFirewall } from "./decide.js";
 import { podName } from "./pod.js";
 import { discardIptables, familiesFor, prepareIptables, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
+
+/** An unmeshed pod must hold none of our chains or jumps. */
+async function strayRules(runner: IptablesRunner, families: Family[]): Promise<string[]> {
+  const found: string[] = [];
+  for (const family of families) {
+    if (hasOwnRules(parseNatTable(await runner.save(family)))) found.push(`${family}: redirect rules are present but the pod is not meshed`);
+  }
+  return found;
+}
 
 /**
  * CHECK: recompute the plan as ADD would and compare it with the pod netns's nat table.
@@ -24,17 +35,10 @@ export async function check(request: PluginRequest, deps: PluginDeps): Promise<v
     throw error;
   }
   const spec = decision?.spec;
-  const differences = await withPodIptables(request, deps, preparing, async (runner) => {
-    const found: string[] = [];
-    for (const family of familiesFor(request.conf)) {
-      const table = parseNatTable(await runner.save(family));
-      const problems = spec
-        ? diffTable(planRules(spec, family), table)
-        : hasOwnRules(table) ? ["redirect rules are present but the pod is not meshed"] : [];
-      found.push(...problems.map((problem) => `${family}: ${problem}`));
-    }
-    return found;
-  });
+  const families = familiesFor(request.conf);
+  const differences = await withPodIptables(request, deps, preparing, (runner) =>
+    spec ? diffPlans(runner, families.map((family) => planRules(spec, family))) : strayRules(runner, families),
+  );
   if (differences.length > 0) {
     const subject = decision ? `pod ${podName(decision.pod)}` : `container ${request.env.containerId}`;
     throw new CniError(ErrorCode.redirectMismatch, `${subject}: iptables redirect differs from plan: ${differences.join("; ")}`);
