@@ -1,7 +1,7 @@
 // The audit's section: `meshcni audit` of a node with 200 meshed pods, each a real
 // netns whose rules are read back and compared with its recorded plan.
 import { PodFleet } from "../test/netns/support/fleet.js";
-import { printTable, saveResults, summarize, type Summary } from "./stats.js";
+import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const pods = 200;
 const runs = 10;
@@ -16,7 +16,8 @@ export async function benchAudit(): Promise<Summary[]> {
       const result = await fleet.audit();
       times.push(performance.now() - started);
       const { summary } = JSON.parse(result.stdout) as { summary: { protected: number } };
-      if (result.exitCode !== 0 || summary.protected !== pods) throw new Error(`audit run ${i} did not find ${pods} protected pods: ${result.stdout}`);
+      if (result.exitCode !== 0 || summary.protected !== pods)
+        throw new Error(`audit run ${i} did not find ${pods} protected pods: ${result.stdout}`);
     }
     const rows = [summarize(`meshcni audit, ${pods} protected pods (x${runs})`, times)];
     printTable("meshcni audit (compiled binary, real netns, in-test API server)", rows);

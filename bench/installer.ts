@@ -2,7 +2,7 @@
 // rewrites its config in place (Calico's way), and how long it takes to become ready.
 import { writeFileSync } from "node:fs";
 import { AgentHarness, conflist } from "../test/installer/support/agent.js";
-import { printTable, saveResults, summarize, type Summary } from "./stats.js";
+import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const rewrites = 50;
 /** Below the agent's fight threshold (20 in 10 s), as a real primary CNI's rewrites are. */

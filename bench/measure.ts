@@ -15,7 +15,11 @@ let scratch: string | undefined;
 let counter = 0;
 
 /** Runs a command under GNU time for its peak RSS; the wall time is measured around it. */
-export async function measure(command: string, args: string[], options: { env?: Record<string, string>; input?: string } = {}): Promise<Measured> {
+export async function measure(
+  command: string,
+  args: string[],
+  options: { env?: Record<string, string>; input?: string } = {},
+): Promise<Measured> {
   scratch ??= mkdtempSync(join(tmpdir(), "meshcni-bench-"));
   const rssFile = join(scratch, `rss-${counter++}`);
   const started = performance.now();

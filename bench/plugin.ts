@@ -1,17 +1,17 @@
 // The plugin's section (issue 5): what a pod start pays for meshcni, side by side with
 // the alternatives, interleaved in one run so the ratios hold on a noisy machine.
 import { join } from "node:path";
-import { execa } from "execa";
 import type { V1Pod } from "@kubernetes/client-node";
+import { execa } from "execa";
 import { planRules } from "../src/iptables/plan.js";
-import { parseNetConf } from "../src/plugin/netconf.js";
-import { firewallSpecFor } from "../src/plugin/pod.js";
 import { renderApply } from "../src/iptables/restore.js";
 import { parseNatTable } from "../src/iptables/save.js";
-import { FakeApiServer, podObject } from "../test/support/api-server.js";
+import { parseNetConf } from "../src/plugin/netconf.js";
+import { firewallSpecFor } from "../src/plugin/pod.js";
 import { meshcniBinary } from "../test/netns/support/network.js";
-import { cleanupMeasure, measure, type Measured } from "./measure.js";
-import { printTable, saveResults, summarize, type Summary } from "./stats.js";
+import { FakeApiServer, podObject } from "../test/support/api-server.js";
+import { cleanupMeasure, type Measured, measure } from "./measure.js";
+import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const warmup = 3;
 const iterations = 30;
@@ -23,7 +23,12 @@ const perRuleScript = join(import.meta.dirname, "baselines/linkerd-per-rule.sh")
 /** The default meshed pod's rules, as the per-rule baseline and the floor apply them. */
 const meshedPod = podObject("bench", "meshed", { proxy: "container" });
 const plan = planRules(
-  firewallSpecFor(parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "bench", type: "meshcni" })).linkerd, meshedPod as V1Pod, undefined, 443),
+  firewallSpecFor(
+    parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "bench", type: "meshcni" })).linkerd,
+    meshedPod as V1Pod,
+    undefined,
+    443,
+  ),
   "ipv4",
 );
 const restoreText = renderApply(plan, parseNatTable(""));
@@ -116,7 +121,11 @@ export async function benchPlugin(): Promise<PluginBench> {
       record(names.addPlain, await meshcni("ADD", plain!, "plain"), round);
       record(names.addAuto, await meshcni("ADD", auto!, "meshed", "auto"), round);
       record(names.perRule, await measure(perRuleScript, [netnsPath(perRule!), backend], { input: perRuleLines }), round);
-      record(names.floor, await measure("nsenter", [`--net=${netnsPath(floor!)}`, `iptables-${backend}-restore`, "--noflush"], { input: restoreText }), round);
+      record(
+        names.floor,
+        await measure("nsenter", [`--net=${netnsPath(floor!)}`, `iptables-${backend}-restore`, "--noflush"], { input: restoreText }),
+        round,
+      );
       record(names.go, await measure(tuning, [], { env: cniEnv("ADD", go!, "meshed"), input: tuningConf }), round);
       record(names.version, await measure(meshcniBinary, [], { env: { CNI_COMMAND: "VERSION" }, input: "{}" }), round);
       record(names.goVersion, await measure(tuning, [], { env: { CNI_COMMAND: "VERSION" }, input: "{}" }), round);
@@ -134,9 +143,16 @@ export async function benchPlugin(): Promise<PluginBench> {
     };
     await Promise.all(concurrent.map(dropNetns));
 
-    const rows = Object.entries(samples).map(([name, list]) => summarize(name, list.map((m) => m.ms)));
+    const rows = Object.entries(samples).map(([name, list]) =>
+      summarize(
+        name,
+        list.map((m) => m.ms),
+      ),
+    );
     const p50 = (name: string) => rows.find((row) => row.name === name)!.p50;
-    const rssMb = Object.fromEntries(Object.entries(samples).map(([name, list]) => [name, Math.round(Math.max(...list.map((m) => m.rssKb)) / 102.4) / 10]));
+    const rssMb = Object.fromEntries(
+      Object.entries(samples).map(([name, list]) => [name, Math.round(Math.max(...list.map((m) => m.rssKb)) / 102.4) / 10]),
+    );
     const ratios = {
       "meshcni ADD / per-rule exec (2)": p50(names.add) / p50(names.perRule),
       "meshcni ADD / floor (3)": p50(names.add) / p50(names.floor),
@@ -145,20 +161,37 @@ export async function benchPlugin(): Promise<PluginBench> {
     };
     const meshcniRss = Math.max(...[names.add, names.check, names.del, names.addPlain].map((name) => rssMb[name]!));
     const targets = [
-      { target: "meshed ADD p50 <= 0.7 x per-rule exec", value: ratios["meshcni ADD / per-rule exec (2)"].toFixed(2), met: ratios["meshcni ADD / per-rule exec (2)"] <= 0.7 },
-      { target: "meshed ADD p50 <= 3 x floor", value: ratios["meshcni ADD / floor (3)"].toFixed(2), met: ratios["meshcni ADD / floor (3)"] <= 3 },
+      {
+        target: "meshed ADD p50 <= 0.7 x per-rule exec",
+        value: ratios["meshcni ADD / per-rule exec (2)"].toFixed(2),
+        met: ratios["meshcni ADD / per-rule exec (2)"] <= 0.7,
+      },
+      {
+        target: "meshed ADD p50 <= 3 x floor",
+        value: ratios["meshcni ADD / floor (3)"].toFixed(2),
+        met: ratios["meshcni ADD / floor (3)"] <= 3,
+      },
       { target: "CHECK p50 <= ADD p50", value: `${p50(names.check)} vs ${p50(names.add)} ms`, met: p50(names.check) <= p50(names.add) },
-      { target: "DEL p50 <= 2 x startup (VERSION)", value: `${p50(names.del)} vs ${p50(names.version)} ms`, met: p50(names.del) <= 2 * p50(names.version) },
+      {
+        target: "DEL p50 <= 2 x startup (VERSION)",
+        value: `${p50(names.del)} vs ${p50(names.version)} ms`,
+        met: p50(names.del) <= 2 * p50(names.version),
+      },
       { target: "peak RSS of one plugin process <= 50 MB", value: `${meshcniRss} MB`, met: meshcniRss <= 50 },
       { target: `${concurrentPods} concurrent ADDs: 0 failures`, value: String(concurrency.failures), met: concurrency.failures === 0 },
     ];
 
-    printTable(`meshcni as a plugin (compiled binary, real netns, ${backend}; ${iterations} runs after ${warmup} warm-up, interleaved)`, rows);
+    printTable(
+      `meshcni as a plugin (compiled binary, real netns, ${backend}; ${iterations} runs after ${warmup} warm-up, interleaved)`,
+      rows,
+    );
     console.log(`\n${"peak RSS".padEnd(48)}MB`);
     for (const [name, mb] of Object.entries(rssMb)) console.log(`${name.padEnd(48)}${mb}`);
     console.log(`\nratios of p50`);
     for (const [name, ratio] of Object.entries(ratios)) console.log(`${name.padEnd(48)}${ratio.toFixed(2)}`);
-    console.log(`\n${concurrentPods} ADDs at once: ${concurrency.wallMs} ms to all done, ${concurrency.failures} failures, peak total RSS ${concurrency.peakTotalRssMb} MB (sum of each process's peak)`);
+    console.log(
+      `\n${concurrentPods} ADDs at once: ${concurrency.wallMs} ms to all done, ${concurrency.failures} failures, peak total RSS ${concurrency.peakTotalRssMb} MB (sum of each process's peak)`,
+    );
     console.log(`\ntargets`);
     for (const target of targets) console.log(`${target.met ? "met   " : "MISSED"}  ${target.target.padEnd(44)}${target.value}`);
     const result = { rows, rssMb, ratios, concurrency, targets };

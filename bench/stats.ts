@@ -16,14 +16,26 @@ export function summarize(name: string, samples: number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
   const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
   const round = (value: number) => Math.round(value * 100) / 100;
-  return { name, unit: "ms", samples: sorted.length, p50: round(at(50)), p90: round(at(90)), p99: round(at(99)), max: round(sorted.at(-1)!) };
+  return {
+    name,
+    unit: "ms",
+    samples: sorted.length,
+    p50: round(at(50)),
+    p90: round(at(90)),
+    p99: round(at(99)),
+    max: round(sorted.at(-1)!),
+  };
 }
 
 export function printTable(title: string, rows: Summary[]): void {
   console.log(`\n${title}`);
-  console.log(`${"case".padEnd(48)}${"n".padStart(5)}${"p50 ms".padStart(10)}${"p90 ms".padStart(10)}${"p99 ms".padStart(10)}${"max ms".padStart(10)}`);
+  console.log(
+    `${"case".padEnd(48)}${"n".padStart(5)}${"p50 ms".padStart(10)}${"p90 ms".padStart(10)}${"p99 ms".padStart(10)}${"max ms".padStart(10)}`,
+  );
   for (const row of rows) {
-    console.log(`${row.name.padEnd(48)}${String(row.samples).padStart(5)}${row.p50.toFixed(2).padStart(10)}${row.p90.toFixed(2).padStart(10)}${row.p99.toFixed(2).padStart(10)}${row.max.toFixed(2).padStart(10)}`);
+    console.log(
+      `${row.name.padEnd(48)}${String(row.samples).padStart(5)}${row.p50.toFixed(2).padStart(10)}${row.p90.toFixed(2).padStart(10)}${row.p99.toFixed(2).padStart(10)}${row.max.toFixed(2).padStart(10)}`,
+    );
   }
 }
 

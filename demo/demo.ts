@@ -3,8 +3,8 @@
 // namespaces) added through real cnitool with Debian's bridge + host-local + meshcni,
 // the rules it wrote, live TCP proof of the redirect, CHECK, DEL, and cleanup.
 import { execa } from "execa";
+import { natRules, TestNetwork } from "../test/netns/support/network.js";
 import { FakeApiServer, podObject } from "../test/support/api-server.js";
-import { TestNetwork, natRules } from "../test/netns/support/network.js";
 
 const backend = "nft";
 const step = (title: string) => console.log(`\n== ${title}`);
@@ -62,9 +62,28 @@ try {
   step("cnitool CHECK");
   started = performance.now();
   const checked = await net.cnitool("check", "demo-mesh", meshed, meshedArgs);
-  show("shop/checkout as added", `${checked.exitCode === 0 ? "passes" : `FAILS: ${checked.stderr}`}  chain CHECK ${Math.round(performance.now() - started)} ms`);
-  await execa("ip", ["netns", "exec", meshed, `iptables-${backend}`, "-t", "nat", "-D", "PROXY_INIT_OUTPUT", "-o", "lo",
-    "-m", "comment", "--comment", "proxy-init/ignore-loopback", "-j", "RETURN"]);
+  show(
+    "shop/checkout as added",
+    `${checked.exitCode === 0 ? "passes" : `FAILS: ${checked.stderr}`}  chain CHECK ${Math.round(performance.now() - started)} ms`,
+  );
+  await execa("ip", [
+    "netns",
+    "exec",
+    meshed,
+    `iptables-${backend}`,
+    "-t",
+    "nat",
+    "-D",
+    "PROXY_INIT_OUTPUT",
+    "-o",
+    "lo",
+    "-m",
+    "comment",
+    "--comment",
+    "proxy-init/ignore-loopback",
+    "-j",
+    "RETURN",
+  ]);
   const drifted = await net.cnitool("check", "demo-mesh", meshed, meshedArgs);
   show("after deleting the loopback rule by hand", drifted.exitCode === 0 ? "passes (UNEXPECTED)" : "fails:");
   console.log(`     ${(drifted.stdout + drifted.stderr).trim()}`);

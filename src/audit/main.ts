@@ -36,7 +36,8 @@ export async function runAudit(argv: string[]): Promise<number> {
         help: { type: "boolean" },
       },
     }));
-    if (values.output !== "table" && values.output !== "json") throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);
+    if (values.output !== "table" && values.output !== "json")
+      throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);
   } catch (error) {
     process.stderr.write(`meshcni audit: ${(error as Error).message}\n\n${auditUsage}`);
     return 2;
@@ -62,4 +63,3 @@ export async function runAudit(argv: string[]): Promise<number> {
     return 2;
   }
 }
-

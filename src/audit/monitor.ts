@@ -2,9 +2,9 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import type { NodeApi } from "../kube/cluster.js";
 import type { Logger } from "../log.js";
-import { isUnprotected, podsToAudit, type PodAudit } from "./classify.js";
+import { isUnprotected, type PodAudit, podsToAudit } from "./classify.js";
 import type { AuditReport } from "./format.js";
-import { eventMessage, eventReason, repairAction, unprotectedLabel, type PodRef, type RepairPolicy } from "./repair.js";
+import { eventMessage, eventReason, type PodRef, type RepairPolicy, repairAction, unprotectedLabel } from "./repair.js";
 
 export interface MonitorOptions {
   binary: string;
@@ -99,7 +99,20 @@ export class AuditMonitor {
     const { binary, node, kubeconfig, hostRoot, stateDir } = this.options;
     const result = await execa(
       binary,
-      ["audit", "--output", "json", "--node", node, "--kubeconfig", kubeconfig, "--host-root", hostRoot, "--state-dir", stateDir, ...pods.flatMap((pod) => ["--pod", pod])],
+      [
+        "audit",
+        "--output",
+        "json",
+        "--node",
+        node,
+        "--kubeconfig",
+        kubeconfig,
+        "--host-root",
+        hostRoot,
+        "--state-dir",
+        stateDir,
+        ...pods.flatMap((pod) => ["--pod", pod]),
+      ],
       { reject: false },
     );
     this.metrics.audited((performance.now() - started) / 1000);
@@ -129,7 +142,11 @@ export class AuditMonitor {
       ...(changedAt === undefined ? {} : { detectedMs: Math.round(performance.now() - changedAt) }),
     });
     try {
-      await this.api.createPodEvent(pod, { reason: eventReason, type: "Warning", message: eventMessage(audit, action, this.options.policy) });
+      await this.api.createPodEvent(pod, {
+        reason: eventReason,
+        type: "Warning",
+        message: eventMessage(audit, action, this.options.policy),
+      });
       if (action === "delete") await this.api.deletePod(pod);
       if (action === "label") await this.api.labelPod(pod, unprotectedLabel, "true");
       if (action !== "none") this.metrics.repaired(action);

@@ -33,7 +33,10 @@ export function repairAction(pod: V1Pod, policy: RepairPolicy, self: PodRef | un
 }
 
 export function eventMessage(audit: PodAudit, action: RepairAction, policy: RepairPolicy): string {
-  const found = audit.status === "missing" ? "started without meshcni's iptables redirect" : "has an iptables redirect that differs from meshcni's plan";
+  const found =
+    audit.status === "missing"
+      ? "started without meshcni's iptables redirect"
+      : "has an iptables redirect that differs from meshcni's plan";
   const consequence = "so its TCP traffic can bypass the mesh proxy";
   const next =
     action === "delete"

@@ -1,4 +1,4 @@
-import { compareVersions, type CniVersion } from "./version.js";
+import { type CniVersion, compareVersions } from "./version.js";
 
 type JsonObject = Record<string, unknown>;
 

@@ -1,16 +1,16 @@
-import { existsSync, readdirSync, readFileSync, rmSync, statSync, watch, type FSWatcher } from "node:fs";
+import { existsSync, type FSWatcher, readdirSync, readFileSync, rmSync, statSync, watch } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
 import { AuditMonitor } from "../audit/monitor.js";
+import { sha256, writeAtomic } from "../files.js";
 import { createNodeApi, kubeConfigFrom, type NodeApi } from "../kube/cluster.js";
 import type { Logger } from "../log.js";
-import { chainInto, chooseActive, isChained, isConfigName, ownEntryCount, parseConfig, unchain, type ConfigFile } from "./conflist.js";
-import { sha256, writeAtomic } from "../files.js";
+import { type ConfigFile, chainInto, chooseActive, isChained, isConfigName, ownEntryCount, parseConfig, unchain } from "./conflist.js";
 import { renderKubeconfig } from "./kubeconfig.js";
 import type { InstallerMetrics } from "./metrics.js";
-import { installerPaths, type InstallerOptions } from "./options.js";
+import { type InstallerOptions, installerPaths } from "./options.js";
 import { serveProbes } from "./server.js";
-import { checkReadiness, loadTemplate, readConfigFiles, type Readiness } from "./state.js";
+import { checkReadiness, loadTemplate, type Readiness, readConfigFiles } from "./state.js";
 import { syncTaint } from "./taint.js";
 import type { Template } from "./template.js";
 
@@ -107,7 +107,9 @@ export class InstallAgent {
     if (this.options.listen) {
       this.server = await serveProbes(this.options.listen, () => this.readiness, this.metrics);
       const address = this.server.address();
-      this.log.info("serving /readyz and /metrics", { address: typeof address === "object" && address ? `${address.address}:${address.port}` : address });
+      this.log.info("serving /readyz and /metrics", {
+        address: typeof address === "object" && address ? `${address.address}:${address.port}` : address,
+      });
     }
     this.reconcile();
   }
@@ -196,7 +198,9 @@ export class InstallAgent {
     const current = existsSync(this.paths.kubeconfig) ? readFileSync(this.paths.kubeconfig, "utf8") : undefined;
     if (current === content) return;
     writeAtomic(this.paths.kubeconfig, content, 0o600);
-    this.log.info(current === undefined ? "kubeconfig written" : "kubeconfig rewritten (token or CA changed)", { path: this.paths.kubeconfig });
+    this.log.info(current === undefined ? "kubeconfig written" : "kubeconfig rewritten (token or CA changed)", {
+      path: this.paths.kubeconfig,
+    });
   }
 
   reconcile(): void {
@@ -212,7 +216,10 @@ export class InstallAgent {
     }
     const readiness = checkReadiness(this.options, this.template);
     if (readiness.ready !== this.readiness.ready) {
-      this.log.info(readiness.ready ? "ready" : "not ready", readiness.ready ? { active: readiness.active } : { reasons: readiness.reasons });
+      this.log.info(
+        readiness.ready ? "ready" : "not ready",
+        readiness.ready ? { active: readiness.active } : { reasons: readiness.reasons },
+      );
     }
     this.readiness = readiness;
     this.metrics.ready.set(readiness.ready ? 1 : 0);
@@ -280,13 +287,19 @@ export class InstallAgent {
     const now = performance.now();
     const halfWritten = files.filter((file) => (!active || file.name < active.file.name) && !parseConfig(file).valid);
     for (const name of [...this.invalidSince.keys()]) if (!halfWritten.some((file) => file.name === name)) this.invalidSince.delete(name);
-    const waiting = halfWritten.filter((file) => now - (this.invalidSince.get(file.name) ?? (this.invalidSince.set(file.name, now), now)) < halfWrittenGraceMs);
+    const waiting = halfWritten.filter(
+      (file) => now - (this.invalidSince.get(file.name) ?? (this.invalidSince.set(file.name, now), now)) < halfWrittenGraceMs,
+    );
     if (waiting.length > 0) {
       this.log.debug("config file is not valid yet, retrying shortly", { files: waiting.map((file) => file.name) });
       this.schedule(eventAt, halfWrittenRetryMs);
       return;
     }
-    for (const file of halfWritten) this.log.warn("ignoring an invalid CNI config, as the runtime does", { file: file.name, reason: (parseConfig(file) as { reason: string }).reason });
+    for (const file of halfWritten)
+      this.log.warn("ignoring an invalid CNI config, as the runtime does", {
+        file: file.name,
+        reason: (parseConfig(file) as { reason: string }).reason,
+      });
     if (!active) return;
 
     for (const file of files) {

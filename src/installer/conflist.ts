@@ -13,9 +13,7 @@ export interface ConfigFile {
   text: string;
 }
 
-export type ParsedConfig =
-  | { valid: true; kind: "conf" | "conflist"; json: JsonObject }
-  | { valid: false; reason: string };
+export type ParsedConfig = { valid: true; kind: "conf" | "conflist"; json: JsonObject } | { valid: false; reason: string };
 
 export function isConfigName(name: string): boolean {
   return name.endsWith(".conf") || name.endsWith(".conflist") || name.endsWith(".json");

@@ -1,7 +1,7 @@
 import { createLogger } from "../log.js";
 import { InstallAgent } from "./agent.js";
 import { createInstallerMetrics } from "./metrics.js";
-import { installerUsage, parseInstallerOptions, type InstallerOptions } from "./options.js";
+import { type InstallerOptions, installerUsage, parseInstallerOptions } from "./options.js";
 import { checkReadiness, loadTemplate } from "./state.js";
 
 function options(argv: string[]): InstallerOptions | undefined {
@@ -37,6 +37,8 @@ export function runReady(argv: string[]): number {
   const parsed = options(argv);
   if (!parsed) return 2;
   const readiness = checkReadiness(parsed, loadTemplate(parsed));
-  process.stdout.write(readiness.ready ? `ready: meshcni is chained in ${readiness.active}\n` : `not ready: ${readiness.reasons.join("; ")}\n`);
+  process.stdout.write(
+    readiness.ready ? `ready: meshcni is chained in ${readiness.active}\n` : `not ready: ${readiness.reasons.join("; ")}\n`,
+  );
   return readiness.ready ? 0 : 1;
 }

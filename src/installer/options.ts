@@ -1,6 +1,6 @@
-import { parseArgs } from "node:util";
 import { join } from "node:path";
-import { repairPolicies, type PodRef, type RepairPolicy } from "../audit/repair.js";
+import { parseArgs } from "node:util";
+import { type PodRef, type RepairPolicy, repairPolicies } from "../audit/repair.js";
 import { defaultStateDir } from "../plugin/records.js";
 import { parseTaint, type TaintSpec } from "./taint.js";
 
@@ -88,7 +88,8 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
     },
   });
   const repair = (values.repair ?? "delete") as RepairPolicy;
-  if (!repairPolicies.includes(repair)) throw new Error(`--repair must be one of ${repairPolicies.join(", ")}, not ${JSON.stringify(values.repair)}`);
+  if (!repairPolicies.includes(repair))
+    throw new Error(`--repair must be one of ${repairPolicies.join(", ")}, not ${JSON.stringify(values.repair)}`);
   const auditSeconds = Number(values["audit-seconds"] ?? "60");
   if (!Number.isFinite(auditSeconds) || auditSeconds <= 0) {
     throw new Error(`--audit-seconds must be a positive number, not ${JSON.stringify(values["audit-seconds"])}`);

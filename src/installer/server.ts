@@ -7,7 +7,8 @@ export async function serveProbes(listen: string, readiness: () => Readiness, me
   const at = listen.lastIndexOf(":");
   const host = listen.slice(0, at).replace(/^\[|\]$/g, "") || "0.0.0.0";
   const port = Number(listen.slice(at + 1));
-  if (at < 0 || !Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--listen must be HOST:PORT, not ${JSON.stringify(listen)}`);
+  if (at < 0 || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw new Error(`--listen must be HOST:PORT, not ${JSON.stringify(listen)}`);
   const server = createServer((req, res) => {
     if (req.url === "/readyz") {
       const state = readiness();

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { chooseActive, isChained, isConfigName, type ConfigFile } from "./conflist.js";
-import { installerPaths, type InstallerOptions } from "./options.js";
+import { type ConfigFile, chooseActive, isChained, isConfigName } from "./conflist.js";
+import { type InstallerOptions, installerPaths } from "./options.js";
 import { defaultTemplate, renderTemplate, type Template } from "./template.js";
 
 /** The config files in the net dir as they are now; one vanishing mid-read is skipped. */
@@ -53,7 +53,8 @@ export function checkReadiness(options: InstallerOptions, template: Template): R
     const found = chooseActive(readConfigFiles(paths.netDir));
     active = found?.file.name;
     if (!found) reasons.push(`no valid CNI config in ${paths.netDir} (waiting for the primary CNI)`);
-    else if (!isChained(found.config, template.entry)) reasons.push(`${join(paths.netDir, found.file.name)} does not end with meshcni's entry`);
+    else if (!isChained(found.config, template.entry))
+      reasons.push(`${join(paths.netDir, found.file.name)} does not end with meshcni's entry`);
   } catch (error) {
     reasons.push(`cannot read ${paths.netDir}: ${(error as Error).message}`);
   }

@@ -30,7 +30,9 @@ export async function syncTaint(api: NodeApi, spec: TaintSpec, present: boolean)
   const { taints, resourceVersion } = await api.nodeTaints();
   const has = taints.some((taint) => same(taint, spec));
   if (has === present) return false;
-  const next = present ? [...taints, { key: spec.key, effect: spec.effect, ...(spec.value ? { value: spec.value } : {}) }] : taints.filter((taint) => !same(taint, spec));
+  const next = present
+    ? [...taints, { key: spec.key, effect: spec.effect, ...(spec.value ? { value: spec.value } : {}) }]
+    : taints.filter((taint) => !same(taint, spec));
   await api.setNodeTaints(next, resourceVersion);
   return true;
 }

@@ -39,7 +39,10 @@ export function renderTemplate(text: string, kubeconfigPath: string): Template {
     return { ok: false, reason: "the netconf template must be a JSON object" };
   }
   if (!isOwnEntry(entry)) {
-    return { ok: false, reason: `the netconf template's type must be "meshcni" or "linkerd-cni", not ${JSON.stringify((entry as JsonObject).type)}` };
+    return {
+      ok: false,
+      reason: `the netconf template's type must be "meshcni" or "linkerd-cni", not ${JSON.stringify((entry as JsonObject).type)}`,
+    };
   }
   return { ok: true, entry: entry as JsonObject, binaryName: (entry as JsonObject).type as string };
 }

@@ -1,5 +1,5 @@
 import type { RulePlan } from "./plan.js";
-import { jumpTarget, jumpsIntoOwnChains, rulesOf, type NatTable, type SavedRule } from "./save.js";
+import { jumpsIntoOwnChains, jumpTarget, type NatTable, rulesOf, type SavedRule } from "./save.js";
 
 export function sameArgs(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((token, i) => token === b[i]);
@@ -29,7 +29,14 @@ export function diffTable(plan: RulePlan, table: NatTable): string[] {
   const differences: string[] = [];
   for (const [chain, planned] of Object.entries(plan.chains)) {
     if (!table.chains.has(chain)) differences.push(`chain ${chain} is missing`);
-    else differences.push(...diffChain(chain, planned, rulesOf(table, chain).map((rule) => rule.args)));
+    else
+      differences.push(
+        ...diffChain(
+          chain,
+          planned,
+          rulesOf(table, chain).map((rule) => rule.args),
+        ),
+      );
   }
   const jumps = jumpsIntoOwnChains(table);
   for (const jump of plan.jumps) {

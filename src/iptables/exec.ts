@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Options } from "execa";
 import { CniError, ErrorCode } from "../cni/errors.js";
-import { binaryName, type Backend, type SaveProbe } from "./backend.js";
+import { type Backend, binaryName, type SaveProbe } from "./backend.js";
 import type { Family } from "./types.js";
 
 /** execa is most of a plugin process's memory (bench/README.md): loaded when first needed. */

@@ -1,5 +1,5 @@
-import { ownChains, type RulePlan } from "./plan.js";
 import { sameArgs } from "./diff.js";
+import { ownChains, type RulePlan } from "./plan.js";
 import { jumpsIntoOwnChains, type NatTable } from "./save.js";
 
 /**

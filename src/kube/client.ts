@@ -28,7 +28,10 @@ export class ApiRequestError extends Error {}
 
 /** An API answer other than 200, shaped as describeApiFailure reads it. */
 class StatusError extends Error {
-  constructor(readonly code: number, message: string) {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
     super(message);
   }
 }

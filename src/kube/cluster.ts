@@ -1,10 +1,10 @@
 import {
   CoreV1Api,
+  type CoreV1Event,
   KubeConfig,
   makeInformer,
   PatchStrategy,
   setHeaderOptions,
-  type CoreV1Event,
   type V1Pod,
   type V1Taint,
 } from "@kubernetes/client-node";
@@ -63,7 +63,13 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
       const now = new Date();
       const event: CoreV1Event = {
         metadata: { generateName: `${pod.metadata!.name}.`, namespace: pod.metadata!.namespace! },
-        involvedObject: { apiVersion: "v1", kind: "Pod", name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, uid: pod.metadata!.uid! },
+        involvedObject: {
+          apiVersion: "v1",
+          kind: "Pod",
+          name: pod.metadata!.name!,
+          namespace: pod.metadata!.namespace!,
+          uid: pod.metadata!.uid!,
+        },
         reason,
         message,
         type,

@@ -81,14 +81,17 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
     throw new KubeconfigError(`cannot parse kubeconfig ${path}: ${(error as Error).message}`);
   }
   if (!parsed.success) {
-    throw new KubeconfigError(`cannot parse kubeconfig ${path}: ${parsed.issues.map((issue) => `${describeIssuePath(issue)}: ${issue.message}`).join("; ")}`);
+    throw new KubeconfigError(
+      `cannot parse kubeconfig ${path}: ${parsed.issues.map((issue) => `${describeIssuePath(issue)}: ${issue.message}`).join("; ")}`,
+    );
   }
   const config = parsed.output;
   const contextName = config["current-context"];
   const context = config.contexts.find((entry) => entry.name === contextName)?.context;
   if (!context) throw new KubeconfigError(`kubeconfig ${path} names no current context (current-context ${JSON.stringify(contextName)})`);
   const cluster = config.clusters.find((entry) => entry.name === context.cluster)?.cluster;
-  if (!cluster) throw new KubeconfigError(`kubeconfig ${path}: context ${contextName} names no known cluster ${JSON.stringify(context.cluster)}`);
+  if (!cluster)
+    throw new KubeconfigError(`kubeconfig ${path}: context ${contextName} names no known cluster ${JSON.stringify(context.cluster)}`);
   const user = config.users.find((entry) => entry.name === context.user)?.user;
   if (!user) throw new KubeconfigError(`kubeconfig ${path}: context ${contextName} names no known user ${JSON.stringify(context.user)}`);
 

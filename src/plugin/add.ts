@@ -4,9 +4,9 @@ import { planRules, type RulePlan } from "../iptables/plan.js";
 import { renderApply } from "../iptables/restore.js";
 import { parseNatTable } from "../iptables/save.js";
 import { decideFirewall } from "./decide.js";
-import { writeRecord } from "./records.js";
 import { podName } from "./pod.js";
-import { discardIptables, familiesFor, prepareIptables, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
+import { writeRecord } from "./records.js";
+import { discardIptables, familiesFor, type PluginDeps, type PluginRequest, prepareIptables, withPodIptables } from "./request.js";
 
 const emptyTable = parseNatTable("");
 
@@ -18,7 +18,9 @@ const emptyTable = parseNatTable("");
  */
 export async function add(request: PluginRequest, deps: PluginDeps): Promise<Record<string, unknown>> {
   const { conf } = request;
-  const result: Record<string, unknown> = conf.prevResult ? convertResult(conf.prevResult, conf.cniVersion) : { cniVersion: conf.cniVersion };
+  const result: Record<string, unknown> = conf.prevResult
+    ? convertResult(conf.prevResult, conf.cniVersion)
+    : { cniVersion: conf.cniVersion };
   const preparing = conf.linkerd.simulate ? undefined : prepareIptables(request, deps);
   let decision;
   try {

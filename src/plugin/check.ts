@@ -1,18 +1,19 @@
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { diffPlans } from "../iptables/apply.js";
 import type { IptablesRunner } from "../iptables/exec.js";
-import type { Family } from "../iptables/types.js";
 import { planRules } from "../iptables/plan.js";
 import { hasOwnRules, parseNatTable } from "../iptables/save.js";
+import type { Family } from "../iptables/types.js";
 import { decideFirewall } from "./decide.js";
 import { podName } from "./pod.js";
-import { discardIptables, familiesFor, prepareIptables, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
+import { discardIptables, familiesFor, type PluginDeps, type PluginRequest, prepareIptables, withPodIptables } from "./request.js";
 
 /** An unmeshed pod must hold none of our chains or jumps. */
 async function strayRules(runner: IptablesRunner, families: Family[]): Promise<string[]> {
   const found: string[] = [];
   for (const family of families) {
-    if (hasOwnRules(parseNatTable(await runner.save(family)))) found.push(`${family}: redirect rules are present but the pod is not meshed`);
+    if (hasOwnRules(parseNatTable(await runner.save(family))))
+      found.push(`${family}: redirect rules are present but the pod is not meshed`);
   }
   return found;
 }
@@ -37,7 +38,12 @@ export async function check(request: PluginRequest, deps: PluginDeps): Promise<v
   const spec = decision?.spec;
   const families = familiesFor(request.conf);
   const differences = await withPodIptables(request, deps, preparing, (runner) =>
-    spec ? diffPlans(runner, families.map((family) => planRules(spec, family))) : strayRules(runner, families),
+    spec
+      ? diffPlans(
+          runner,
+          families.map((family) => planRules(spec, family)),
+        )
+      : strayRules(runner, families),
   );
   if (differences.length > 0) {
     const subject = decision ? `pod ${podName(decision.pod)}` : `container ${request.env.containerId}`;

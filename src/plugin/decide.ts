@@ -27,8 +27,7 @@ export async function decideFirewall(request: PluginRequest, deps: PluginDeps): 
   }
   const subject = `pod ${identity.namespace}/${identity.name}`;
   const { kubeconfig, timeout_seconds } = request.conf.kubernetes;
-  const unavailable = (cause: string) =>
-    new CniError(ErrorCode.tryAgainLater, `cannot decide the redirect for ${subject}: ${cause}`);
+  const unavailable = (cause: string) => new CniError(ErrorCode.tryAgainLater, `cannot decide the redirect for ${subject}: ${cause}`);
   const deadline = AbortSignal.timeout(timeout_seconds * 1000);
   let reader: KubeReader;
   try {

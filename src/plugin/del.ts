@@ -1,7 +1,7 @@
 import { removeOwnRules } from "../iptables/apply.js";
 import { NetnsGoneError } from "../netns/enter.js";
 import { removeRecord } from "./records.js";
-import { familiesFor, prepareIptables, withPodIptables, type PluginDeps, type PluginRequest } from "./request.js";
+import { familiesFor, type PluginDeps, type PluginRequest, prepareIptables, withPodIptables } from "./request.js";
 
 /**
  * DEL: remove our chains and the jumps into them, without the API (it may be down, the

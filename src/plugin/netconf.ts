@@ -1,10 +1,10 @@
 import * as v from "valibot";
 import { CniError, ErrorCode } from "../cni/errors.js";
-import { requireSupportedVersion, type CniVersion } from "../cni/version.js";
+import { type CniVersion, requireSupportedVersion } from "../cni/version.js";
 import { iptablesModes } from "../iptables/backend.js";
 import { describeIssuePath } from "../schema-issues.js";
 import { defaultStateDir } from "./records.js";
-import { parseIdToken, parsePortNumberToken, parsePortToken, parseSubnetToken, type Parsed } from "./tokens.js";
+import { type Parsed, parseIdToken, parsePortNumberToken, parsePortToken, parseSubnetToken } from "./tokens.js";
 
 export const defaultKubeconfig = "/etc/cni/net.d/ZZZ-meshcni-kubeconfig";
 
@@ -85,7 +85,8 @@ export function parseNetConf(stdin: string): NetConf {
   const parsed = v.safeParse(netConfSchema, raw);
   if (!parsed.success) {
     const problems = parsed.issues.map(
-      (issue) => `${describeIssuePath(issue)}${issue.input === undefined ? " (missing)" : `=${JSON.stringify(issue.input)}`}: ${issue.message}`,
+      (issue) =>
+        `${describeIssuePath(issue)}${issue.input === undefined ? " (missing)" : `=${JSON.stringify(issue.input)}`}: ${issue.message}`,
     );
     throw new CniError(ErrorCode.invalidNetworkConfig, `invalid network config: ${problems.join("; ")}`);
   }

@@ -2,7 +2,7 @@ import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import type { FirewallSpec } from "../iptables/types.js";
 import type { LinkerdConf } from "./netconf.js";
-import { parseIdToken, parsePortToken, parseSubnetToken, splitList, type Parsed } from "./tokens.js";
+import { type Parsed, parseIdToken, parsePortToken, parseSubnetToken, splitList } from "./tokens.js";
 
 export const proxyContainerName = "linkerd-proxy";
 export const proxyInitContainerName = "linkerd-init";

@@ -1,9 +1,9 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
+import { sha256, writeAtomic } from "../files.js";
 import type { Backend, DetectionCache } from "../iptables/backend.js";
 import type { RulePlan } from "../iptables/plan.js";
-import { sha256, writeAtomic } from "../files.js";
 
 /**
  * What ADD did for a meshed pod, kept on the host so `meshcni audit` can tell a pod that

@@ -40,7 +40,9 @@ export function parseSubnetToken(token: string): Parsed<string> {
   // isValidFourPartDecimal refuses inet_aton shorthands such as "10.1".
   const kind = ipaddr.IPv4.isValidFourPartDecimal(addressText)
     ? "ipv4"
-    : ipaddr.IPv6.isValid(addressText) && !addressText.includes("%") ? "ipv6" : undefined;
+    : ipaddr.IPv6.isValid(addressText) && !addressText.includes("%")
+      ? "ipv6"
+      : undefined;
   if (kind === undefined || extra.length > 0) return failure;
   const maxPrefix = kind === "ipv4" ? 32 : 128;
   if (prefixText !== undefined && !(/^\d{1,3}$/.test(prefixText) && Number(prefixText) <= maxPrefix)) return failure;
@@ -62,5 +64,8 @@ export function parseIdToken(token: string | number): Parsed<number> {
 
 /** Splits a comma-separated annotation value; blank tokens (a trailing comma) carry nothing. */
 export function splitList(value: string): string[] {
-  return value.split(",").map((token) => token.trim()).filter((token) => token !== "");
+  return value
+    .split(",")
+    .map((token) => token.trim())
+    .filter((token) => token !== "");
 }

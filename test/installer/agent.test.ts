@@ -4,7 +4,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { meshcniBinary } from "../netns/support/network.js";
 import { AgentHarness, conflist } from "./support/agent.js";
 
-const calico = (revision = 1) => conflist("k8s-pod-network", [{ type: "calico", revision, ipam: { type: "calico-ipam" } }, { type: "portmap", capabilities: { portMappings: true } }], { disableCheck: false });
+const calico = (revision = 1) =>
+  conflist(
+    "k8s-pod-network",
+    [
+      { type: "calico", revision, ipam: { type: "calico-ipam" } },
+      { type: "portmap", capabilities: { portMappings: true } },
+    ],
+    { disableCheck: false },
+  );
 const isRoot = process.getuid?.() === 0;
 
 describe("meshcni install", () => {
@@ -72,7 +80,13 @@ describe("meshcni install", () => {
   });
 
   it("wraps a lone .conf into a .conflist the way the runtime reads it", async () => {
-    const bridge = { cniVersion: "0.4.0", name: "mynet", type: "bridge", bridge: "cni0", ipam: { type: "host-local", subnet: "10.22.0.0/16" } };
+    const bridge = {
+      cniVersion: "0.4.0",
+      name: "mynet",
+      type: "bridge",
+      bridge: "cni0",
+      ipam: { type: "host-local", subnet: "10.22.0.0/16" },
+    };
     await started({ "10-mynet.conf": JSON.stringify(bridge) });
     await host.waitFor(chainedIn("10-mynet.conflist"));
     await host.waitFor(() => !readdirSync(host.netDir).includes("10-mynet.conf"));
@@ -162,7 +176,8 @@ describe("meshcni install", () => {
     await host.waitFor(chainedIn("05-cilium.conflist"));
     const started_ = performance.now();
     while (!host.logs.some((line) => line.level === "warn" && line.msg.includes("keeps removing")) && performance.now() - started_ < 5000) {
-      if (host.types("05-cilium.conflist").includes("meshcni")) host.renameOver("05-cilium.conflist", conflist("cilium", [{ type: "cilium-cni" }]));
+      if (host.types("05-cilium.conflist").includes("meshcni"))
+        host.renameOver("05-cilium.conflist", conflist("cilium", [{ type: "cilium-cni" }]));
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
     const warning = host.logs.find((line) => line.level === "warn" && line.msg.includes("keeps removing"));
@@ -187,7 +202,9 @@ describe("meshcni install", () => {
       host = new AgentHarness();
       writeFileSync(host.path("10-calico.conflist"), calico());
       await host.start(["--template", '{"type":"calico"}']);
-      await host.waitFor(() => host.logs.some((line) => line.level === "error" && line.msg.includes('type must be "meshcni" or "linkerd-cni"')));
+      await host.waitFor(() =>
+        host.logs.some((line) => line.level === "error" && line.msg.includes('type must be "meshcni" or "linkerd-cni"')),
+      );
       expect((await host.readyz()).status).toBe(503);
       expect(host.read("10-calico.conflist")).toBe(calico());
       expect(readdirSync(host.binDir)).toEqual([]);

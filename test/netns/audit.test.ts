@@ -1,10 +1,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../support/api-server.js";
 import { PodFleet } from "./support/fleet.js";
-import { TestNetwork, meshcniBinary } from "./support/network.js";
+import { meshcniBinary, TestNetwork } from "./support/network.js";
 
 const isRoot = process.getuid?.() === 0;
 
@@ -39,8 +39,24 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
     await startPod("checkout", "mesh");
     await startPod("cart", "plain");
     const search = await startPod("search", "mesh");
-    await execa("ip", ["netns", "exec", search, "iptables-nft", "-t", "nat", "-D", "PROXY_INIT_OUTPUT", "-o", "lo",
-      "-m", "comment", "--comment", "proxy-init/ignore-loopback", "-j", "RETURN"]);
+    await execa("ip", [
+      "netns",
+      "exec",
+      search,
+      "iptables-nft",
+      "-t",
+      "nat",
+      "-D",
+      "PROXY_INIT_OUTPUT",
+      "-o",
+      "lo",
+      "-m",
+      "comment",
+      "--comment",
+      "proxy-init/ignore-loopback",
+      "-j",
+      "RETURN",
+    ]);
     await net.removeNetns(await startPod("gone", "mesh"));
     await startPod("batch", "plain", { proxy: false });
     api.addPod(podObject("shop", "scheduled", { proxy: "container", nodeName: "node-a" }));
@@ -66,7 +82,9 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
       ["search", "drifted"],
     ]);
     const drifted = report.pods.find((pod: { name: string }) => pod.name === "search");
-    expect(drifted.details).toEqual(["ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN"]);
+    expect(drifted.details).toEqual([
+      "ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN",
+    ]);
     expect(report.summary).toEqual({ protected: 1, missing: 1, drifted: 1, unknown: 1 });
     expect(api.requestsTo("GET", /^\/api\/v1\/pods$/).at(-1)?.query.fieldSelector).toBe("spec.nodeName=node-a");
   });

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../support/api-server.js";
-import { TestNetwork, invokePlugin, natRules } from "./support/network.js";
+import { invokePlugin, natRules, TestNetwork } from "./support/network.js";
 
 const isRoot = process.getuid?.() === 0;
 
@@ -48,7 +48,12 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     foreignCa = other.caPem;
     await other.stop();
     api.addPod(podObject("demo", "web", { proxy: "container" }));
-    api.addPod(podObject("demo", "injected", { proxy: "container", annotations: { "config.linkerd.io/skip-inbound-ports": "80\n-A OUTPUT -j ACCEPT" } }));
+    api.addPod(
+      podObject("demo", "injected", {
+        proxy: "container",
+        annotations: { "config.linkerd.io/skip-inbound-ports": "80\n-A OUTPUT -j ACCEPT" },
+      }),
+    );
     api.addPod(podObject("demo", "badgid", { proxy: "container", annotations: { "config.linkerd.io/proxy-gid": "wheel" } }));
     api.addPod(podObject("demo", "v6", { proxy: "container" }));
     pod = await net.addNetns("pod");
@@ -114,8 +119,11 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
 
   it("refuses bad ports and subnets with code 7 naming the field and value, and writes nothing", async () => {
     expectCniError(await invokePlugin(env(), conf({}, { "incoming-proxy-port": 70000 })), 7, "linkerd.incoming-proxy-port=70000");
-    expectCniError(await invokePlugin(env(), conf({}, { "outbound-ports-to-ignore": ["80", " 443", "9000-8000"] })), 7,
-      'linkerd.outbound-ports-to-ignore[2]="9000-8000"');
+    expectCniError(
+      await invokePlugin(env(), conf({}, { "outbound-ports-to-ignore": ["80", " 443", "9000-8000"] })),
+      7,
+      'linkerd.outbound-ports-to-ignore[2]="9000-8000"',
+    );
     expectCniError(await invokePlugin(env(), conf({}, { "subnets-to-ignore": ["10.0.0.0/33"] })), 7, "linkerd.subnets-to-ignore[0]");
     expectCniError(await invokePlugin(env(), conf({}, { "iptables-mode": "ebpf" })), 7, "linkerd.iptables-mode");
     expect(await natRules(pod, "nft")).toEqual([]);
@@ -125,8 +133,12 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     const result = await invokePlugin(env({ CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=injected" }), conf());
     expectCniError(result, 7, "pod demo/injected", "config.linkerd.io/skip-inbound-ports", JSON.stringify("80\n-A OUTPUT -j ACCEPT"));
     expect(await natRules(pod, "nft")).toEqual([]);
-    expectCniError(await invokePlugin(env({ CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=badgid" }), conf()), 7,
-      "config.linkerd.io/proxy-gid", '"wheel"');
+    expectCniError(
+      await invokePlugin(env({ CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=badgid" }), conf()),
+      7,
+      "config.linkerd.io/proxy-gid",
+      '"wheel"',
+    );
   });
 
   it("passes a container with no pod identity through unchanged, converting prevResult", async () => {
@@ -156,7 +168,9 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     const args = { CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=v6" };
     expect((await invokePlugin(env(args), conf({ prevResult }))).exitCode).toBe(0);
     const v6 = await natRules(pod, "nft", "ipv6");
-    expect(v6).toContain('-A PROXY_INIT_OUTPUT -p tcp -m comment --comment "proxy-init/redirect-all-outgoing-to-proxy-port" -j REDIRECT --to-ports 4140');
+    expect(v6).toContain(
+      '-A PROXY_INIT_OUTPUT -p tcp -m comment --comment "proxy-init/redirect-all-outgoing-to-proxy-port" -j REDIRECT --to-ports 4140',
+    );
     expect(v6).toContain('-A PREROUTING -m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT');
     expect((await invokePlugin(env({ ...args, CNI_COMMAND: "CHECK" }), conf({ prevResult }))).exitCode).toBe(0);
     expect((await invokePlugin(env({ ...args, CNI_COMMAND: "DEL" }), conf({ prevResult }))).exitCode).toBe(0);
@@ -208,7 +222,8 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
   });
 
   it("records each meshed ADD on the host, without secrets; DEL and GC remove records", async () => {
-    const records = () => (readdirSync(`${net.stateDir}/attachments`, { withFileTypes: true }) as Array<{ name: string }>).map((entry) => entry.name);
+    const records = () =>
+      (readdirSync(`${net.stateDir}/attachments`, { withFileTypes: true }) as Array<{ name: string }>).map((entry) => entry.name);
     expect((await invokePlugin(env({ CNI_CONTAINERID: "rec-a" }), conf())).exitCode).toBe(0);
     expect((await invokePlugin(env({ CNI_CONTAINERID: "rec-b", CNI_IFNAME: "net1" }), conf())).exitCode).toBe(0);
     expect(records().sort()).toEqual(["rec-a_eth0.json", "rec-b_net1.json"]);
@@ -279,7 +294,10 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     const status = await invokePlugin({ CNI_COMMAND: "STATUS", CNI_PATH: net.binDir }, conf({ cniVersion: "1.1.0" }));
     expect(status.exitCode, status.stdout).toBe(0);
     expect(status.stdout).toBe("");
-    const notReady = await invokePlugin({ CNI_COMMAND: "STATUS" }, conf({ cniVersion: "1.1.0", kubernetes: { kubeconfig: `${api.dir}/absent` } }));
+    const notReady = await invokePlugin(
+      { CNI_COMMAND: "STATUS" },
+      conf({ cniVersion: "1.1.0", kubernetes: { kubeconfig: `${api.dir}/absent` } }),
+    );
     expectCniError(notReady, 50, "cannot read kubeconfig");
     const oldVersion = await invokePlugin({ CNI_COMMAND: "STATUS" }, conf());
     expectCniError(oldVersion, 1, "1.1.0");

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness } from "../installer/support/agent.js";
 import { FakeApiServer, podObject } from "../support/api-server.js";
-import { TestNetwork, natRules } from "./support/network.js";
+import { natRules, TestNetwork } from "./support/network.js";
 
 const isRoot = process.getuid?.() === 0;
 

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../support/api-server.js";
-import { TestNetwork, invokePlugin, natRules } from "./support/network.js";
+import { invokePlugin, natRules, TestNetwork } from "./support/network.js";
 
 const isRoot = process.getuid?.() === 0;
 
@@ -82,7 +82,14 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
       expect((await net.cnitool("check", "mesh", pod, podArgs)).exitCode).toBe(0);
       const again = await invokePlugin(
         { CNI_COMMAND: "ADD", CNI_CONTAINERID: "again", CNI_NETNS: net.netnsPath(pod), CNI_IFNAME: "eth0", CNI_ARGS: podArgs },
-        { cniVersion: "1.0.0", name: "mesh", type: "meshcni", state_dir: net.stateDir, kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } },
+        {
+          cniVersion: "1.0.0",
+          name: "mesh",
+          type: "meshcni",
+          state_dir: net.stateDir,
+          kubernetes: { kubeconfig },
+          linkerd: { "iptables-mode": backend },
+        },
       );
       expect(again.exitCode, again.stdout).toBe(0);
       expect(again.json).toEqual({ cniVersion: "1.0.0" });
@@ -90,8 +97,24 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
     });
 
     it("fails CHECK after a rule is deleted by hand, naming the rule", async () => {
-      await execa("ip", ["netns", "exec", pod, `iptables-${backend}`, "-t", "nat", "-D", "PROXY_INIT_OUTPUT", "-o", "lo",
-        "-m", "comment", "--comment", "proxy-init/ignore-loopback", "-j", "RETURN"]);
+      await execa("ip", [
+        "netns",
+        "exec",
+        pod,
+        `iptables-${backend}`,
+        "-t",
+        "nat",
+        "-D",
+        "PROXY_INIT_OUTPUT",
+        "-o",
+        "lo",
+        "-m",
+        "comment",
+        "--comment",
+        "proxy-init/ignore-loopback",
+        "-j",
+        "RETURN",
+      ]);
       const checked = await net.cnitool("check", "mesh", pod, podArgs);
       expect(checked.exitCode).not.toBe(0);
       expect(checked.stdout + checked.stderr).toContain("PROXY_INIT_OUTPUT: missing rule: -o lo");

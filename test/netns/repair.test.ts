@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness } from "../installer/support/agent.js";
 import { FakeApiServer, podObject } from "../support/api-server.js";
 import { TestNetwork } from "./support/network.js";
@@ -25,7 +25,13 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
   async function startPod(name: string, via: "plain" | "agent", options: Parameters<typeof podObject>[2] = {}) {
     api.addPod(podObject("shop", name, { proxy: "container", ...options }));
     const netns = await net.addNetns(name);
-    const added = await net.cnitool("add", via === "plain" ? "plain" : "primary", netns, `K8S_POD_NAMESPACE=shop;K8S_POD_NAME=${name}`, via === "plain" ? undefined : agentDirs());
+    const added = await net.cnitool(
+      "add",
+      via === "plain" ? "plain" : "primary",
+      netns,
+      `K8S_POD_NAMESPACE=shop;K8S_POD_NAME=${name}`,
+      via === "plain" ? undefined : agentDirs(),
+    );
     expect(added.exitCode, added.stdout + added.stderr).toBe(0);
     api.addPod(podObject("shop", name, { proxy: "container", nodeName: node, podIP: TestNetwork.address(added), ...options }));
     return netns;
@@ -46,7 +52,20 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
     api.addPod(podObject("meshcni", "agent-self", { proxy: "container", nodeName: node, podIP: "10.251.0.250", owned: true }));
     const template = JSON.stringify({ type: "meshcni", state_dir: net.stateDir, kubernetes: { kubeconfig: "__KUBECONFIG_FILEPATH__" } });
     await host.start(
-      ["--template", template, "--node", node, "--repair", policy, "--state-dir", net.stateDir, "--startup-taint", "meshcni.io/not-ready:NoSchedule", "--audit-seconds", String(auditSeconds)],
+      [
+        "--template",
+        template,
+        "--node",
+        node,
+        "--repair",
+        policy,
+        "--state-dir",
+        net.stateDir,
+        "--startup-taint",
+        "meshcni.io/not-ready:NoSchedule",
+        "--audit-seconds",
+        String(auditSeconds),
+      ],
       { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port), POD_NAMESPACE: "meshcni", POD_NAME: "agent-self" },
     );
   };
@@ -55,7 +74,17 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
     await net.cleanup();
     await api.stop();
   };
-  return { api, net, get host() { return host; }, startPod, eventsFor, setup, teardown };
+  return {
+    api,
+    net,
+    get host() {
+      return host;
+    },
+    startPod,
+    eventsFor,
+    setup,
+    teardown,
+  };
 }
 
 describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
@@ -66,13 +95,21 @@ describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
   it("removes the startup taint once ready, keeping the node's other taints", async () => {
     await s.host.waitFor(() => s.host.logs.some((line) => line.msg === "startup taint removed"), 10_000);
     expect((s.api.nodes.get(node)!.spec as { taints: unknown[] }).taints).toEqual([otherTaint]);
-    expect(s.api.requestsTo("PATCH", /^\/api\/v1\/nodes\/node-r$/)[0]!.body).toContainEqual({ op: "test", path: "/metadata/resourceVersion", value: expect.any(String) });
+    expect(s.api.requestsTo("PATCH", /^\/api\/v1\/nodes\/node-r$/)[0]!.body).toContainEqual({
+      op: "test",
+      path: "/metadata/resourceVersion",
+      value: expect.any(String),
+    });
   });
 
   it("emits MeshRedirectMissing and deletes a pod that started without meshcni and has a controller", async () => {
     await s.host.waitFor(() => s.api.requestsTo("DELETE", /\/pods\/owned-early$/).length === 1, 10_000);
     const [event] = s.eventsFor("owned-early");
-    expect(event).toMatchObject({ reason: "MeshRedirectMissing", type: "Warning", involvedObject: { kind: "Pod", namespace: "shop", uid: "uid-shop-owned-early" } });
+    expect(event).toMatchObject({
+      reason: "MeshRedirectMissing",
+      type: "Warning",
+      involvedObject: { kind: "Pod", namespace: "shop", uid: "uid-shop-owned-early" },
+    });
     expect(event!.message).toContain("started without meshcni's iptables redirect");
     expect(event!.message).toContain("deletes it so its controller recreates it");
     expect(s.api.requestsTo("DELETE", /\/pods\/owned-early$/)[0]!.body).toMatchObject({ preconditions: { uid: "uid-shop-owned-early" } });
@@ -80,7 +117,9 @@ describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
 
   it("labels, never deletes, a pod without a controller", async () => {
     await s.host.waitFor(() => s.api.requestsTo("PATCH", /\/pods\/bare-early$/).length === 1, 10_000);
-    expect(s.api.requestsTo("PATCH", /\/pods\/bare-early$/)[0]!.body).toEqual({ metadata: { labels: { "meshcni.io/unprotected": "true" } } });
+    expect(s.api.requestsTo("PATCH", /\/pods\/bare-early$/)[0]!.body).toEqual({
+      metadata: { labels: { "meshcni.io/unprotected": "true" } },
+    });
     expect(s.eventsFor("bare-early")[0]!.message).toContain("no controller would recreate it");
     expect(s.api.requestsTo("DELETE", /\/pods\/bare-early$/)).toEqual([]);
   });
@@ -89,7 +128,9 @@ describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
     await s.startPod("late", "plain", { owned: true });
     const runningAt = performance.now(); // the pod has its IP in the API: its sandbox's network is up
     await s.host.waitFor(() => s.eventsFor("late").length === 1, 10_000);
-    const eventAt = s.api.requestsTo("POST", /\/events$/).find((request) => (request.body as { involvedObject: { name: string } }).involvedObject.name === "late")!.at;
+    const eventAt = s.api
+      .requestsTo("POST", /\/events$/)
+      .find((request) => (request.body as { involvedObject: { name: string } }).involvedObject.name === "late")!.at;
     expect(eventAt).toBeGreaterThan(runningAt);
     process.stdout.write(`\ndetection: pod running in the API -> MeshRedirectMissing event: ${Math.round(eventAt - runningAt)} ms\n`);
     await s.host.waitFor(() => s.api.requestsTo("DELETE", /\/pods\/late$/).length === 1, 10_000);
@@ -99,8 +140,24 @@ describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
     const netns = await s.startPod("drifting", "agent", { owned: true });
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(s.eventsFor("drifting")).toEqual([]);
-    await execa("ip", ["netns", "exec", netns, "iptables-nft", "-t", "nat", "-D", "PROXY_INIT_OUTPUT", "-o", "lo",
-      "-m", "comment", "--comment", "proxy-init/ignore-loopback", "-j", "RETURN"]);
+    await execa("ip", [
+      "netns",
+      "exec",
+      netns,
+      "iptables-nft",
+      "-t",
+      "nat",
+      "-D",
+      "PROXY_INIT_OUTPUT",
+      "-o",
+      "lo",
+      "-m",
+      "comment",
+      "--comment",
+      "proxy-init/ignore-loopback",
+      "-j",
+      "RETURN",
+    ]);
     await s.host.waitFor(() => s.eventsFor("drifting").length === 1, 10_000);
     expect(s.eventsFor("drifting")[0]!.message).toContain("differs from meshcni's plan (ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo");
   });
@@ -130,6 +187,8 @@ describe.skipIf(!isRoot).each([
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
     expect(s.api.requestsTo("PATCH", /\/pods\/owned-early$/)).toHaveLength(method ? 1 : 0);
-    expect(s.eventsFor("owned-early")[0]!.message).toContain(policy === "none" ? "takes no action" : "labels it meshcni.io/unprotected=true");
+    expect(s.eventsFor("owned-early")[0]!.message).toContain(
+      policy === "none" ? "takes no action" : "labels it meshcni.io/unprotected=true",
+    );
   });
 });

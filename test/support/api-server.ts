@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:https";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -17,7 +17,10 @@ export interface RecordedRequest {
   at: number;
 }
 
-type KubeObject = { metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown }; [key: string]: unknown };
+type KubeObject = {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
+  [key: string]: unknown;
+};
 
 interface PodWatcher {
   res: ServerResponse;
@@ -27,7 +30,8 @@ interface PodWatcher {
 /** RFC 7386 JSON merge patch. */
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (typeof patch !== "object" || patch === null || Array.isArray(patch)) return patch;
-  const result: Record<string, unknown> = typeof target === "object" && target !== null && !Array.isArray(target) ? { ...(target as object) } : {};
+  const result: Record<string, unknown> =
+    typeof target === "object" && target !== null && !Array.isArray(target) ? { ...(target as object) } : {};
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete result[key];
     else result[key] = mergePatch(result[key], value);
@@ -39,7 +43,10 @@ function mergePatch(target: unknown, patch: unknown): unknown {
 function jsonPatch(target: KubeObject, ops: Array<{ op: string; path: string; value?: unknown }>): KubeObject | string {
   const result = structuredClone(target) as Record<string, unknown>;
   for (const { op, path, value } of ops) {
-    const keys = path.split("/").slice(1).map((key) => key.replace(/~1/g, "/").replace(/~0/g, "~"));
+    const keys = path
+      .split("/")
+      .slice(1)
+      .map((key) => key.replace(/~1/g, "/").replace(/~0/g, "~"));
     const last = keys.pop()!;
     let parent: Record<string, unknown> = result;
     for (const key of keys) parent = (parent[key] ??= {}) as Record<string, unknown>;
@@ -77,11 +84,29 @@ export class FakeApiServer {
     this.dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));
     const key = join(this.dir, "server.key");
     const cert = join(this.dir, "server.crt");
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-      "-subj", "/CN=meshcni-test-apiserver", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-      "-keyout", key, "-out", cert,
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=meshcni-test-apiserver",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+      ],
+      { stdio: "ignore" },
+    );
     this.server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
       let body = "";
       req.on("data", (chunk: Buffer) => (body += chunk.toString()));
@@ -181,7 +206,8 @@ export class FakeApiServer {
     }
     if (!authorized) return this.status(res, 401, "Unauthorized", "Unauthorized");
     if (fault) return this.status(res, fault.status, "InternalError", `injected fault ${fault.status}`);
-    const ok = (object: unknown, code = 200): void => void res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(object));
+    const ok = (object: unknown, code = 200): void =>
+      void res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(object));
 
     if (path === "/api/v1/pods" && method === "GET") {
       const nodeName = /(?:^|,)spec\.nodeName=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
@@ -192,7 +218,9 @@ export class FakeApiServer {
         res.on("close", () => this.watchers.delete(watcher));
         return;
       }
-      const items = [...this.pods.values()].filter((pod) => nodeName === undefined || (pod.spec as { nodeName?: string }).nodeName === nodeName);
+      const items = [...this.pods.values()].filter(
+        (pod) => nodeName === undefined || (pod.spec as { nodeName?: string }).nodeName === nodeName,
+      );
       return ok({ apiVersion: "v1", kind: "PodList", metadata: { resourceVersion: String(this.version) }, items });
     }
     const pod = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(path);
@@ -276,7 +304,9 @@ export function podObject(
       uid: `uid-${namespace}-${name}`,
       annotations: options.annotations ?? {},
       labels: options.labels ?? {},
-      ...(options.owned ? { ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: `${name}-rs`, uid: `uid-rs-${name}`, controller: true }] } : {}),
+      ...(options.owned
+        ? { ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: `${name}-rs`, uid: `uid-rs-${name}`, controller: true }] }
+        : {}),
       ...(options.deleting ? { deletionTimestamp: new Date().toISOString() } : {}),
     },
     spec: {

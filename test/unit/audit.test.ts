@@ -27,14 +27,25 @@ describe("which pods are audited", () => {
     hostNetwork.spec!.hostNetwork = true;
     const finished = pod("done");
     finished.status!.phase = "Succeeded";
-    const names = podsToAudit([pod("web"), pod("plain", { proxy: false }), pod("init", { init: true }), pod("scheduled", { podIP: "" }), hostNetwork, finished]).map((p) => p.metadata!.name);
+    const names = podsToAudit([
+      pod("web"),
+      pod("plain", { proxy: false }),
+      pod("init", { init: true }),
+      pod("scheduled", { podIP: "" }),
+      hostNetwork,
+      finished,
+    ]).map((p) => p.metadata!.name);
     expect(names).toEqual(["web"]);
   });
 
   it("uses a pod's newest record", () => {
-    expect(newestRecordByUid([record("u", "2026-01-01T00:00:00Z"), record("u", "2026-01-02T00:00:00Z"), record("v", "2026-01-01T00:00:00Z")]).get("u")?.time).toBe(
-      "2026-01-02T00:00:00Z",
-    );
+    expect(
+      newestRecordByUid([
+        record("u", "2026-01-01T00:00:00Z"),
+        record("u", "2026-01-02T00:00:00Z"),
+        record("v", "2026-01-01T00:00:00Z"),
+      ]).get("u")?.time,
+    ).toBe("2026-01-02T00:00:00Z");
   });
 
   it("calls a pod without a record missing and asks the inspector about the others", async () => {
@@ -45,7 +56,10 @@ describe("which pods are audited", () => {
       return { status: "drifted", details: ["ipv4: chain PROXY_INIT_OUTPUT is missing"] };
     });
     expect(seen).toEqual([web.metadata!.uid]);
-    expect(audits.map((audit) => [audit.name, audit.status])).toEqual([["cart", "missing"], ["web", "drifted"]]);
+    expect(audits.map((audit) => [audit.name, audit.status])).toEqual([
+      ["cart", "missing"],
+      ["web", "drifted"],
+    ]);
   });
 });
 

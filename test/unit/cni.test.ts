@@ -78,7 +78,10 @@ describe("result conversion", () => {
   const modern = {
     cniVersion: "1.0.0",
     interfaces: [{ name: "eth0", mac: "aa:bb:cc:dd:ee:ff", sandbox: "/var/run/netns/x" }],
-    ips: [{ address: "10.1.0.5/24", gateway: "10.1.0.1", interface: 0 }, { address: "fd00::5/64", interface: 0 }],
+    ips: [
+      { address: "10.1.0.5/24", gateway: "10.1.0.1", interface: 0 },
+      { address: "fd00::5/64", interface: 0 },
+    ],
     routes: [{ dst: "0.0.0.0/0" }],
     dns: { nameservers: ["10.96.0.10"] },
   };

@@ -1,16 +1,25 @@
 import { describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
 import { chainInto, chooseActive, isChained, ownEntryCount, parseConfig, unchain } from "../../src/installer/conflist.js";
 import { renderKubeconfig } from "../../src/installer/kubeconfig.js";
 import { defaultTemplate, renderTemplate } from "../../src/installer/template.js";
-import { parse as parseYaml } from "yaml";
 
 const entry = { name: "meshcni", type: "meshcni", kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } };
 const file = (name: string, json: unknown) => ({ name, text: typeof json === "string" ? json : JSON.stringify(json) });
-const calico = { cniVersion: "1.0.0", name: "k8s-pod-network", plugins: [{ type: "calico" }, { type: "portmap", capabilities: { portMappings: true } }] };
+const calico = {
+  cniVersion: "1.0.0",
+  name: "k8s-pod-network",
+  plugins: [{ type: "calico" }, { type: "portmap", capabilities: { portMappings: true } }],
+};
 
 describe("choosing the active config", () => {
   it("takes the lexicographically first file that loads, as the runtime does", () => {
-    const files = [file("10-calico.conflist", calico), file("05-broken.conflist", "{"), file("00-notes.txt", "x"), file("07-empty.conflist", { plugins: [] })];
+    const files = [
+      file("10-calico.conflist", calico),
+      file("05-broken.conflist", "{"),
+      file("00-notes.txt", "x"),
+      file("07-empty.conflist", { plugins: [] }),
+    ];
     expect(chooseActive(files)?.file.name).toBe("10-calico.conflist");
     expect(chooseActive([...files, file("01-bridge.conf", { type: "bridge" })])?.file.name).toBe("01-bridge.conf");
     expect(chooseActive([file("a.conf", { name: "x" })])).toBeUndefined();
@@ -18,7 +27,10 @@ describe("choosing the active config", () => {
 
   it("says why a file does not load", () => {
     expect(parseConfig(file("a.conflist", "{"))).toMatchObject({ valid: false, reason: expect.stringContaining("not valid JSON") });
-    expect(parseConfig(file("a.conflist", { plugins: [{ name: "no type" }] }))).toMatchObject({ valid: false, reason: "every plugin needs a type" });
+    expect(parseConfig(file("a.conflist", { plugins: [{ name: "no type" }] }))).toMatchObject({
+      valid: false,
+      reason: "every plugin needs a type",
+    });
     expect(parseConfig(file("a.conf", []))).toMatchObject({ valid: false, reason: "not a JSON object" });
   });
 });
@@ -33,7 +45,10 @@ describe("chaining", () => {
   });
 
   it("replaces an existing meshcni or linkerd-cni entry instead of adding a second", () => {
-    const stale = file("10-calico.conflist", { ...calico, plugins: [{ type: "linkerd-cni" }, ...calico.plugins, { type: "meshcni", old: true }] });
+    const stale = file("10-calico.conflist", {
+      ...calico,
+      plugins: [{ type: "linkerd-cni" }, ...calico.plugins, { type: "meshcni", old: true }],
+    });
     const config = parseConfig(stale);
     expect(ownEntryCount(config)).toBe(2);
     expect(isChained(config, entry)).toBe(false);
@@ -65,7 +80,11 @@ describe("chaining", () => {
 describe("template", () => {
   it("fills the kubeconfig path and names the binary after the type", () => {
     const template = renderTemplate(defaultTemplate, "/etc/cni/net.d/ZZZ-meshcni-kubeconfig");
-    expect(template).toMatchObject({ ok: true, binaryName: "meshcni", entry: { kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } } });
+    expect(template).toMatchObject({
+      ok: true,
+      binaryName: "meshcni",
+      entry: { kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } },
+    });
     const linkerd = renderTemplate('{"type":"linkerd-cni","kubernetes":{"kubeconfig":"__KUBECONFIG_FILEPATH__"}}', '/a "b"');
     expect(linkerd).toMatchObject({ ok: true, binaryName: "linkerd-cni", entry: { kubernetes: { kubeconfig: '/a "b"' } } });
   });
@@ -79,16 +98,26 @@ describe("template", () => {
 
 describe("kubeconfig", () => {
   it("names the API server, CA and token; brackets IPv6 hosts; reads back as YAML", () => {
-    const text = renderKubeconfig({ token: "abc", caPem: "PEM" }, { protocol: "https", host: "fd00::1", port: "443", skipTlsVerify: false });
+    const text = renderKubeconfig(
+      { token: "abc", caPem: "PEM" },
+      { protocol: "https", host: "fd00::1", port: "443", skipTlsVerify: false },
+    );
     expect(parseYaml(text)).toEqual({
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name: "local", cluster: { server: "https://[fd00::1]:443", "certificate-authority-data": Buffer.from("PEM").toString("base64") } }],
+      clusters: [
+        {
+          name: "local",
+          cluster: { server: "https://[fd00::1]:443", "certificate-authority-data": Buffer.from("PEM").toString("base64") },
+        },
+      ],
       users: [{ name: "meshcni", user: { token: "abc" } }],
       contexts: [{ name: "meshcni", context: { cluster: "local", user: "meshcni" } }],
       "current-context": "meshcni",
     });
-    const insecure = parseYaml(renderKubeconfig({ token: "abc", caPem: "PEM" }, { protocol: "https", host: "10.0.0.1", port: "6443", skipTlsVerify: true }));
+    const insecure = parseYaml(
+      renderKubeconfig({ token: "abc", caPem: "PEM" }, { protocol: "https", host: "10.0.0.1", port: "6443", skipTlsVerify: true }),
+    );
     expect(insecure.clusters[0].cluster).toEqual({ server: "https://10.0.0.1:6443", "insecure-skip-tls-verify": true });
   });
 });

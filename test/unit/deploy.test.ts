@@ -1,10 +1,10 @@
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DaemonSet } from "kubernetes-models/apps/v1";
 import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, ServiceAccount } from "kubernetes-models/v1";
-import { parseAllDocuments } from "yaml";
 import { describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { parseInstallerOptions } from "../../src/installer/options.js";
 import { renderTemplate } from "../../src/installer/template.js";
 import { parseNetConf } from "../../src/plugin/netconf.js";
@@ -71,7 +71,11 @@ describe("deploy/ manifests", () => {
 
   it("gives the agent its node, its own pod, and the host's netns and state dirs for the audit", () => {
     const fieldOf = (name: string) => container.env.find((v: any) => v.name === name)?.valueFrom?.fieldRef?.fieldPath;
-    expect([fieldOf("NODE_NAME"), fieldOf("POD_NAME"), fieldOf("POD_NAMESPACE")]).toEqual(["spec.nodeName", "metadata.name", "metadata.namespace"]);
+    expect([fieldOf("NODE_NAME"), fieldOf("POD_NAME"), fieldOf("POD_NAMESPACE")]).toEqual([
+      "spec.nodeName",
+      "metadata.name",
+      "metadata.namespace",
+    ]);
     const env = Object.fromEntries(container.env.filter((v: any) => v.value !== undefined).map((v: any) => [v.name, v.value]));
     const options = parseInstallerOptions(container.args, env, "/usr/local/bin/meshcni");
     expect(options).toMatchObject({ repair: "delete", startupTaint: { key: "meshcni.io/not-ready", effect: "NoSchedule" } });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { detectBackend, binaryName, resolveBackend } from "../../src/iptables/backend.js";
+import { binaryName, detectBackend, resolveBackend } from "../../src/iptables/backend.js";
 import { diffTable } from "../../src/iptables/diff.js";
 import { chunkPorts, planRules } from "../../src/iptables/plan.js";
 import { renderApply, renderRemove } from "../../src/iptables/restore.js";
@@ -11,7 +11,10 @@ const spec: FirewallSpec = {
   outboundProxyPort: 4140,
   proxyUid: 2102,
   portsToRedirect: [],
-  inboundPortsToIgnore: [{ from: 4190, to: 4190 }, { from: 4191, to: 4191 }],
+  inboundPortsToIgnore: [
+    { from: 4190, to: 4190 },
+    { from: 4191, to: 4191 },
+  ],
   outboundPortsToIgnore: [],
   subnetsToIgnore: [],
 };
@@ -69,12 +72,15 @@ describe("rule planning", () => {
 
   it("puts at most 15 ports in a multiport match, a range counting two, duplicates once", () => {
     const sixteen = Array.from({ length: 16 }, (_, i) => range(1000 + i));
-    expect(chunkPorts(sixteen)).toEqual([sixteen.slice(0, 15).map((p) => p.from).join(","), "1015"]);
-    const ranges = [...Array.from({ length: 7 }, (_, i) => range(2000 + i * 10, 2005 + i * 10)), range(3000), range(3001)];
-    expect(chunkPorts(ranges)).toEqual([
-      "2000:2005,2010:2015,2020:2025,2030:2035,2040:2045,2050:2055,2060:2065,3000",
-      "3001",
+    expect(chunkPorts(sixteen)).toEqual([
+      sixteen
+        .slice(0, 15)
+        .map((p) => p.from)
+        .join(","),
+      "1015",
     ]);
+    const ranges = [...Array.from({ length: 7 }, (_, i) => range(2000 + i * 10, 2005 + i * 10)), range(3000), range(3001)];
+    expect(chunkPorts(ranges)).toEqual(["2000:2005,2010:2015,2020:2025,2030:2035,2040:2045,2050:2055,2060:2065,3000", "3001"]);
     expect(chunkPorts([range(80), range(80), range(443)])).toEqual(["80,443"]);
     expect(chunkPorts([])).toEqual([]);
   });
@@ -82,7 +88,9 @@ describe("rule planning", () => {
   it("gives each family only its own skip-subnets", () => {
     const both = { ...spec, subnetsToIgnore: ["10.0.0.0/8", "fd00::/8"] };
     const subnetsOf = (family: "ipv4" | "ipv6") =>
-      planRules(both, family).chains.PROXY_INIT_REDIRECT!.filter((rule) => rule[0] === "-s").map((rule) => rule[1]);
+      planRules(both, family)
+        .chains.PROXY_INIT_REDIRECT!.filter((rule) => rule[0] === "-s")
+        .map((rule) => rule[1]);
     expect(subnetsOf("ipv4")).toEqual(["10.0.0.0/8"]);
     expect(subnetsOf("ipv6")).toEqual(["fd00::/8"]);
   });
@@ -98,7 +106,10 @@ describe("iptables-save parsing", () => {
     const table = parseNatTable(saved());
     expect([...table.chains]).toEqual(["PREROUTING", "OUTPUT", "PROXY_INIT_REDIRECT", "PROXY_INIT_OUTPUT"]);
     expect(table.rules.some((rule) => rule.args.includes("MARK"))).toBe(false);
-    expect(table.rules[0]).toMatchObject({ chain: "PREROUTING", text: '-m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT' });
+    expect(table.rules[0]).toMatchObject({
+      chain: "PREROUTING",
+      text: '-m comment --comment "proxy-init/install-proxy-init-prerouting" -j PROXY_INIT_REDIRECT',
+    });
     expect(hasOwnRules(table)).toBe(true);
     expect(hasOwnRules(parseNatTable("*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n"))).toBe(false);
   });
@@ -114,7 +125,7 @@ describe("CHECK diffing", () => {
   it("lists missing and unexpected rules", () => {
     const text = saved()
       .replace(/^-A PROXY_INIT_OUTPUT -o lo .*$/m, "")
-      .replace("COMMIT\n# Completed", '-A PROXY_INIT_OUTPUT -p udp -j RETURN\nCOMMIT\n# Completed');
+      .replace("COMMIT\n# Completed", "-A PROXY_INIT_OUTPUT -p udp -j RETURN\nCOMMIT\n# Completed");
     expect(diffTable(plan, parseNatTable(text))).toEqual([
       "PROXY_INIT_OUTPUT: missing rule: -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN",
       "PROXY_INIT_OUTPUT: unexpected rule: -p udp -j RETURN",
@@ -128,13 +139,18 @@ describe("CHECK diffing", () => {
     expect(diffTable(plan, parseNatTable(lines.join("\n")))).toEqual([
       expect.stringMatching(/^PROXY_INIT_OUTPUT: rules are reordered or repeated/),
     ]);
-    const repeated = saved().replace("COMMIT\n# Completed", `-A PROXY_INIT_OUTPUT ${lines[uid + 1]!.slice("-A PROXY_INIT_OUTPUT ".length)}\nCOMMIT\n# Completed`);
+    const repeated = saved().replace(
+      "COMMIT\n# Completed",
+      `-A PROXY_INIT_OUTPUT ${lines[uid + 1]!.slice("-A PROXY_INIT_OUTPUT ".length)}\nCOMMIT\n# Completed`,
+    );
     expect(diffTable(plan, parseNatTable(repeated))).toHaveLength(1);
   });
 
   it("notices a missing chain, a missing, altered or repeated jump, and a stray one", () => {
     expect(diffTable(plan, parseNatTable(saved().replace(/^:PROXY_INIT_OUTPUT.*$/m, "")))).toContain("chain PROXY_INIT_OUTPUT is missing");
-    expect(diffTable(plan, parseNatTable(saved().replace(/^-A OUTPUT .*$/m, "")))).toEqual(["missing jump from OUTPUT to PROXY_INIT_OUTPUT"]);
+    expect(diffTable(plan, parseNatTable(saved().replace(/^-A OUTPUT .*$/m, "")))).toEqual([
+      "missing jump from OUTPUT to PROXY_INIT_OUTPUT",
+    ]);
     const altered = saved().replace(/^-A OUTPUT .*$/m, "-A OUTPUT -p tcp -j PROXY_INIT_OUTPUT");
     expect(diffTable(plan, parseNatTable(altered))).toEqual(["OUTPUT: jump to PROXY_INIT_OUTPUT differs: -p tcp -j PROXY_INIT_OUTPUT"]);
     const twice = saved(plan, ['-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT']);
@@ -226,11 +242,17 @@ describe("backend detection", () => {
 
   it("prefers nft's answer when both have kubelet's chains, as the wrapper's order does", async () => {
     const hint = "*mangle\n:KUBE-IPTABLES-HINT - [0:0]\nCOMMIT\n";
-    expect(await detectBackend(probeWith({ "ip6tables-nft-save": hint, "iptables-legacy-save": hint }).probe)).toEqual({ backend: "nft", found: true });
+    expect(await detectBackend(probeWith({ "ip6tables-nft-save": hint, "iptables-legacy-save": hint }).probe)).toEqual({
+      backend: "nft",
+      found: true,
+    });
   });
 
   it("defaults to nft with no kubelet chains anywhere", async () => {
-    expect(await detectBackend(probeWith({ "iptables-legacy-save": "*nat\n:KUBE-SERVICES - [0:0]\n" }).probe)).toEqual({ backend: "nft", found: false });
+    expect(await detectBackend(probeWith({ "iptables-legacy-save": "*nat\n:KUBE-SERVICES - [0:0]\n" }).probe)).toEqual({
+      backend: "nft",
+      found: false,
+    });
   });
 
   it("caches only an answer kubelet's chains decided", async () => {

@@ -62,11 +62,15 @@ describe("the plugin's kubeconfig reader", () => {
       "current-context": "x",
     };
     await expect(loadApiAccess(join(dir, "absent"))).rejects.toThrow(/cannot read kubeconfig .*absent: ENOENT/);
-    await expect(loadApiAccess(write("exec.json", JSON.stringify({ ...base, users: [{ name: "u", user: { exec: { command: "aws" } } }] })))).rejects.toThrow(
-      /uses exec credentials, which meshcni does not run/,
+    await expect(
+      loadApiAccess(write("exec.json", JSON.stringify({ ...base, users: [{ name: "u", user: { exec: { command: "aws" } } }] }))),
+    ).rejects.toThrow(/uses exec credentials, which meshcni does not run/);
+    await expect(loadApiAccess(write("none.json", JSON.stringify({ ...base, users: [{ name: "u", user: {} }] })))).rejects.toThrow(
+      /has no credentials/,
     );
-    await expect(loadApiAccess(write("none.json", JSON.stringify({ ...base, users: [{ name: "u", user: {} }] })))).rejects.toThrow(/has no credentials/);
-    await expect(loadApiAccess(write("ctx.json", JSON.stringify({ ...base, "current-context": "y", users: [] })))).rejects.toThrow(/names no current context/);
+    await expect(loadApiAccess(write("ctx.json", JSON.stringify({ ...base, "current-context": "y", users: [] })))).rejects.toThrow(
+      /names no current context/,
+    );
     await expect(loadApiAccess(write("bad.yaml", "clusters: [unclosed"))).rejects.toThrow(/cannot parse kubeconfig/);
   });
 });

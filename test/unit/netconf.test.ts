@@ -36,7 +36,10 @@ describe("netconf", () => {
       }),
     );
     expect(conf.kubernetes.kubeconfig).toBe("/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig");
-    expect(conf.linkerd["inbound-ports-to-ignore"]).toEqual([{ from: 4191, to: 4191 }, { from: 4190, to: 4190 }]);
+    expect(conf.linkerd["inbound-ports-to-ignore"]).toEqual([
+      { from: 4191, to: 4191 },
+      { from: 4190, to: 4190 },
+    ]);
     expect(conf.linkerd["iptables-mode"]).toBe("nft");
   });
 
@@ -46,7 +49,10 @@ describe("netconf", () => {
       "incoming-proxy-port": 4143,
       "outgoing-proxy-port": 4140,
       "proxy-uid": 2102,
-      "inbound-ports-to-ignore": [{ from: 4190, to: 4190 }, { from: 4191, to: 4191 }],
+      "inbound-ports-to-ignore": [
+        { from: 4190, to: 4190 },
+        { from: 4191, to: 4191 },
+      ],
       "outbound-ports-to-ignore": [],
       "iptables-mode": "auto",
       ipv6: false,
@@ -64,7 +70,11 @@ describe("netconf", () => {
 
   it("takes ports as numbers or strings, ranges as a-b, trimmed", () => {
     const conf = parseNetConf(JSON.stringify({ ...base, linkerd: { "outbound-ports-to-ignore": [25, " 443 ", "8000-8010"] } }));
-    expect(conf.linkerd["outbound-ports-to-ignore"]).toEqual([{ from: 25, to: 25 }, { from: 443, to: 443 }, { from: 8000, to: 8010 }]);
+    expect(conf.linkerd["outbound-ports-to-ignore"]).toEqual([
+      { from: 25, to: 25 },
+      { from: 443, to: 443 },
+      { from: 8000, to: 8010 },
+    ]);
   });
 
   it.each([

@@ -110,8 +110,8 @@ describe("annotations", () => {
   });
 
   it("says when the bad value came from the namespace", () => {
-    expect(() =>
-      firewallSpecFor(linkerd, pod(), namespace({ "config.linkerd.io/skip-subnets": "everything" }), 443),
-    ).toThrow(/namespace annotation config\.linkerd\.io\/skip-subnets/);
+    expect(() => firewallSpecFor(linkerd, pod(), namespace({ "config.linkerd.io/skip-subnets": "everything" }), 443)).toThrow(
+      /namespace annotation config\.linkerd\.io\/skip-subnets/,
+    );
   });
 });

@@ -1,5 +1,18 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, closeSync, writeSync, ftruncateSync, existsSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { meshcniBinary } from "../../netns/support/network.js";
@@ -119,7 +132,8 @@ export class AgentHarness {
   async waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<number> {
     const started = performance.now();
     while (!(await condition())) {
-      if (performance.now() - started > timeoutMs) throw new Error(`condition not met in ${timeoutMs} ms; agent log:\n${this.stderr.join("\n")}`);
+      if (performance.now() - started > timeoutMs)
+        throw new Error(`condition not met in ${timeoutMs} ms; agent log:\n${this.stderr.join("\n")}`);
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
     return performance.now() - started;

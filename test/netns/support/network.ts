@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -129,11 +129,22 @@ export class TestNetwork {
   }
 
   /** Runs cnitool on this network's conflists, or on `dirs` (an installer's net and bin dirs). */
-  async cnitool(action: "add" | "check" | "del", network: string, netns: string, cniArgs = "", dirs = { conf: this.confDir, bin: this.binDir }): Promise<CniOutcome> {
+  async cnitool(
+    action: "add" | "check" | "del",
+    network: string,
+    netns: string,
+    cniArgs = "",
+    dirs = { conf: this.confDir, bin: this.binDir },
+  ): Promise<CniOutcome> {
     await (this.bridgeReady ??= this.createBridge());
     const result = await execa(cnitoolBinary, [action, network, this.netnsPath(netns)], {
       // As containerd does: Debian's plugins refuse K8S_* keys without IgnoreUnknown.
-      env: { NETCONFPATH: dirs.conf, CNI_PATH: `${dirs.bin}:${debianPlugins}`, CNI_ARGS: cniArgs && `IgnoreUnknown=1;${cniArgs}`, CNI_IFNAME: "eth0" },
+      env: {
+        NETCONFPATH: dirs.conf,
+        CNI_PATH: `${dirs.bin}:${debianPlugins}`,
+        CNI_ARGS: cniArgs && `IgnoreUnknown=1;${cniArgs}`,
+        CNI_IFNAME: "eth0",
+      },
       reject: false,
     });
     return outcome(result);
@@ -149,8 +160,19 @@ export class TestNetwork {
 
   /** Starts TCP listeners in a netns, each answering its label. */
   async serve(netns: string, listeners: Record<number, string>): Promise<void> {
-    const child = spawn("ip", ["netns", "exec", netns, process.execPath, tcpHelper, "serve",
-      ...Object.entries(listeners).map(([port, label]) => `${port}=${label}`)], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        netns,
+        process.execPath,
+        tcpHelper,
+        "serve",
+        ...Object.entries(listeners).map(([port, label]) => `${port}=${label}`),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     this.processes.add(child);
     await new Promise<void>((resolve, reject) => {
       child.stdout!.once("data", () => resolve());
@@ -195,5 +217,7 @@ export async function invokePlugin(env: Record<string, string>, stdin: string | 
 export async function natRules(netns: string, backend: "nft" | "legacy", family: "ipv4" | "ipv6" = "ipv4"): Promise<string[]> {
   const binary = `${family === "ipv6" ? "ip6tables" : "iptables"}-${backend}-save`;
   const { stdout } = await execa("ip", ["netns", "exec", netns, binary, "-t", "nat"]);
-  return String(stdout).split("\n").filter((line) => line.startsWith("-A ") || line.startsWith(":PROXY"));
+  return String(stdout)
+    .split("\n")
+    .filter((line) => line.startsWith("-A ") || line.startsWith(":PROXY"));
 }
