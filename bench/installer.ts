@@ -1,7 +1,8 @@
 // The installer's section: how fast the agent puts meshcni back after the primary CNI
 // rewrites its config in place (Calico's way), and how long it takes to become ready.
 import { writeFileSync } from "node:fs";
-import { AgentHarness, conflist } from "../test/installer/support/agent.js";
+import { AgentHarness, conflist } from "../test/kit/agent.js";
+import { sleep } from "../test/kit/common.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const rewrites = 50;
@@ -37,7 +38,7 @@ export async function benchInstaller(): Promise<Summary[]> {
       const written = performance.now();
       host.writeInPlace("10-calico.conflist", primary(i));
       latencies.push(await until(chained, written));
-      await new Promise((resolve) => setTimeout(resolve, rewriteGapMs));
+      await sleep(rewriteGapMs);
     }
     const agentReported = await host.metric("meshcni_rechain_total");
     if (agentReported !== rewrites) throw new Error(`the agent counted ${agentReported} re-chains for ${rewrites} rewrites`);

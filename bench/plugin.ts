@@ -6,10 +6,11 @@ import { execa } from "execa";
 import { planRules } from "../src/iptables/plan.js";
 import { renderApply } from "../src/iptables/restore.js";
 import { parseNatTable } from "../src/iptables/save.js";
-import { parseNetConf } from "../src/plugin/netconf.js";
-import { firewallSpecFor } from "../src/plugin/pod.js";
-import { meshcniBinary } from "../test/netns/support/network.js";
-import { FakeApiServer, podObject } from "../test/support/api-server.js";
+import { parseNetConf } from "../src/mesh/netconf.js";
+import { firewallSpecFor } from "../src/mesh/pod.js";
+import { FakeApiServer, podObject } from "../test/kit/api-server.js";
+import { meshcniNetconf, podArgs } from "../test/kit/common.js";
+import { meshcniBinary } from "../test/kit/network.js";
 import { cleanupMeasure, type Measured, measure } from "./measure.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
@@ -66,38 +67,28 @@ export async function benchPlugin(): Promise<PluginBench> {
   api.addPod(meshedPod);
   api.addPod(podObject("bench", "plain"));
   const stateDir = join(api.dir, "state");
+  const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.253.0.2/24", interface: 0 }] };
   const conf = (mode: string) =>
-    JSON.stringify({
-      cniVersion: "1.0.0",
-      name: "bench",
-      type: "meshcni",
-      state_dir: stateDir,
-      kubernetes: { kubeconfig },
-      linkerd: { "iptables-mode": mode },
-      prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.253.0.2/24", interface: 0 }] },
-    });
+    JSON.stringify(meshcniNetconf({ stateDir, kubeconfig, name: "bench", linkerd: { "iptables-mode": mode } }, { prevResult }));
   const cniEnv = (command: string, netns: string, pod: string) => ({
     PATH: process.env.PATH ?? "",
     CNI_COMMAND: command,
     CNI_CONTAINERID: `bench-${netns}`,
     CNI_NETNS: netnsPath(netns),
     CNI_IFNAME: "eth0",
-    CNI_ARGS: `IgnoreUnknown=1;K8S_POD_NAMESPACE=bench;K8S_POD_NAME=${pod}`,
+    CNI_ARGS: `IgnoreUnknown=1;${podArgs("bench", pod)}`,
     CNI_PATH: "/usr/lib/cni",
   });
   const meshcni = (command: string, netns: string, pod = "meshed", mode = backend) =>
     measure(meshcniBinary, [], { env: cniEnv(command, netns, pod), input: conf(mode) });
-  const tuningConf = JSON.stringify({
-    cniVersion: "1.0.0",
-    name: "bench",
-    type: "tuning",
-    prevResult: { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.253.0.2/24", interface: 0 }] },
-  });
+  const tuningConf = JSON.stringify({ cniVersion: "1.0.0", name: "bench", type: "tuning", prevResult });
 
   const samples: Record<string, Measured[]> = {};
   const record = (name: string, measured: Measured, round: number) => {
     if (measured.exitCode !== 0) throw new Error(`${name} failed: ${measured.stdout}`);
-    if (round >= warmup) (samples[name] ??= []).push(measured);
+    if (round < warmup) return;
+    samples[name] ??= [];
+    samples[name].push(measured);
   };
   const names = {
     add: "meshcni ADD, meshed pod (API lookup, nft)",

@@ -1,9 +1,10 @@
 // `npm run bench`: prints each section's figures and writes them to bench/results/.
+import { isRoot } from "../test/kit/common.js";
 import { benchAudit } from "./audit.js";
 import { benchInstaller } from "./installer.js";
 import { benchPlugin } from "./plugin.js";
 
-if (process.getuid?.() !== 0) {
+if (!isRoot) {
   console.error("the benchmark creates network namespaces and iptables rules: run it as root");
   process.exit(1);
 }

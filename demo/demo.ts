@@ -2,15 +2,16 @@
 // network, an embedded Kubernetes API server, a meshed and an unmeshed pod (network
 // namespaces) added through real cnitool with Debian's bridge + host-local + meshcni,
 // the rules it wrote, live TCP proof of the redirect, CHECK, DEL, and cleanup.
-import { execa } from "execa";
-import { natRules, TestNetwork } from "../test/netns/support/network.js";
-import { FakeApiServer, podObject } from "../test/support/api-server.js";
+import { readFileSync } from "node:fs";
+import { FakeApiServer, podObject } from "../test/kit/api-server.js";
+import { deleteLoopbackRule, isRoot, podArgs } from "../test/kit/common.js";
+import { natRules, TestNetwork } from "../test/kit/network.js";
 
 const backend = "nft";
 const step = (title: string) => console.log(`\n== ${title}`);
 const show = (label: string, value: string) => console.log(`   ${label.padEnd(64)} ${value}`);
 
-if (process.getuid?.() !== 0) {
+if (!isRoot) {
   console.error("the demo creates network namespaces and iptables rules: run it as root");
   process.exit(1);
 }
@@ -24,7 +25,7 @@ try {
   const conflist = net.writeConflist("demo-mesh", { log_level: "warn", kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } });
 
   step(`network: bridge ${net.bridge} (${net.subnet}, no gateway, no route out), API server https://127.0.0.1:${api.port}`);
-  console.log((await execa("cat", [conflist])).stdout.replace(/^/gm, "   "));
+  console.log(readFileSync(conflist, "utf8").trimEnd().replace(/^/gm, "   "));
 
   step("cnitool ADD");
   const client = await net.addNetns("client");
@@ -33,7 +34,7 @@ try {
   show("client netns (no pod identity: passed through)", clientIp);
 
   const meshed = await net.addNetns("checkout");
-  const meshedArgs = "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=checkout";
+  const meshedArgs = podArgs("shop", "checkout");
   let started = performance.now();
   const meshedAdd = await net.cnitool("add", "demo-mesh", meshed, meshedArgs);
   if (meshedAdd.exitCode !== 0) throw new Error(`ADD failed: ${meshedAdd.stdout}${meshedAdd.stderr}`);
@@ -42,7 +43,7 @@ try {
   await net.serve(meshed, { 4143: "the proxy's inbound port 4143", 4140: "the proxy's outbound port 4140", 8080: "the app on 8080" });
 
   const plain = await net.addNetns("batch");
-  const plainArgs = "K8S_POD_NAMESPACE=shop;K8S_POD_NAME=legacy-batch";
+  const plainArgs = podArgs("shop", "legacy-batch");
   const plainIp = TestNetwork.address(await net.cnitool("add", "demo-mesh", plain, plainArgs));
   show("shop/legacy-batch (no proxy, unmeshed)", plainIp);
   await net.serve(plain, { 4143: "a stray listener on 4143", 8080: "the app on 8080" });
@@ -66,24 +67,7 @@ try {
     "shop/checkout as added",
     `${checked.exitCode === 0 ? "passes" : `FAILS: ${checked.stderr}`}  chain CHECK ${Math.round(performance.now() - started)} ms`,
   );
-  await execa("ip", [
-    "netns",
-    "exec",
-    meshed,
-    `iptables-${backend}`,
-    "-t",
-    "nat",
-    "-D",
-    "PROXY_INIT_OUTPUT",
-    "-o",
-    "lo",
-    "-m",
-    "comment",
-    "--comment",
-    "proxy-init/ignore-loopback",
-    "-j",
-    "RETURN",
-  ]);
+  await deleteLoopbackRule(meshed, backend);
   const drifted = await net.cnitool("check", "demo-mesh", meshed, meshedArgs);
   show("after deleting the loopback rule by hand", drifted.exitCode === 0 ? "passes (UNEXPECTED)" : "fails:");
   console.log(`     ${(drifted.stdout + drifted.stderr).trim()}`);

@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { isMeshed } from "../plugin/pod.js";
-import type { AttachmentRecord } from "../plugin/records.js";
+import { isMeshed } from "../mesh/pod.js";
+import { formatPodKey, podKeyOf } from "../pod-key.js";
+import type { AttachmentRecord } from "../state/records.js";
 
 export type PodStatus = "protected" | "missing" | "drifted" | "unknown";
 
@@ -48,7 +49,7 @@ export async function auditPods(
   const byUid = newestRecordByUid(records);
   const audits: PodAudit[] = [];
   for (const pod of podsToAudit(pods)) {
-    const base = { namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "" };
+    const base = { uid: "", ...podKeyOf(pod) };
     const record = byUid.get(base.uid);
     if (!record) {
       audits.push({ ...base, status: "missing", details: ["no ADD record: the pod's network was set up without meshcni in the chain"] });
@@ -56,7 +57,7 @@ export async function auditPods(
     }
     audits.push({ ...base, ...(await inspect(record)) });
   }
-  return audits.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+  return audits.sort((a, b) => formatPodKey(a).localeCompare(formatPodKey(b)));
 }
 
 export function isUnprotected(audit: PodAudit): boolean {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { diffPlans } from "../iptables/apply.js";
 import { createIptablesRunner } from "../iptables/exec.js";
 import { inNetns, NetnsGoneError } from "../netns/enter.js";
-import type { AttachmentRecord } from "../plugin/records.js";
+import type { AttachmentRecord } from "../state/records.js";
 import type { Inspection } from "./classify.js";
 
 /**

@@ -1,8 +1,10 @@
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createNodeApi, kubeConfigFrom } from "../kube/cluster.js";
-import { defaultStateDir, readRecords } from "../plugin/records.js";
+import { errorMessage } from "../errors.js";
+import { createNodeApi, kubeConfigFrom } from "../kube/node-api.js";
+import { podName } from "../pod-key.js";
+import { defaultStateDir, fileRecordStore } from "../state/records.js";
 import { auditPods } from "./classify.js";
 import { renderTable, report } from "./format.js";
 import { inspectRecord } from "./inspect.js";
@@ -21,25 +23,30 @@ without meshcni), drifted (rules differ from the plan: listed), unknown (netns g
 Exit 0 only when every meshed pod is protected; 1 otherwise; 2 on a usage or API error.
 `;
 
+function parseAuditArgs(argv: string[]) {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      node: { type: "string" },
+      output: { type: "string", default: "table" },
+      kubeconfig: { type: "string" },
+      "host-root": { type: "string" },
+      "state-dir": { type: "string" },
+      pod: { type: "string", multiple: true },
+      help: { type: "boolean" },
+    },
+  });
+  if (values.output !== "table" && values.output !== "json")
+    throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);
+  return values;
+}
+
 export async function runAudit(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parseAuditArgs>;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        node: { type: "string" },
-        output: { type: "string", default: "table" },
-        kubeconfig: { type: "string" },
-        "host-root": { type: "string" },
-        "state-dir": { type: "string" },
-        pod: { type: "string", multiple: true },
-        help: { type: "boolean" },
-      },
-    }));
-    if (values.output !== "table" && values.output !== "json")
-      throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);
+    values = parseAuditArgs(argv);
   } catch (error) {
-    process.stderr.write(`meshcni audit: ${(error as Error).message}\n\n${auditUsage}`);
+    process.stderr.write(`meshcni audit: ${errorMessage(error)}\n\n${auditUsage}`);
     return 2;
   }
   if (values.help) {
@@ -51,15 +58,15 @@ export async function runAudit(argv: string[]): Promise<number> {
   try {
     const api = createNodeApi(kubeConfigFrom(values.kubeconfig ?? process.env.KUBECONFIG), node);
     const only = new Set(values.pod ?? []);
-    const pods = (await api.listPods()).filter((pod) => only.size === 0 || only.has(`${pod.metadata?.namespace}/${pod.metadata?.name}`));
-    const audits = await auditPods(pods, readRecords(join(hostRoot || "/", values["state-dir"] ?? defaultStateDir)), (record) =>
+    const pods = (await api.listPods()).filter((pod) => only.size === 0 || only.has(podName(pod)));
+    const audits = await auditPods(pods, fileRecordStore(join(hostRoot || "/", values["state-dir"] ?? defaultStateDir)).list(), (record) =>
       inspectRecord(record, hostRoot),
     );
     const result = report(node, audits);
     process.stdout.write(values.output === "json" ? `${JSON.stringify(result, null, 2)}\n` : renderTable(result));
     return audits.some((audit) => audit.status !== "protected") ? 1 : 0;
   } catch (error) {
-    process.stderr.write(`meshcni audit: ${(error as Error).message}\n`);
+    process.stderr.write(`meshcni audit: ${errorMessage(error)}\n`);
     return 2;
   }
 }

@@ -1,10 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
-import type { NodeApi } from "../kube/cluster.js";
+import { errorMessage } from "../errors.js";
+import type { NodeApi } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
+import { formatPodKey, type PodKey, podName } from "../pod-key.js";
 import { isUnprotected, type PodAudit, podsToAudit } from "./classify.js";
 import type { AuditReport } from "./format.js";
-import { eventMessage, eventReason, type PodRef, type RepairPolicy, repairAction, unprotectedLabel } from "./repair.js";
+import { eventMessage, eventReason, type RepairPolicy, repairAction, unprotectedLabel } from "./repair.js";
 
 export interface MonitorOptions {
   binary: string;
@@ -13,7 +15,7 @@ export interface MonitorOptions {
   hostRoot: string;
   stateDir: string;
   policy: RepairPolicy;
-  self: PodRef | undefined;
+  self: PodKey | undefined;
   auditSeconds: number;
 }
 
@@ -55,22 +57,26 @@ export class AuditMonitor {
       change: (pod) => {
         this.pods.set(pod.metadata?.uid ?? "", pod);
         if (podsToAudit([pod]).length > 0 && !this.acted.has(pod.metadata?.uid ?? "")) {
-          this.pending.set(`${pod.metadata?.namespace}/${pod.metadata?.name}`, performance.now());
+          this.pending.set(podName(pod), performance.now());
           this.kick();
         }
       },
       remove: (pod) => this.pods.delete(pod.metadata?.uid ?? ""),
-      error: (error) => this.log.warn("pod watch failed; restarting it", { error: (error as Error)?.message ?? String(error) }),
+      error: (error) => this.log.warn("pod watch failed; restarting it", { error: errorMessage(error) }),
     });
-    this.timer ??= setInterval(() => ((this.full = true), this.kick()), this.options.auditSeconds * 1000);
-    this.full = true;
-    this.kick();
+    this.timer ??= setInterval(() => this.auditAll(), this.options.auditSeconds * 1000);
+    this.auditAll();
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     await this.stopWatch?.();
     this.stopWatch = undefined;
+  }
+
+  private auditAll(): void {
+    this.full = true;
+    this.kick();
   }
 
   private kick(): void {
@@ -89,7 +95,7 @@ export class AuditMonitor {
       this.pending.clear();
       const report = await this.audit(batch ? [...batch.keys()] : []);
       for (const audit of report?.pods.filter(isUnprotected) ?? []) {
-        await this.act(audit, batch?.get(`${audit.namespace}/${audit.name}`));
+        await this.act(audit, batch?.get(formatPodKey(audit)));
       }
     }
   }
@@ -127,7 +133,7 @@ export class AuditMonitor {
     const pod = this.pods.get(audit.uid);
     if (!pod || this.acted.has(audit.uid) || !this.api) return;
     const action = repairAction(pod, this.options.policy, this.options.self);
-    const subject = `${audit.namespace}/${audit.name}`;
+    const subject = formatPodKey(audit);
     this.acted.add(audit.uid);
     if (typeof action === "object") {
       this.log.info("leaving an unprotected pod alone", { pod: subject, status: audit.status, reason: action.skip });
@@ -151,7 +157,7 @@ export class AuditMonitor {
       if (action === "label") await this.api.labelPod(pod, unprotectedLabel, "true");
       if (action !== "none") this.metrics.repaired(action);
     } catch (error) {
-      this.log.error("could not report or repair the pod", { pod: subject, action, error: (error as Error).message });
+      this.log.error("could not report or repair the pod", { pod: subject, action, error: errorMessage(error) });
     }
   }
 }

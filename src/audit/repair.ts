@@ -1,4 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
+import { isSamePod, type PodKey, podKeyOf } from "../pod-key.js";
 import type { PodAudit } from "./classify.js";
 
 export const repairPolicies = ["none", "label", "delete"] as const;
@@ -7,11 +8,6 @@ export type RepairAction = "none" | "label" | "delete";
 
 export const eventReason = "MeshRedirectMissing";
 export const unprotectedLabel = "meshcni.io/unprotected";
-
-export interface PodRef {
-  namespace: string;
-  name: string;
-}
 
 function hasController(pod: V1Pod): boolean {
   return (pod.metadata?.ownerReferences ?? []).some((owner) => owner.controller === true);
@@ -24,8 +20,8 @@ function hasController(pod: V1Pod): boolean {
  * recreate the pod with the redirect; a pod with no controller would be gone for good,
  * so it is labelled.
  */
-export function repairAction(pod: V1Pod, policy: RepairPolicy, self: PodRef | undefined): RepairAction | { skip: string } {
-  if (self && pod.metadata?.namespace === self.namespace && pod.metadata?.name === self.name) return { skip: "the agent's own pod" };
+export function repairAction(pod: V1Pod, policy: RepairPolicy, self: PodKey | undefined): RepairAction | { skip: string } {
+  if (self && isSamePod(podKeyOf(pod), self)) return { skip: "the agent's own pod" };
   if (pod.metadata?.deletionTimestamp) return { skip: "already being deleted" };
   if (pod.metadata?.labels?.[unprotectedLabel] === "true") return { skip: `already labelled ${unprotectedLabel}=true` };
   if (policy === "delete" && !hasController(pod)) return "label";

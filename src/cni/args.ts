@@ -1,13 +1,8 @@
+import type { PodKey } from "../pod-key.js";
 import { CniError, ErrorCode } from "./errors.js";
 
 /** The CNI_ARGS keys Kubernetes runtimes pass; any other key needs IgnoreUnknown. */
 const knownKeys = new Set(["IgnoreUnknown", "K8S_POD_NAMESPACE", "K8S_POD_NAME", "K8S_POD_INFRA_CONTAINER_ID", "K8S_POD_UID"]);
-
-export interface PodIdentity {
-  namespace: string;
-  name: string;
-  uid?: string;
-}
 
 /**
  * Parses CNI_ARGS (`k=v;k=v`). Like libcni's LoadArgs, an unknown key is an error
@@ -36,7 +31,7 @@ export function parseCniArgs(raw: string | undefined): Map<string, string> {
 }
 
 /** The pod the attachment belongs to, or undefined when the runtime named none. */
-export function podIdentity(args: Map<string, string>): PodIdentity | undefined {
+export function podIdentity(args: Map<string, string>): PodKey | undefined {
   const namespace = args.get("K8S_POD_NAMESPACE") ?? "";
   const name = args.get("K8S_POD_NAME") ?? "";
   if (namespace === "" && name === "") return undefined;

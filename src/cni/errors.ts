@@ -32,10 +32,3 @@ export class CniError extends Error {
     return { cniVersion, code: this.code, msg: this.message, details: this.details };
   }
 }
-
-/** Wraps anything thrown into a CniError, keeping CniErrors as they are. */
-export function asCniError(error: unknown, fallbackCode: ErrorCode = ErrorCode.ioFailure): CniError {
-  if (error instanceof CniError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new CniError(fallbackCode, message);
-}

@@ -3,6 +3,8 @@
  * of it. Pure: files in as text, files out as text.
  */
 
+import { errorMessage } from "../errors.js";
+
 /** Plugin types that are this agent's entry (an existing linkerd-cni entry is replaced). */
 export const ownTypes = new Set(["meshcni", "linkerd-cni"]);
 
@@ -29,7 +31,7 @@ export function parseConfig(file: ConfigFile): ParsedConfig {
   try {
     json = JSON.parse(file.text);
   } catch (error) {
-    return { valid: false, reason: `not valid JSON (${(error as Error).message})` };
+    return { valid: false, reason: `not valid JSON (${errorMessage(error)})` };
   }
   if (!isObject(json)) return { valid: false, reason: "not a JSON object" };
   if (file.name.endsWith(".conflist")) {
@@ -45,7 +47,7 @@ export function parseConfig(file: ConfigFile): ParsedConfig {
 }
 
 /** The runtime's choice: the lexicographically first config file that loads. */
-export function chooseActive(files: ConfigFile[]): { file: ConfigFile; config: ParsedConfig & { valid: true } } | undefined {
+export function activeConfig(files: ConfigFile[]): { file: ConfigFile; config: ParsedConfig & { valid: true } } | undefined {
   for (const file of [...files].filter((f) => isConfigName(f.name)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
     const config = parseConfig(file);
     if (config.valid) return { file, config };
@@ -61,7 +63,7 @@ function render(json: JsonObject): string {
   return `${JSON.stringify(json, null, 2)}\n`;
 }
 
-export interface Chained {
+export interface EntryWrite {
   /** The file to write: a .conf becomes a .conflist, as the runtime would read it. */
   name: string;
   text: string;
@@ -74,7 +76,7 @@ export interface Chained {
  * dropped, every other plugin and key stays as it was. A .conf is wrapped the way libcni
  * reads it (ConfListFromConf): name and cniVersion lifted, the whole conf as first plugin.
  */
-export function chainInto(file: ConfigFile, config: ParsedConfig & { valid: true }, entry: JsonObject): Chained {
+export function withEntry(file: ConfigFile, config: ParsedConfig & { valid: true }, entry: JsonObject): EntryWrite {
   if (config.kind === "conflist") {
     const plugins = (config.json.plugins as unknown[]).filter((plugin) => !isOwnEntry(plugin));
     return { name: file.name, text: render({ ...config.json, plugins: [...plugins, entry] }) };
@@ -83,8 +85,8 @@ export function chainInto(file: ConfigFile, config: ParsedConfig & { valid: true
   return { name: `${file.name.replace(/\.(conf|json)$/, "")}.conflist`, text: render(wrapped), replaces: file.name };
 }
 
-/** True when the config is already chained as chainInto would leave it. */
-export function isChained(config: ParsedConfig, entry: JsonObject): boolean {
+/** True when the config already holds our entry as withEntry would leave it. */
+export function hasEntry(config: ParsedConfig, entry: JsonObject): boolean {
   if (!config.valid || config.kind !== "conflist") return false;
   const plugins = config.json.plugins as unknown[];
   const own = plugins.filter(isOwnEntry);
@@ -92,7 +94,7 @@ export function isChained(config: ParsedConfig, entry: JsonObject): boolean {
 }
 
 /** The config with every own entry removed, or undefined when it holds none. */
-export function unchain(config: ParsedConfig): string | undefined {
+export function withoutEntry(config: ParsedConfig): string | undefined {
   if (!config.valid || config.kind !== "conflist") return undefined;
   const plugins = config.json.plugins as unknown[];
   const others = plugins.filter((plugin) => !isOwnEntry(plugin));
@@ -100,6 +102,6 @@ export function unchain(config: ParsedConfig): string | undefined {
 }
 
 /** How many own entries a config holds (more than one is a duplicate). */
-export function ownEntryCount(config: ParsedConfig): number {
+export function entryCount(config: ParsedConfig): number {
   return config.valid && config.kind === "conflist" ? (config.json.plugins as unknown[]).filter(isOwnEntry).length : 0;
 }

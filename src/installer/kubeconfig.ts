@@ -1,3 +1,8 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { errnoCode, errorMessage } from "../errors.js";
+import { writeAtomic } from "../files.js";
+
 /** What the kubeconfig is made of: the pod's service account and the API's address. */
 export interface ServiceAccount {
   token: string;
@@ -32,4 +37,33 @@ export function renderKubeconfig(account: ServiceAccount, api: ApiEndpoint): str
     "current-context": "meshcni",
   };
   return `${JSON.stringify(config, null, 2)}\n`;
+}
+
+/** Where and how the agent writes the plugin's kubeconfig. */
+export interface KubeconfigSource {
+  path: string;
+  serviceAccountDir: string;
+  caFile: string | undefined;
+  api: ApiEndpoint | undefined;
+}
+
+/**
+ * Writes the kubeconfig when the token, CA or address changed (mode 0600, atomically);
+ * says whether it did. Throws, naming the problem, when it cannot be made. The token is
+ * never logged.
+ */
+export function syncKubeconfig(source: KubeconfigSource): "written" | "rewritten" | "unchanged" {
+  if (!source.api) throw new Error("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are needed for the kubeconfig");
+  let token: string;
+  try {
+    token = readFileSync(join(source.serviceAccountDir, "token"), "utf8").trim();
+  } catch (error) {
+    throw new Error(`no service account token in ${source.serviceAccountDir} (${errnoCode(error) ?? errorMessage(error)})`);
+  }
+  const caPem = source.caFile && existsSync(source.caFile) ? readFileSync(source.caFile, "utf8") : undefined;
+  const content = renderKubeconfig({ token, caPem }, source.api);
+  const current = existsSync(source.path) ? readFileSync(source.path, "utf8") : undefined;
+  if (current === content) return "unchanged";
+  writeAtomic(source.path, content, 0o600);
+  return current === undefined ? "written" : "rewritten";
 }

@@ -1,14 +1,16 @@
+import { errorMessage } from "../errors.js";
 import { createLogger } from "../log.js";
 import { InstallAgent } from "./agent.js";
 import { createInstallerMetrics } from "./metrics.js";
 import { type InstallerOptions, installerUsage, parseInstallerOptions } from "./options.js";
-import { checkReadiness, loadTemplate } from "./state.js";
+import { checkReadiness } from "./readiness.js";
+import { loadTemplate } from "./template.js";
 
 function options(argv: string[]): InstallerOptions | undefined {
   try {
     return parseInstallerOptions(argv, process.env, process.execPath);
   } catch (error) {
-    process.stderr.write(`meshcni: ${(error as Error).message}\n\n${installerUsage}`);
+    process.stderr.write(`meshcni: ${errorMessage(error)}\n\n${installerUsage}`);
     return undefined;
   }
 }

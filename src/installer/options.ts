@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { type PodRef, type RepairPolicy, repairPolicies } from "../audit/repair.js";
-import { defaultStateDir } from "../plugin/records.js";
+import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
+import type { PodKey } from "../pod-key.js";
+import { defaultStateDir } from "../state/records.js";
 import { parseTaint, type TaintSpec } from "./taint.js";
 
 /**
@@ -34,7 +35,7 @@ export interface InstallerOptions {
   auditSeconds: number;
   /** The plugin's state_dir, as the host sees it. */
   stateDir: string;
-  self: PodRef | undefined;
+  self: PodKey | undefined;
 }
 
 export const installerUsage = `meshcni install [options]   run the node agent (DaemonSet container)

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { InstallerMetrics } from "./metrics.js";
-import type { Readiness } from "./state.js";
+import type { Readiness } from "./readiness.js";
 
 /** /readyz (200 or 503 with the reasons) and /metrics (Prometheus text). */
 export async function serveProbes(listen: string, readiness: () => Readiness, metrics: InstallerMetrics): Promise<Server> {

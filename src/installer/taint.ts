@@ -1,5 +1,7 @@
 import type { V1Taint } from "@kubernetes/client-node";
-import type { NodeApi } from "../kube/cluster.js";
+import { errorMessage } from "../errors.js";
+import type { NodeApi } from "../kube/node-api.js";
+import type { Logger } from "../log.js";
 
 export interface TaintSpec {
   key: string;
@@ -35,4 +37,39 @@ export async function syncTaint(api: NodeApi, spec: TaintSpec, present: boolean)
     : taints.filter((taint) => !same(taint, spec));
   await api.setNodeTaints(next, resourceVersion);
   return true;
+}
+
+/**
+ * Keeps the node's startup taint in step with readiness: lifted once ready, put back
+ * while not ready when asked to (restore). One update at a time; a failed one is retried.
+ */
+export class TaintKeeper {
+  /** Whether the node carries the taint, as last set; undefined until known. */
+  private present: boolean | undefined;
+  private busy = false;
+
+  constructor(
+    private readonly spec: TaintSpec,
+    private readonly restore: boolean,
+    private readonly log: Logger,
+    private readonly retry: () => void,
+  ) {}
+
+  follow(api: NodeApi, ready: boolean): void {
+    const wanted = ready ? false : this.restore ? true : undefined;
+    if (wanted === undefined || wanted === this.present || this.busy) return;
+    this.busy = true;
+    syncTaint(api, this.spec, wanted)
+      .then((changed) => {
+        this.present = wanted;
+        if (changed) this.log.info(wanted ? "startup taint restored" : "startup taint removed", { taint: this.spec.key });
+      })
+      .catch((error: unknown) => {
+        this.log.error("cannot update the node's taints; retrying", { error: errorMessage(error) });
+        this.retry();
+      })
+      .finally(() => {
+        this.busy = false;
+      });
+  }
 }

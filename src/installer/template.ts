@@ -1,25 +1,19 @@
+import { readFileSync } from "node:fs";
+import { errorMessage } from "../errors.js";
+import { linkerdDefaults } from "../mesh/defaults.js";
 import { isOwnEntry, type JsonObject } from "./conflist.js";
+import { type InstallerOptions, installerPaths } from "./options.js";
 
 /** Linkerd's installer placeholder for where the kubeconfig lands on the host. */
 export const kubeconfigPlaceholder = "__KUBECONFIG_FILEPATH__";
 
-/** The entry written when no template is given: Linkerd's defaults, our type. */
+/** The entry written when no template is given: Linkerd's chart settings, our type. */
 export const defaultTemplate = JSON.stringify({
   name: "meshcni",
   type: "meshcni",
   log_level: "info",
   kubernetes: { kubeconfig: kubeconfigPlaceholder },
-  linkerd: {
-    "incoming-proxy-port": 4143,
-    "outgoing-proxy-port": 4140,
-    "proxy-uid": 2102,
-    "ports-to-redirect": [],
-    "inbound-ports-to-ignore": ["4191", "4190"],
-    simulate: false,
-    "use-wait-flag": false,
-    "iptables-mode": "auto",
-    ipv6: false,
-  },
+  linkerd: linkerdDefaults,
 });
 
 export type Template = { ok: true; entry: JsonObject; binaryName: string } | { ok: false; reason: string };
@@ -33,7 +27,7 @@ export function renderTemplate(text: string, kubeconfigPath: string): Template {
   try {
     entry = JSON.parse(text.split(kubeconfigPlaceholder).join(kubeconfigPath.replace(/["\\]/g, "\\$&")));
   } catch (error) {
-    return { ok: false, reason: `the netconf template is not valid JSON: ${(error as Error).message}` };
+    return { ok: false, reason: `the netconf template is not valid JSON: ${errorMessage(error)}` };
   }
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
     return { ok: false, reason: "the netconf template must be a JSON object" };
@@ -45,4 +39,17 @@ export function renderTemplate(text: string, kubeconfigPath: string): Template {
     };
   }
   return { ok: true, entry: entry as JsonObject, binaryName: (entry as JsonObject).type as string };
+}
+
+/** The template the options name (flag, file, or the default), rendered for this host. */
+export function loadTemplate(options: InstallerOptions): Template {
+  let text = options.template ?? defaultTemplate;
+  if (options.templateFile) {
+    try {
+      text = readFileSync(options.templateFile, "utf8");
+    } catch (error) {
+      return { ok: false, reason: `cannot read the netconf template ${options.templateFile}: ${errorMessage(error)}` };
+    }
+  }
+  return renderTemplate(text, installerPaths(options).kubeconfigOnHost);
 }

@@ -3,7 +3,7 @@ import { accessSync, constants, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Options } from "execa";
-import { CniError, ErrorCode } from "../cni/errors.js";
+import { errnoCode, errorMessage } from "../errors.js";
 import { type Backend, binaryName, type SaveProbe } from "./backend.js";
 import type { Family } from "./types.js";
 
@@ -11,7 +11,7 @@ import type { Family } from "./types.js";
 const loadExeca = async () => (await import("execa")).execa;
 
 /** Runtimes may exec plugins with a PATH lacking the sbin directories iptables lives in. */
-const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");
+export const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");
 
 export interface IptablesRunner {
   backend: Backend;
@@ -21,13 +21,26 @@ export interface IptablesRunner {
   close(): void;
 }
 
-function failure(binary: string, error: unknown): CniError {
-  const failed = error as { code?: string; stderr?: string; shortMessage?: string };
-  if (failed.code === "ENOENT") {
-    return new CniError(ErrorCode.ioFailure, `${binary} not found (searched ${searchPath}); install iptables or set linkerd.iptables-mode`);
+/** An iptables binary that failed or is not there, with what ran and what it said. */
+export class IptablesError extends Error {
+  readonly notFound: boolean;
+
+  constructor(
+    readonly binary: string,
+    readonly args: string[],
+    readonly exitCode: number | undefined,
+    readonly stderr: string,
+    cause: unknown,
+  ) {
+    const notFound = errnoCode(cause) === "ENOENT";
+    super(
+      notFound
+        ? `${binary} not found (searched ${searchPath}); install iptables or set linkerd.iptables-mode`
+        : `${binary} failed: ${stderr.trim() || (cause as { shortMessage?: string }).shortMessage || errorMessage(cause)}`,
+    );
+    this.name = "IptablesError";
+    this.notFound = notFound;
   }
-  const reason = failed.stderr?.trim() || failed.shortMessage || String(error);
-  return new CniError(ErrorCode.ioFailure, `${binary} failed: ${reason}`);
 }
 
 /**
@@ -41,23 +54,19 @@ export async function createIptablesRunner(backend: Backend, options: { wait: bo
   const execa = await loadExeca();
   const lockFile = backend === "nft" ? undefined : join(tmpdir(), `meshcni-xtables-${process.pid}-${randomBytes(4).toString("hex")}.lock`);
   const execOptions: Options = { env: { PATH: searchPath, ...(lockFile ? { XTABLES_LOCKFILE: lockFile } : {}) }, stripFinalNewline: false };
+  const run = async (binary: string, args: string[], input?: string) => {
+    try {
+      return String((await execa(binary, args, { ...execOptions, ...(input === undefined ? {} : { input }) })).stdout);
+    } catch (error) {
+      const failed = error as { exitCode?: number; stderr?: unknown };
+      throw new IptablesError(binary, args, failed.exitCode, String(failed.stderr ?? ""), error);
+    }
+  };
   return {
     backend,
-    async save(family) {
-      const binary = binaryName(backend, family, "save");
-      try {
-        return String((await execa(binary, ["-t", "nat"], execOptions)).stdout);
-      } catch (error) {
-        throw failure(binary, error);
-      }
-    },
+    save: (family) => run(binaryName(backend, family, "save"), ["-t", "nat"]),
     async restore(family, text) {
-      const binary = binaryName(backend, family, "restore");
-      try {
-        await execa(binary, ["--noflush", ...(options.wait ? ["-w"] : [])], { ...execOptions, input: text });
-      } catch (error) {
-        throw failure(binary, error);
-      }
+      await run(binaryName(backend, family, "restore"), ["--noflush", ...(options.wait ? ["-w"] : [])], text);
     },
     close() {
       if (lockFile) rmSync(lockFile, { force: true });

@@ -39,7 +39,9 @@ function uniquePorts(ports: PortRange[]): PortRange[] {
   const seen = new Set<string>();
   return ports.filter((port) => {
     const key = renderPort(port);
-    return seen.has(key) ? false : (seen.add(key), true);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
   });
 }
 

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import * as v from "valibot";
-import { describeIssuePath } from "../schema-issues.js";
+import { errnoCode, errorMessage } from "../errors.js";
+import { describeIssuePath } from "../schema.js";
 
 /**
  * The part of a kubeconfig a CNI plugin uses: one cluster, a token or a client
@@ -20,7 +21,15 @@ export interface ApiAccess {
 }
 
 /** A kubeconfig that cannot be used, before any request is sent. */
-export class KubeconfigError extends Error {}
+export class KubeconfigError extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "KubeconfigError";
+  }
+}
 
 const kubeconfigSchema = v.looseObject({
   "current-context": v.optional(v.string()),
@@ -72,28 +81,31 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
-    throw new KubeconfigError(`cannot read kubeconfig ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new KubeconfigError(path, `cannot read kubeconfig ${path}: ${errnoCode(error) ?? errorMessage(error)}`);
   }
-  let parsed;
+  let parsed: v.SafeParseResult<typeof kubeconfigSchema>;
   try {
     parsed = v.safeParse(kubeconfigSchema, await parseKubeconfigText(text));
   } catch (error) {
-    throw new KubeconfigError(`cannot parse kubeconfig ${path}: ${(error as Error).message}`);
+    throw new KubeconfigError(path, `cannot parse kubeconfig ${path}: ${errorMessage(error)}`);
   }
   if (!parsed.success) {
     throw new KubeconfigError(
+      path,
       `cannot parse kubeconfig ${path}: ${parsed.issues.map((issue) => `${describeIssuePath(issue)}: ${issue.message}`).join("; ")}`,
     );
   }
   const config = parsed.output;
   const contextName = config["current-context"];
   const context = config.contexts.find((entry) => entry.name === contextName)?.context;
-  if (!context) throw new KubeconfigError(`kubeconfig ${path} names no current context (current-context ${JSON.stringify(contextName)})`);
+  if (!context)
+    throw new KubeconfigError(path, `kubeconfig ${path} names no current context (current-context ${JSON.stringify(contextName)})`);
   const cluster = config.clusters.find((entry) => entry.name === context.cluster)?.cluster;
   if (!cluster)
-    throw new KubeconfigError(`kubeconfig ${path}: context ${contextName} names no known cluster ${JSON.stringify(context.cluster)}`);
+    throw new KubeconfigError(path, `kubeconfig ${path}: context ${contextName} names no known cluster ${JSON.stringify(context.cluster)}`);
   const user = config.users.find((entry) => entry.name === context.user)?.user;
-  if (!user) throw new KubeconfigError(`kubeconfig ${path}: context ${contextName} names no known user ${JSON.stringify(context.user)}`);
+  if (!user)
+    throw new KubeconfigError(path, `kubeconfig ${path}: context ${contextName} names no known user ${JSON.stringify(context.user)}`);
 
   // Relative paths in a kubeconfig are relative to the kubeconfig itself.
   const file = (name: string, what: string) => {
@@ -101,7 +113,7 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
     try {
       return readFileSync(full, "utf8");
     } catch (error) {
-      throw new KubeconfigError(`kubeconfig ${path}: cannot read ${what} ${full}: ${(error as NodeJS.ErrnoException).code}`);
+      throw new KubeconfigError(path, `kubeconfig ${path}: cannot read ${what} ${full}: ${errnoCode(error)}`);
     }
   };
   const data = (inline: string | undefined, name: string | undefined, what: string) =>
@@ -112,6 +124,7 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
   if (!token && !(cert && key)) {
     const plugin = user.exec ? "exec" : user["auth-provider"] ? "auth-provider" : undefined;
     throw new KubeconfigError(
+      path,
       plugin
         ? `kubeconfig ${path}: user ${context.user} uses ${plugin} credentials, which meshcni does not run; give it a token or a client certificate`
         : `kubeconfig ${path} has no credentials (token, tokenFile or client certificate) for user ${context.user}`,
@@ -123,7 +136,7 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
     // accepts that, the URL standard does not.
     server = new URL(cluster.server.replace(/^([a-z]+:\/\/)\[(\d{1,3}(?:\.\d{1,3}){3})\]/i, "$1$2"));
   } catch {
-    throw new KubeconfigError(`kubeconfig ${path}: cluster server ${JSON.stringify(cluster.server)} is not a URL`);
+    throw new KubeconfigError(path, `kubeconfig ${path}: cluster server ${JSON.stringify(cluster.server)} is not a URL`);
   }
   return {
     server,

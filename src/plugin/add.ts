@@ -3,9 +3,8 @@ import { applyPlan, removeOwnRules } from "../iptables/apply.js";
 import { planRules, type RulePlan } from "../iptables/plan.js";
 import { renderApply } from "../iptables/restore.js";
 import { parseNatTable } from "../iptables/save.js";
-import { decideFirewall } from "./decide.js";
-import { podName } from "./pod.js";
-import { writeRecord } from "./records.js";
+import { podKeyOf, podName } from "../pod-key.js";
+import { lookupPod } from "./lookup.js";
 import { discardIptables, familiesFor, type PluginDeps, type PluginRequest, prepareIptables, withPodIptables } from "./request.js";
 
 const emptyTable = parseNatTable("");
@@ -22,9 +21,9 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
     ? convertResult(conf.prevResult, conf.cniVersion)
     : { cniVersion: conf.cniVersion };
   const preparing = conf.linkerd.simulate ? undefined : prepareIptables(request, deps);
-  let decision;
+  let decision: Awaited<ReturnType<typeof lookupPod>>;
   try {
-    decision = await decideFirewall(request, deps);
+    decision = await lookupPod(request, deps);
   } finally {
     if (preparing && !decision?.spec) await discardIptables(preparing);
   }
@@ -34,13 +33,14 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
   }
   const { spec, pod } = decision;
   const plans = familiesFor(conf).map((family) => planRules(spec, family));
-  if (conf.linkerd.simulate) {
+  // simulate: nothing was prepared, nothing is applied.
+  if (!preparing) {
     for (const plan of plans) {
       deps.log.info("simulate: would apply", { pod: podName(pod), family: plan.family, restore: renderApply(plan, emptyTable) });
     }
     return result;
   }
-  await withPodIptables(request, deps, preparing!, async (runner) => {
+  await withPodIptables(request, deps, preparing, async (runner) => {
     const applied: RulePlan[] = [];
     try {
       for (const plan of plans) {
@@ -53,8 +53,8 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
         });
       }
       // Without its record the pod would later be audited as started without meshcni.
-      writeRecord(conf.state_dir, {
-        pod: { namespace: pod.metadata?.namespace ?? "", name: pod.metadata?.name ?? "", uid: pod.metadata?.uid ?? "" },
+      deps.records(conf.state_dir).write({
+        pod: { uid: "", ...podKeyOf(pod) },
         containerId: request.env.containerId,
         ifname: request.env.ifname,
         netns: request.env.netns,

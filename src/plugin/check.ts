@@ -4,8 +4,8 @@ import type { IptablesRunner } from "../iptables/exec.js";
 import { planRules } from "../iptables/plan.js";
 import { hasOwnRules, parseNatTable } from "../iptables/save.js";
 import type { Family } from "../iptables/types.js";
-import { decideFirewall } from "./decide.js";
-import { podName } from "./pod.js";
+import { podName } from "../pod-key.js";
+import { lookupPod } from "./lookup.js";
 import { discardIptables, familiesFor, type PluginDeps, type PluginRequest, prepareIptables, withPodIptables } from "./request.js";
 
 /** An unmeshed pod must hold none of our chains or jumps. */
@@ -20,17 +20,18 @@ async function strayRules(runner: IptablesRunner, families: Family[]): Promise<s
 
 /**
  * CHECK: recompute the plan as ADD would and compare it with the pod netns's nat table.
- * A meshed pod must hold exactly the planned rules; an unmeshed one none of ours.
+ * A meshed pod must hold exactly the planned rules; an unmeshed one none of ours. The
+ * differences go in the error's details, one after another.
  */
-export async function check(request: PluginRequest, deps: PluginDeps): Promise<void> {
+export async function check(request: PluginRequest, deps: PluginDeps): Promise<undefined> {
   if (request.conf.linkerd.simulate) {
-    await decideFirewall(request, deps);
+    await lookupPod(request, deps);
     return;
   }
   const preparing = prepareIptables(request, deps);
-  let decision;
+  let decision: Awaited<ReturnType<typeof lookupPod>>;
   try {
-    decision = await decideFirewall(request, deps);
+    decision = await lookupPod(request, deps);
   } catch (error) {
     await discardIptables(preparing);
     throw error;
@@ -47,6 +48,10 @@ export async function check(request: PluginRequest, deps: PluginDeps): Promise<v
   );
   if (differences.length > 0) {
     const subject = decision ? `pod ${podName(decision.pod)}` : `container ${request.env.containerId}`;
-    throw new CniError(ErrorCode.redirectMismatch, `${subject}: iptables redirect differs from plan: ${differences.join("; ")}`);
+    throw new CniError(
+      ErrorCode.redirectMismatch,
+      `${subject}: iptables redirect differs from plan (${differences.length} difference${differences.length === 1 ? "" : "s"})`,
+      differences.join("; "),
+    );
   }
 }

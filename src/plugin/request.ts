@@ -1,10 +1,12 @@
 import type { CniEnv } from "../cni/env.js";
 import { resultAddresses } from "../cni/result.js";
+import type { Backend } from "../iptables/backend.js";
 import type { IptablesRunner } from "../iptables/exec.js";
 import type { Family } from "../iptables/types.js";
-import type { KubeReader, KubeReaderOptions } from "../kube/client.js";
+import type { KubeReader, KubeReaderOptions } from "../kube/pod-reader.js";
 import type { Logger } from "../log.js";
-import type { NetConf } from "./netconf.js";
+import type { NetConf } from "../mesh/netconf.js";
+import type { RecordStore } from "../state/records.js";
 
 /** One invocation: what the runtime passed. */
 export interface PluginRequest {
@@ -12,14 +14,27 @@ export interface PluginRequest {
   conf: NetConf;
 }
 
-/** The I/O a verb may do, passed in so the verbs' decisions can be tested without root. */
+/**
+ * Every I/O a verb may do, passed in so the verbs' decisions can be tested without root
+ * (test/kit/fake-node.ts has fakes of each).
+ */
 export interface PluginDeps {
   log: Logger;
   kubeReader(options: KubeReaderOptions): Promise<KubeReader>;
-  /** Resolves the backend (detecting it in the host netns for "auto") and returns a runner. */
+  /** Loads a kubeconfig without asking the API; throws what makes it unusable. */
+  checkKubeconfig(path: string): Promise<void>;
+  /** The backend the netconf selects; "auto" is detected in the host netns. */
+  backend(conf: NetConf): Promise<Backend>;
+  /** A runner for the netconf's backend. */
   iptables(conf: NetConf): Promise<IptablesRunner>;
+  /** Whether an executable of that name is on the runner's search path. */
+  binaryAvailable(name: string): boolean;
   inNetns<T>(path: string, action: () => Promise<T>): Promise<T>;
+  records(stateDir: string): RecordStore;
 }
+
+/** A verb: what it prints on success (a result, or nothing), or it throws. */
+export type VerbHandler = (request: PluginRequest, deps: PluginDeps) => Promise<Record<string, unknown> | undefined>;
 
 /** IPv4 always; IPv6 too when the netconf asks or the pod got an IPv6 address. */
 export function familiesFor(conf: NetConf): Family[] {

@@ -1,19 +1,20 @@
 import { readFileSync } from "node:fs";
-import { readCniEnv } from "../cni/env.js";
-import { asCniError, CniError, ErrorCode } from "../cni/errors.js";
+import { readCniEnv, type Verb } from "../cni/env.js";
+import { CniError, ErrorCode } from "../cni/errors.js";
 import { compareVersions, isSupportedVersion, latestVersion, versionInfo } from "../cni/version.js";
-import { resolveBackend } from "../iptables/backend.js";
-import { createIptablesRunner, hostSaveProbe } from "../iptables/exec.js";
-import { createLogger, type Logger } from "../log.js";
-import { inNetns } from "../netns/enter.js";
+import { createLogger } from "../log.js";
+import { parseNetConf } from "../mesh/netconf.js";
 import { add } from "./add.js";
 import { check } from "./check.js";
 import { del } from "./del.js";
+import { productionDeps } from "./deps.js";
+import { toCniError } from "./failure.js";
 import { gc } from "./gc.js";
-import { parseNetConf } from "./netconf.js";
-import { detectionCache } from "./records.js";
-import type { PluginDeps, PluginRequest } from "./request.js";
+import type { PluginDeps, PluginRequest, VerbHandler } from "./request.js";
 import { status } from "./status.js";
+
+/** The verbs that read a netconf; VERSION is answered before one is read. */
+const handlers: Record<Exclude<Verb, "VERSION">, VerbHandler> = { ADD: add, CHECK: check, DEL: del, STATUS: status, GC: gc };
 
 function readStdin(): string {
   try {
@@ -33,39 +34,14 @@ function errorVersion(stdin: string): string {
   }
 }
 
-function productionDeps(log: Logger): PluginDeps {
-  return {
-    log,
-    // Loaded only by the verbs that call the API: it is most of the bundle.
-    kubeReader: async (options) => (await import("../kube/client.js")).createKubeReader(options),
-    iptables: async (conf) =>
-      createIptablesRunner(await resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, detectionCache(conf.state_dir)), {
-        wait: conf.linkerd["use-wait-flag"],
-      }),
-    inNetns,
-  };
-}
-
-async function runVerb(request: PluginRequest, log: Logger): Promise<unknown> {
+/** Runs one verb of a parsed request; STATUS and GC exist from cniVersion 1.1.0. */
+export async function runVerb(request: PluginRequest, deps: PluginDeps): Promise<Record<string, unknown> | undefined> {
   const { command } = request.env;
+  if (command === "VERSION") throw new Error("VERSION is answered before the config is read");
   if ((command === "STATUS" || command === "GC") && compareVersions(request.conf.cniVersion, "1.1.0") < 0) {
     throw new CniError(ErrorCode.incompatibleVersion, `${command} needs cniVersion 1.1.0 or later, config has ${request.conf.cniVersion}`);
   }
-  const deps = productionDeps(log);
-  switch (command) {
-    case "ADD":
-      return add(request, deps);
-    case "CHECK":
-      return check(request, deps);
-    case "DEL":
-      return del(request, deps);
-    case "STATUS":
-      return status(request);
-    case "GC":
-      return gc(request, log);
-    case "VERSION":
-      throw new Error("VERSION is answered before the config is read");
-  }
+  return handlers[command](request, deps);
 }
 
 /**
@@ -89,13 +65,14 @@ export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
       prefix: { command: cniEnv.command, containerId: cniEnv.containerId || undefined },
     });
     const started = performance.now();
-    const output = await runVerb({ env: cniEnv, conf }, log);
+    const output = await runVerb({ env: cniEnv, conf }, productionDeps(log));
     log.debug("done", { ms: Math.round(performance.now() - started) });
     if (output !== undefined) process.stdout.write(`${JSON.stringify(output)}\n`);
     return 0;
   } catch (error) {
-    const cniError = asCniError(error);
-    log.error(cniError.message, { code: cniError.code, ...(error instanceof CniError ? {} : { stack: (error as Error)?.stack }) });
+    const cniError = toCniError(error);
+    log.error(cniError.message, { code: cniError.code, ...(cniError.details ? { details: cniError.details } : {}) });
+    if (error !== cniError && error instanceof Error) log.debug("failure's stack", { stack: error.stack });
     process.stdout.write(`${JSON.stringify(cniError.toJSON(errorVersion(stdin)))}\n`);
     return 1;
   }

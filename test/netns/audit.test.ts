@@ -2,11 +2,10 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeApiServer, podObject } from "../support/api-server.js";
-import { PodFleet } from "./support/fleet.js";
-import { meshcniBinary, TestNetwork } from "./support/network.js";
-
-const isRoot = process.getuid?.() === 0;
+import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
+import { deleteLoopbackRule, isRoot, loopbackRule } from "../kit/common.js";
+import { PodFleet } from "../kit/fleet.js";
+import { meshcniBinary, TestNetwork } from "../kit/network.js";
 
 /**
  * `meshcni audit` on a node with a pod of each kind: protected (ADDed through meshcni),
@@ -18,13 +17,8 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
   const net = new TestNetwork(40);
   let kubeconfig = "";
 
-  async function startPod(name: string, network: "mesh" | "plain", options: Parameters<typeof podObject>[2] = {}, node = "node-a") {
-    const netns = await net.addNetns(name);
-    const added = await net.cnitool("add", network, netns, `K8S_POD_NAMESPACE=shop;K8S_POD_NAME=${name}`);
-    expect(added.exitCode, added.stdout + added.stderr).toBe(0);
-    api.addPod(podObject("shop", name, { proxy: "container", nodeName: node, podIP: TestNetwork.address(added), ...options }));
-    return netns;
-  }
+  const startPod = async (name: string, network: "mesh" | "plain", options: PodOptions = {}, node = "node-a") =>
+    (await net.startPod(api, { namespace: "shop", name, network, node, options })).netns;
 
   const audit = (...args: string[]) =>
     execa(meshcniBinary, ["audit", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, ...args], { reject: false });
@@ -34,29 +28,10 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
     kubeconfig = api.writeKubeconfig();
     net.writeConflist("mesh", { kubernetes: { kubeconfig }, linkerd: { "iptables-mode": "nft" } });
     writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
-    // API objects exist before ADD, as in a cluster: meshcni reads them during ADD.
-    for (const name of ["checkout", "cart", "search", "gone", "solo"]) api.addPod(podObject("shop", name, { proxy: "container" }));
     await startPod("checkout", "mesh");
     await startPod("cart", "plain");
     const search = await startPod("search", "mesh");
-    await execa("ip", [
-      "netns",
-      "exec",
-      search,
-      "iptables-nft",
-      "-t",
-      "nat",
-      "-D",
-      "PROXY_INIT_OUTPUT",
-      "-o",
-      "lo",
-      "-m",
-      "comment",
-      "--comment",
-      "proxy-init/ignore-loopback",
-      "-j",
-      "RETURN",
-    ]);
+    await deleteLoopbackRule(search);
     await net.removeNetns(await startPod("gone", "mesh"));
     await startPod("batch", "plain", { proxy: false });
     api.addPod(podObject("shop", "scheduled", { proxy: "container", nodeName: "node-a" }));
@@ -82,9 +57,7 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
       ["search", "drifted"],
     ]);
     const drifted = report.pods.find((pod: { name: string }) => pod.name === "search");
-    expect(drifted.details).toEqual([
-      "ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN",
-    ]);
+    expect(drifted.details).toEqual([`ipv4: PROXY_INIT_OUTPUT: missing rule: ${loopbackRule}`]);
     expect(report.summary).toEqual({ protected: 1, missing: 1, drifted: 1, unknown: 1 });
     expect(api.requestsTo("GET", /^\/api\/v1\/pods$/).at(-1)?.query.fieldSelector).toBe("spec.nodeName=node-a");
   });

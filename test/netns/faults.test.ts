@@ -2,10 +2,9 @@ import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeApiServer, podObject } from "../support/api-server.js";
-import { invokePlugin, natRules, TestNetwork } from "./support/network.js";
-
-const isRoot = process.getuid?.() === 0;
+import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
+import { isRoot, meshcniNetconf, podArgs, sleep } from "../kit/common.js";
+import { invokePlugin, natRules, TestNetwork } from "../kit/network.js";
 
 /** Runs the binary directly so the CNI error object on stdout can be read whole. */
 describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
@@ -19,18 +18,17 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     CNI_CONTAINERID: "faults",
     CNI_NETNS: net.netnsPath(pod),
     CNI_IFNAME: "eth0",
-    CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web",
+    CNI_ARGS: podArgs("demo", "web"),
     ...extra,
   });
-  const conf = (overrides: Record<string, unknown> = {}, linkerd: Record<string, unknown> = {}) => ({
-    cniVersion: "1.0.0",
-    name: "mesh",
-    type: "meshcni",
-    kubernetes: { kubeconfig, timeout_seconds: 3 },
-    state_dir: net.stateDir,
-    linkerd: { "iptables-mode": "nft", ...linkerd },
-    ...overrides,
-  });
+  const conf = (overrides: Record<string, unknown> = {}, linkerd: Record<string, unknown> = {}) =>
+    meshcniNetconf({ stateDir: net.stateDir, linkerd }, { kubernetes: { kubeconfig, timeout_seconds: 3 }, ...overrides });
+
+  /** Makes the pod's GET fail that way; the valid kubeconfig. */
+  const withFault = (fault: Fault) => {
+    api.faults.set("/api/v1/namespaces/demo/pods/web", fault);
+    return kubeconfig;
+  };
 
   /** Every failure prints exactly one CNI error object on stdout, no stack. */
   function expectCniError(result: Awaited<ReturnType<typeof invokePlugin>>, code: number, ...fragments: string[]) {
@@ -67,8 +65,8 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
   describe.each([
     ["401 (a token the server refuses)", () => api.writeKubeconfig(`${api.dir}/stale`, "stale-token"), "401 Unauthorized"],
     ["404 (a pod the server does not know)", () => kubeconfig, "404 Not Found", "demo/ghost"],
-    ["500 (a failing server)", () => (api.faults.set("/api/v1/namespaces/demo/pods/web", { status: 500 }), kubeconfig), "HTTP 500"],
-    ["a server that never answers", () => (api.faults.set("/api/v1/namespaces/demo/pods/web", { hang: true }), kubeconfig), "timed out"],
+    ["500 (a failing server)", () => withFault({ status: 500 }), "HTTP 500"],
+    ["a server that never answers", () => withFault({ hang: true }), "timed out"],
     ["a missing kubeconfig", () => `${api.dir}/absent`, "cannot read kubeconfig"],
     ["a CA that did not sign the server's certificate", () => api.writeKubeconfig(`${api.dir}/foreign-ca`, api.token, foreignCa), "TLS"],
   ])("API fault: %s", (_title, setup, cause, podName = "demo/web") => {
@@ -77,7 +75,7 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
       const path = setup();
       const started = Date.now();
       const result = await invokePlugin(
-        env({ CNI_ARGS: `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${podName.split("/")[1]}` }),
+        env({ CNI_ARGS: podArgs("demo", podName.split("/")[1]!) }),
         conf({ kubernetes: { kubeconfig: path, timeout_seconds: 2 } }),
       );
       const elapsed = Date.now() - started;
@@ -130,15 +128,10 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
   });
 
   it("refuses an annotation with a newline with code 7 naming pod, annotation and token, and writes nothing", async () => {
-    const result = await invokePlugin(env({ CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=injected" }), conf());
+    const result = await invokePlugin(env({ CNI_ARGS: podArgs("demo", "injected") }), conf());
     expectCniError(result, 7, "pod demo/injected", "config.linkerd.io/skip-inbound-ports", JSON.stringify("80\n-A OUTPUT -j ACCEPT"));
     expect(await natRules(pod, "nft")).toEqual([]);
-    expectCniError(
-      await invokePlugin(env({ CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=badgid" }), conf()),
-      7,
-      "config.linkerd.io/proxy-gid",
-      '"wheel"',
-    );
+    expectCniError(await invokePlugin(env({ CNI_ARGS: podArgs("demo", "badgid") }), conf()), 7, "config.linkerd.io/proxy-gid", '"wheel"');
   });
 
   it("passes a container with no pod identity through unchanged, converting prevResult", async () => {
@@ -165,7 +158,7 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
 
   it("programs ip6tables too when the pod has an IPv6 address", async () => {
     const prevResult = { cniVersion: "1.0.0", ips: [{ address: "10.251.20.6/24" }, { address: "fd00:251::6/64" }] };
-    const args = { CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=v6" };
+    const args = { CNI_ARGS: podArgs("demo", "v6") };
     expect((await invokePlugin(env(args), conf({ prevResult }))).exitCode).toBe(0);
     const v6 = await natRules(pod, "nft", "ipv6");
     expect(v6).toContain(
@@ -199,7 +192,9 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     expect(rules.filter((rule) => rule.startsWith("-A PREROUTING"))).toHaveLength(1);
     expect((await invokePlugin(env({ CNI_COMMAND: "CHECK" }), conf())).exitCode).toBe(0);
     api.addPod(podObject("demo", "web", { proxy: "container" }));
-    expectCniError(await invokePlugin(env({ CNI_COMMAND: "CHECK" }), conf()), 100, "unexpected rule", "ignore-port-9999");
+    const checked = await invokePlugin(env({ CNI_COMMAND: "CHECK" }), conf());
+    expectCniError(checked, 100, "pod demo/web", "differs from plan");
+    expect(checked.json?.details).toMatch(/^ipv4: PROXY_INIT_OUTPUT: unexpected rule: .*ignore-port-9999/);
     expect((await invokePlugin(env({ CNI_COMMAND: "DEL" }), conf())).exitCode).toBe(0);
   });
 
@@ -207,7 +202,7 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     // Holds /run/xtables.lock as another iptables user on the node would.
     const holder = spawn("flock", ["/run/xtables.lock", "sleep", "30"], { stdio: "ignore" });
     try {
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
       const legacy = conf({}, { "iptables-mode": "legacy" });
       const result = await invokePlugin(env(), legacy);
       expect(result.exitCode, result.stdout).toBe(0);
@@ -235,7 +230,6 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
       ifname: "eth0",
       netns: net.netnsPath(pod),
       backend: "nft",
-      fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/),
       plans: [expect.objectContaining({ family: "ipv4" })],
     });
     expect(text).not.toContain(api.token);
@@ -260,8 +254,9 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
   it("fails CHECK for an unmeshed pod that carries our chains", async () => {
     api.addPod(podObject("demo", "plain"));
     await execa("ip", ["netns", "exec", pod, "iptables-nft", "-t", "nat", "-N", "PROXY_INIT_OUTPUT"]);
-    const result = await invokePlugin(env({ CNI_COMMAND: "CHECK", CNI_ARGS: "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=plain" }), conf());
-    expectCniError(result, 100, "not meshed");
+    const result = await invokePlugin(env({ CNI_COMMAND: "CHECK", CNI_ARGS: podArgs("demo", "plain") }), conf());
+    expectCniError(result, 100, "pod demo/plain");
+    expect(result.json?.details).toBe("ipv4: redirect rules are present but the pod is not meshed");
     expect((await invokePlugin(env({ CNI_COMMAND: "DEL" }), conf())).exitCode).toBe(0);
     expect(await natRules(pod, "nft")).toEqual([]);
   });

@@ -1,10 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentHarness } from "../installer/support/agent.js";
-import { FakeApiServer, podObject } from "../support/api-server.js";
-import { natRules, TestNetwork } from "./support/network.js";
-
-const isRoot = process.getuid?.() === 0;
+import { AgentHarness } from "../kit/agent.js";
+import { FakeApiServer } from "../kit/api-server.js";
+import { agentTemplate, isRoot, podArgs } from "../kit/common.js";
+import { natRules, TestNetwork } from "../kit/network.js";
 
 /**
  * The agent on this host's real paths: it installs the binary and kubeconfig and chains
@@ -20,10 +19,8 @@ describe.skipIf(!isRoot)("meshcni install feeding real cnitool", () => {
   beforeAll(async () => {
     host = new AgentHarness({ onHost: true });
     await api.start();
-    host.rotateToken(api.token, api.caPem);
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
-    const template = JSON.stringify({ type: "meshcni", state_dir: net.stateDir, kubernetes: { kubeconfig: "__KUBECONFIG_FILEPATH__" } });
-    await host.start(["--template", template], { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port) });
+    await host.startWithApi(api, ["--template", agentTemplate(net.stateDir)]);
     await host.waitFor(() => host.types("10-primary.conflist").at(-1) === "meshcni");
   });
 
@@ -36,12 +33,8 @@ describe.skipIf(!isRoot)("meshcni install feeding real cnitool", () => {
   });
 
   async function addMeshedPod(name: string, network: string): Promise<string[]> {
-    api.addPod(podObject("demo", name, { proxy: "container" }));
-    const netns = await net.addNetns(name);
-    const args = `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${name}`;
-    pods.push({ netns, network, args });
-    const added = await net.cnitool("add", network, netns, args, { conf: host.netDir, bin: host.binDir });
-    expect(added.exitCode, added.stdout + added.stderr).toBe(0);
+    const { netns } = await net.startPod(api, { namespace: "demo", name, network, dirs: { conf: host.netDir, bin: host.binDir } });
+    pods.push({ netns, network, args: podArgs("demo", name) });
     return natRules(netns, "nft");
   }
 

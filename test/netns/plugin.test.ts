@@ -1,9 +1,7 @@
-import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeApiServer, podObject } from "../support/api-server.js";
-import { invokePlugin, natRules, TestNetwork } from "./support/network.js";
-
-const isRoot = process.getuid?.() === 0;
+import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { deleteLoopbackRule, isRoot, meshcniNetconf, podArgs } from "../kit/common.js";
+import { invokePlugin, natRules, TestNetwork } from "../kit/network.js";
 
 /** What iptables-save shows after ADD for a pod skipping outbound 9091 (Linkerd's layout). */
 const expectedRules = [
@@ -15,7 +13,7 @@ const expectedRules = [
   '-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback" -j RETURN',
   '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 9091 -m comment --comment "proxy-init/ignore-port-9091" -j RETURN',
   '-A PROXY_INIT_OUTPUT -p tcp -m comment --comment "proxy-init/redirect-all-outgoing-to-proxy-port" -j REDIRECT --to-ports 4140',
-  '-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4190,4191 -m comment --comment "proxy-init/ignore-port-4190,4191" -j RETURN',
+  '-A PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4191,4190 -m comment --comment "proxy-init/ignore-port-4191,4190" -j RETURN',
   '-A PROXY_INIT_REDIRECT -p tcp -m comment --comment "proxy-init/redirect-all-incoming-to-proxy-port" -j REDIRECT --to-ports 4143',
 ];
 
@@ -47,11 +45,11 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
   describe("a meshed pod", () => {
     let pod = "";
     let podIp = "";
-    const podArgs = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web;K8S_POD_INFRA_CONTAINER_ID=abc";
+    const webArgs = `${podArgs("demo", "web")};K8S_POD_INFRA_CONTAINER_ID=abc`;
 
     beforeAll(async () => {
       pod = await net.addNetns("web");
-      const added = await net.cnitool("add", "mesh", pod, podArgs);
+      const added = await net.cnitool("add", "mesh", pod, webArgs);
       expect(added.exitCode, added.stderr + added.stdout).toBe(0);
       podIp = TestNetwork.address(added);
       await net.serve(pod, { 4143: "proxy-inbound", 4140: "proxy-outbound", 8080: "app" });
@@ -79,17 +77,10 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
     });
 
     it("passes CHECK, and ADD again leaves one copy", async () => {
-      expect((await net.cnitool("check", "mesh", pod, podArgs)).exitCode).toBe(0);
+      expect((await net.cnitool("check", "mesh", pod, webArgs)).exitCode).toBe(0);
       const again = await invokePlugin(
-        { CNI_COMMAND: "ADD", CNI_CONTAINERID: "again", CNI_NETNS: net.netnsPath(pod), CNI_IFNAME: "eth0", CNI_ARGS: podArgs },
-        {
-          cniVersion: "1.0.0",
-          name: "mesh",
-          type: "meshcni",
-          state_dir: net.stateDir,
-          kubernetes: { kubeconfig },
-          linkerd: { "iptables-mode": backend },
-        },
+        { CNI_COMMAND: "ADD", CNI_CONTAINERID: "again", CNI_NETNS: net.netnsPath(pod), CNI_IFNAME: "eth0", CNI_ARGS: webArgs },
+        meshcniNetconf({ stateDir: net.stateDir, kubeconfig, linkerd: { "iptables-mode": backend } }),
       );
       expect(again.exitCode, again.stdout).toBe(0);
       expect(again.json).toEqual({ cniVersion: "1.0.0" });
@@ -97,40 +88,23 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
     });
 
     it("fails CHECK after a rule is deleted by hand, naming the rule", async () => {
-      await execa("ip", [
-        "netns",
-        "exec",
-        pod,
-        `iptables-${backend}`,
-        "-t",
-        "nat",
-        "-D",
-        "PROXY_INIT_OUTPUT",
-        "-o",
-        "lo",
-        "-m",
-        "comment",
-        "--comment",
-        "proxy-init/ignore-loopback",
-        "-j",
-        "RETURN",
-      ]);
-      const checked = await net.cnitool("check", "mesh", pod, podArgs);
+      await deleteLoopbackRule(pod, backend);
+      const checked = await net.cnitool("check", "mesh", pod, webArgs);
       expect(checked.exitCode).not.toBe(0);
       expect(checked.stdout + checked.stderr).toContain("PROXY_INIT_OUTPUT: missing rule: -o lo");
     });
 
     it("DEL removes every rule, and DEL twice succeeds", async () => {
-      expect((await net.cnitool("del", "mesh", pod, podArgs)).exitCode).toBe(0);
+      expect((await net.cnitool("del", "mesh", pod, webArgs)).exitCode).toBe(0);
       expect(await natRules(pod, backend)).toEqual([]);
-      expect((await net.cnitool("del", "mesh", pod, podArgs)).exitCode).toBe(0);
+      expect((await net.cnitool("del", "mesh", pod, webArgs)).exitCode).toBe(0);
     });
 
     it("DEL succeeds once the netns is gone", async () => {
       const gone = await net.addNetns("gone");
-      expect((await net.cnitool("add", "mesh", gone, podArgs)).exitCode).toBe(0);
+      expect((await net.cnitool("add", "mesh", gone, webArgs)).exitCode).toBe(0);
       await net.removeNetns(gone);
-      const deleted = await net.cnitool("del", "mesh", gone, podArgs);
+      const deleted = await net.cnitool("del", "mesh", gone, webArgs);
       expect(deleted.exitCode, deleted.stdout + deleted.stderr).toBe(0);
     });
   });
@@ -141,7 +115,7 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
   ])("%s", (_title, name) => {
     it("gets no rules, and traffic reaches the real ports", async () => {
       const pod = await net.addNetns(name);
-      const args = `K8S_POD_NAMESPACE=demo;K8S_POD_NAME=${name}`;
+      const args = podArgs("demo", name);
       const added = await net.cnitool("add", "mesh", pod, args);
       expect(added.exitCode, added.stderr).toBe(0);
       await net.serve(pod, { 4143: "proxy-inbound", 8080: "app" });
@@ -154,7 +128,7 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
   it("works in a chain of cniVersion 0.4.0, passing the bridge's result through in that version", async () => {
     net.writeConflist("mesh-040", { kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } }, "0.4.0");
     const pod = await net.addNetns("v040");
-    const args = "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=web";
+    const args = podArgs("demo", "web");
     const added = await net.cnitool("add", "mesh-040", pod, args);
     expect(added.exitCode, added.stdout + added.stderr).toBe(0);
     expect(added.json).toMatchObject({ cniVersion: "0.4.0", ips: [{ version: "4", address: expect.stringMatching(/^10\.251\./) }] });
@@ -166,7 +140,7 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
 
   it("redirects a pod whose proxy is a native sidecar", async () => {
     const pod = await net.addNetns("sidecar");
-    const added = await net.cnitool("add", "mesh", pod, "K8S_POD_NAMESPACE=demo;K8S_POD_NAME=sidecar");
+    const added = await net.cnitool("add", "mesh", pod, podArgs("demo", "sidecar"));
     expect(added.exitCode, added.stderr).toBe(0);
     await net.serve(pod, { 4143: "proxy-inbound", 8080: "app" });
     expect(await net.connect(client, TestNetwork.address(added), 8080)).toBe("proxy-inbound");

@@ -1,12 +1,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentHarness } from "../installer/support/agent.js";
-import { FakeApiServer, podObject } from "../support/api-server.js";
-import { TestNetwork } from "./support/network.js";
+import { AgentHarness } from "../kit/agent.js";
+import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
+import { agentTemplate, deleteLoopbackRule, isRoot, loopbackRule, sleep } from "../kit/common.js";
+import { TestNetwork } from "../kit/network.js";
 
-const isRoot = process.getuid?.() === 0;
 const node = "node-r";
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
 const otherTaint = { key: "dedicated", value: "mesh", effect: "NoExecute" };
@@ -22,20 +21,17 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
   let host: AgentHarness;
   const agentDirs = () => ({ conf: host.netDir, bin: host.binDir });
 
-  async function startPod(name: string, via: "plain" | "agent", options: Parameters<typeof podObject>[2] = {}) {
-    api.addPod(podObject("shop", name, { proxy: "container", ...options }));
-    const netns = await net.addNetns(name);
-    const added = await net.cnitool(
-      "add",
-      via === "plain" ? "plain" : "primary",
-      netns,
-      `K8S_POD_NAMESPACE=shop;K8S_POD_NAME=${name}`,
-      via === "plain" ? undefined : agentDirs(),
-    );
-    expect(added.exitCode, added.stdout + added.stderr).toBe(0);
-    api.addPod(podObject("shop", name, { proxy: "container", nodeName: node, podIP: TestNetwork.address(added), ...options }));
-    return netns;
-  }
+  const startPod = async (name: string, via: "plain" | "agent", options: PodOptions = {}) =>
+    (
+      await net.startPod(api, {
+        namespace: "shop",
+        name,
+        network: via === "plain" ? "plain" : "primary",
+        node,
+        options,
+        ...(via === "plain" ? {} : { dirs: agentDirs() }),
+      })
+    ).netns;
 
   const eventsFor = (name: string) => api.events.filter((event) => (event.involvedObject as { name: string }).name === name);
   const setup = async (auditSeconds = 60) => {
@@ -44,17 +40,16 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
     api.addNode({ metadata: { name: node }, spec: { taints: [otherTaint, taint] } });
     writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
-    host.rotateToken(api.token, api.caPem);
     // Pods that started before the agent chained meshcni.
     await startPod("owned-early", "plain", { owned: true });
     await startPod("bare-early", "plain");
     await startPod("leaving", "plain", { owned: true, deleting: true });
     api.addPod(podObject("meshcni", "agent-self", { proxy: "container", nodeName: node, podIP: "10.251.0.250", owned: true }));
-    const template = JSON.stringify({ type: "meshcni", state_dir: net.stateDir, kubernetes: { kubeconfig: "__KUBECONFIG_FILEPATH__" } });
-    await host.start(
+    await host.startWithApi(
+      api,
       [
         "--template",
-        template,
+        agentTemplate(net.stateDir),
         "--node",
         node,
         "--repair",
@@ -66,7 +61,7 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
         "--audit-seconds",
         String(auditSeconds),
       ],
-      { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port), POD_NAMESPACE: "meshcni", POD_NAME: "agent-self" },
+      { POD_NAMESPACE: "meshcni", POD_NAME: "agent-self" },
     );
   };
   const teardown = async () => {
@@ -138,32 +133,17 @@ describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
 
   it("finds a protected pod's redirect drifted once a rule is deleted by hand", async () => {
     const netns = await s.startPod("drifting", "agent", { owned: true });
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await sleep(1500);
     expect(s.eventsFor("drifting")).toEqual([]);
-    await execa("ip", [
-      "netns",
-      "exec",
-      netns,
-      "iptables-nft",
-      "-t",
-      "nat",
-      "-D",
-      "PROXY_INIT_OUTPUT",
-      "-o",
-      "lo",
-      "-m",
-      "comment",
-      "--comment",
-      "proxy-init/ignore-loopback",
-      "-j",
-      "RETURN",
-    ]);
+    await deleteLoopbackRule(netns);
     await s.host.waitFor(() => s.eventsFor("drifting").length === 1, 10_000);
-    expect(s.eventsFor("drifting")[0]!.message).toContain("differs from meshcni's plan (ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo");
+    expect(s.eventsFor("drifting")[0]!.message).toContain(
+      `differs from meshcni's plan (ipv4: PROXY_INIT_OUTPUT: missing rule: ${loopbackRule}`,
+    );
   });
 
   it("never acts on its own pod, a pod being deleted, or twice on one pod", async () => {
-    await new Promise((resolve) => setTimeout(resolve, 2500)); // two more periodic audits
+    await sleep(2500); // two more periodic audits
     expect(s.eventsFor("agent-self")).toEqual([]);
     expect(s.eventsFor("leaving")).toEqual([]);
     expect(s.api.requestsTo("DELETE", /\/pods\/leaving$/)).toEqual([]);
@@ -184,7 +164,7 @@ describe.skipIf(!isRoot).each([
 
   it(`emits the event and ${method ? "labels" : "leaves"} a pod with a controller, deleting nothing`, async () => {
     await s.host.waitFor(() => s.eventsFor("owned-early").length === 1, 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
     expect(s.api.requestsTo("PATCH", /\/pods\/owned-early$/)).toHaveLength(method ? 1 : 0);
     expect(s.eventsFor("owned-early")[0]!.message).toContain(

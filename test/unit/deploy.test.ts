@@ -1,13 +1,14 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DaemonSet } from "kubernetes-models/apps/v1";
+import { DaemonSet, type IDaemonSet } from "kubernetes-models/apps/v1";
 import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, ServiceAccount } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { parseInstallerOptions } from "../../src/installer/options.js";
 import { renderTemplate } from "../../src/installer/template.js";
-import { parseNetConf } from "../../src/plugin/netconf.js";
+import { linkerdDefaults } from "../../src/mesh/defaults.js";
+import { parseNetConf } from "../../src/mesh/netconf.js";
 
 const deployDir = join(import.meta.dirname, "../../deploy");
 const models: Record<string, new (data: never) => { validate(): void }> = {
@@ -31,11 +32,17 @@ function load(file: string): Manifest[] {
 const kustomization = load("kustomization.yaml")[0] as unknown as { resources: string[]; namespace: string };
 const manifests = kustomization.resources.flatMap(load);
 const byKind = (kind: string) => manifests.filter((manifest) => manifest.kind === kind);
-const daemonSet = byKind("DaemonSet")[0] as unknown as {
-  spec: { template: { spec: Record<string, any> } };
-};
-const podSpec = daemonSet.spec.template.spec;
-const container = podSpec.containers[0];
+const daemonSet = byKind("DaemonSet")[0] as unknown as IDaemonSet;
+const podSpec = daemonSet.spec!.template.spec!;
+const container = podSpec.containers[0]!;
+const env = container.env ?? [];
+/** The agent's settings as the DaemonSet gives them: its args and the env values it sets. */
+const agentOptions = (args: string[] = []) =>
+  parseInstallerOptions(
+    args,
+    Object.fromEntries(env.flatMap((variable) => (variable.value === undefined ? [] : [[variable.name, variable.value]]))),
+    "/usr/local/bin/meshcni",
+  );
 
 describe("deploy/ manifests", () => {
   it("lists every manifest in the kustomization, and nothing that is missing", () => {
@@ -55,43 +62,42 @@ describe("deploy/ manifests", () => {
   it("runs on every node, on the host network, with the host dirs mounted where the agent looks", () => {
     expect(podSpec.hostNetwork).toBe(true);
     expect(podSpec.tolerations).toContainEqual({ operator: "Exists" });
-    const env = Object.fromEntries(container.env.filter((v: any) => v.value !== undefined).map((v: any) => [v.name, v.value]));
-    const options = parseInstallerOptions([], env, "/usr/local/bin/meshcni");
-    const mounts = container.volumeMounts.map((mount: any) => mount.mountPath);
+    const options = agentOptions();
+    const mounts = container.volumeMounts!.map((mount) => mount.mountPath);
     expect(mounts).toContain(`${options.hostRoot}${options.netDir}`);
     expect(mounts).toContain(`${options.hostRoot}${options.binDir}`);
-    const hostPaths = podSpec.volumes.map((volume: any) => volume.hostPath.path);
+    const hostPaths = podSpec.volumes!.map((volume) => volume.hostPath?.path);
     expect(hostPaths).toEqual(expect.arrayContaining([options.netDir, options.binDir]));
   });
 
   it("wires readiness to `meshcni ready`, with the agent's own environment", () => {
-    expect(container.command.slice(1)).toEqual(["install"]);
-    expect(container.readinessProbe.exec.command).toEqual([container.command[0], "ready"]);
+    expect(container.command!.slice(1)).toEqual(["install"]);
+    expect(container.readinessProbe!.exec!.command).toEqual([container.command![0], "ready"]);
   });
 
   it("gives the agent its node, its own pod, and the host's netns and state dirs for the audit", () => {
-    const fieldOf = (name: string) => container.env.find((v: any) => v.name === name)?.valueFrom?.fieldRef?.fieldPath;
+    const fieldOf = (name: string) => env.find((variable) => variable.name === name)?.valueFrom?.fieldRef?.fieldPath;
     expect([fieldOf("NODE_NAME"), fieldOf("POD_NAME"), fieldOf("POD_NAMESPACE")]).toEqual([
       "spec.nodeName",
       "metadata.name",
       "metadata.namespace",
     ]);
-    const env = Object.fromEntries(container.env.filter((v: any) => v.value !== undefined).map((v: any) => [v.name, v.value]));
-    const options = parseInstallerOptions(container.args, env, "/usr/local/bin/meshcni");
+    const options = agentOptions(container.args);
     expect(options).toMatchObject({ repair: "delete", startupTaint: { key: "meshcni.io/not-ready", effect: "NoSchedule" } });
-    const mounts = Object.fromEntries(container.volumeMounts.map((mount: any) => [mount.mountPath, mount]));
+    const mounts = Object.fromEntries(container.volumeMounts!.map((mount) => [mount.mountPath, mount]));
     expect(mounts[`${options.hostRoot}${options.stateDir}`]).toBeDefined();
     expect(mounts[`${options.hostRoot}/var/run/netns`]).toMatchObject({ mountPropagation: "HostToContainer" });
-    expect(container.securityContext.capabilities.add).toEqual(["SYS_ADMIN", "NET_ADMIN", "NET_RAW"]);
+    expect(container.securityContext!.capabilities!.add).toEqual(["SYS_ADMIN", "NET_ADMIN", "NET_RAW"]);
   });
 
   it("ships a template that the agent accepts and the plugin parses", () => {
     const configMap = byKind("ConfigMap")[0] as unknown as { metadata: { name: string }; data: { cni_network_config: string } };
     const template = renderTemplate(configMap.data.cni_network_config, "/etc/cni/net.d/ZZZ-meshcni-kubeconfig");
     expect(template.ok).toBe(true);
-    const entry = (template as { entry: object }).entry;
+    const entry = (template as unknown as { entry: { linkerd: unknown } }).entry;
     expect(() => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", ...entry }))).not.toThrow();
-    const reference = container.env.find((v: any) => v.name === "CNI_NETWORK_CONFIG").valueFrom.configMapKeyRef;
+    expect(entry.linkerd).toEqual(linkerdDefaults);
+    const reference = env.find((variable) => variable.name === "CNI_NETWORK_CONFIG")?.valueFrom?.configMapKeyRef;
     expect(reference).toEqual({ name: configMap.metadata.name, key: "cni_network_config" });
   });
 

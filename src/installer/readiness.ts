@@ -1,0 +1,38 @@
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { errorMessage } from "../errors.js";
+import { readConfigFiles } from "./config-files.js";
+import { activeConfig, hasEntry } from "./conflist.js";
+import { type InstallerOptions, installerPaths } from "./options.js";
+import type { Template } from "./template.js";
+
+export interface Readiness {
+  ready: boolean;
+  reasons: string[];
+  /** The active config file's name, when there is one. */
+  active: string | undefined;
+}
+
+/**
+ * Ready only while the binary, the kubeconfig and the entry in the active config are
+ * all in place. Reads the disk only, so `meshcni ready` and the agent agree.
+ */
+export function checkReadiness(options: InstallerOptions, template: Template): Readiness {
+  const paths = installerPaths(options);
+  const reasons: string[] = [];
+  if (!template.ok) return { ready: false, reasons: [template.reason], active: undefined };
+  const binary = join(paths.binDir, template.binaryName);
+  if (!existsSync(binary) || (statSync(binary).mode & 0o111) === 0) reasons.push(`no executable ${binary}`);
+  if (!existsSync(paths.kubeconfig)) reasons.push(`no kubeconfig ${paths.kubeconfig}`);
+  let active: string | undefined;
+  try {
+    const found = activeConfig(readConfigFiles(paths.netDir));
+    active = found?.file.name;
+    if (!found) reasons.push(`no valid CNI config in ${paths.netDir} (waiting for the primary CNI)`);
+    else if (!hasEntry(found.config, template.entry))
+      reasons.push(`${join(paths.netDir, found.file.name)} does not end with meshcni's entry`);
+  } catch (error) {
+    reasons.push(`cannot read ${paths.netDir}: ${errorMessage(error)}`);
+  }
+  return { ready: reasons.length === 0, reasons, active };
+}

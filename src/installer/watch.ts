@@ -1,0 +1,109 @@
+import { type FSWatcher, readdirSync, statSync, watch } from "node:fs";
+import { join } from "node:path";
+import { errnoCode, errorMessage } from "../errors.js";
+import type { Logger } from "../log.js";
+
+/**
+ * fs.watch under Bun (1.4) on Linux loses events, e.g. a delete right after a rename
+ * over the same name (oven-sh/bun#24875, #36328 are of the same family). A stat
+ * signature of the watched dirs, taken this often, catches what the watcher drops.
+ */
+const pollMs = 100;
+
+/** Names, inodes, sizes and mtimes of a dir's entries: changes when any of them does. */
+export function dirSignature(dir: string): string {
+  try {
+    return readdirSync(dir)
+      .sort()
+      .map((name) => {
+        try {
+          const stat = statSync(join(dir, name));
+          return `${name}:${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+        } catch {
+          return `${name}:gone`;
+        }
+      })
+      .join("|");
+  } catch (error) {
+    return `unreadable:${errnoCode(error)}`;
+  }
+}
+
+export interface WatchedDir {
+  dir: string;
+  /** Whether an event for this entry name (null: unknown) matters. */
+  relevant(name: string | null): boolean;
+}
+
+/**
+ * Calls `onChange` once for each burst of changes in the watched dirs (fs.watch, backed
+ * by a stat poll), at `schedule`'s request, and every resyncMs. `onChange` gets the time
+ * of the burst's first event (undefined for a resync or a retry), for latency metrics.
+ */
+export class DirWatcher {
+  private readonly watchers: FSWatcher[] = [];
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private queued: NodeJS.Immediate | undefined;
+  private firstEventAt: number | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly dirs: WatchedDir[],
+    private readonly resyncMs: number,
+    private readonly onChange: (eventAt: number | undefined) => void,
+    private readonly log: Logger,
+  ) {}
+
+  /** Watches before the caller's first look, so no write between the two goes unseen. */
+  start(): void {
+    for (const { dir, relevant } of this.dirs) {
+      try {
+        const watcher = watch(dir, (event, name) => {
+          this.log.debug("watch event", { dir, event, name });
+          if (relevant(name ? String(name) : null)) this.schedule(performance.now());
+        });
+        watcher.on("error", (error) => this.log.error("watch failed", { dir, error: error.message }));
+        this.watchers.push(watcher);
+      } catch (error) {
+        this.log.error("cannot watch, relying on the periodic resync", { dir, error: errorMessage(error) });
+      }
+    }
+    this.timers.add(setInterval(() => this.schedule(), this.resyncMs));
+    const signature = () => this.dirs.map(({ dir }) => dirSignature(dir)).join("\n");
+    let last = signature();
+    this.timers.add(
+      setInterval(() => {
+        const next = signature();
+        if (next !== last) this.schedule(performance.now());
+        last = next;
+      }, pollMs),
+    );
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const watcher of this.watchers) watcher.close();
+    for (const timer of this.timers) clearTimeout(timer);
+    if (this.queued) clearImmediate(this.queued);
+  }
+
+  /** Runs onChange on the next turn of the loop (a burst coalesces into one), or after delayMs. */
+  schedule(eventAt?: number, delayMs = 0): void {
+    if (this.stopped) return;
+    if (eventAt !== undefined) this.firstEventAt ??= eventAt;
+    if (delayMs > 0) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        this.schedule();
+      }, delayMs);
+      this.timers.add(timer);
+      return;
+    }
+    this.queued ??= setImmediate(() => {
+      this.queued = undefined;
+      const eventAt = this.firstEventAt;
+      this.firstEventAt = undefined;
+      this.onChange(eventAt);
+    });
+  }
+}

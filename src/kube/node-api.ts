@@ -1,0 +1,116 @@
+import {
+  CoreV1Api,
+  type CoreV1Event,
+  KubeConfig,
+  makeInformer,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Pod,
+  type V1Taint,
+} from "@kubernetes/client-node";
+import { errorMessage } from "../errors.js";
+
+/** What audit and the agent's repair do with the API, for the pods of one node. */
+export interface NodeApi {
+  listPods(): Promise<V1Pod[]>;
+  /** Calls back on every change to a pod of the node until the returned stop is called. */
+  watchPods(handlers: { change(pod: V1Pod): void; remove(pod: V1Pod): void; error(error: unknown): void }): Promise<() => Promise<void>>;
+  createPodEvent(pod: V1Pod, event: { reason: string; message: string; type: "Normal" | "Warning" }): Promise<void>;
+  labelPod(pod: V1Pod, key: string, value: string): Promise<void>;
+  /** Deletes the pod only while it is still the same pod (UID precondition). */
+  deletePod(pod: V1Pod): Promise<void>;
+  nodeTaints(): Promise<{ taints: V1Taint[]; resourceVersion: string }>;
+  /** Replaces the node's taints if the node has not changed since resourceVersion. */
+  setNodeTaints(taints: V1Taint[], resourceVersion: string): Promise<void>;
+}
+
+export function kubeConfigFrom(path: string | undefined): KubeConfig {
+  const config = new KubeConfig();
+  try {
+    if (path) config.loadFromFile(path);
+    else config.loadFromDefault();
+  } catch (error) {
+    throw new Error(`cannot read kubeconfig ${path ?? "(default)"}: ${errorMessage(error)}`);
+  }
+  return config;
+}
+
+export function createNodeApi(config: KubeConfig, nodeName: string, component = "meshcni"): NodeApi {
+  const api = config.makeApiClient(CoreV1Api);
+  const fieldSelector = `spec.nodeName=${nodeName}`;
+  const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
+  return {
+    listPods,
+    async watchPods({ change, remove, error }) {
+      const informer = makeInformer(config, `/api/v1/pods?fieldSelector=${encodeURIComponent(fieldSelector)}`, () =>
+        api.listPodForAllNamespaces({ fieldSelector }),
+      );
+      let stopped = false;
+      informer.on("add", change);
+      informer.on("update", change);
+      informer.on("delete", remove);
+      informer.on("error", (failure) => {
+        error(failure);
+        // The informer stops on error; come back after a pause, as client-go's reflector does.
+        if (!stopped) setTimeout(() => void (stopped || informer.start().catch(error)), 1000);
+      });
+      await informer.start();
+      return async () => {
+        stopped = true;
+        await informer.stop();
+      };
+    },
+    async createPodEvent(pod, { reason, message, type }) {
+      const now = new Date();
+      const event: CoreV1Event = {
+        metadata: { generateName: `${pod.metadata!.name}.`, namespace: pod.metadata!.namespace! },
+        involvedObject: {
+          apiVersion: "v1",
+          kind: "Pod",
+          name: pod.metadata!.name!,
+          namespace: pod.metadata!.namespace!,
+          uid: pod.metadata!.uid!,
+        },
+        reason,
+        message,
+        type,
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        source: { component, host: nodeName },
+        reportingComponent: component,
+        reportingInstance: nodeName,
+      };
+      await api.createNamespacedEvent({ namespace: event.metadata.namespace!, body: event });
+    },
+    async labelPod(pod, key, value) {
+      await api.patchNamespacedPod(
+        { name: pod.metadata!.name!, namespace: pod.metadata!.namespace!, body: { metadata: { labels: { [key]: value } } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    },
+    async deletePod(pod) {
+      await api.deleteNamespacedPod({
+        name: pod.metadata!.name!,
+        namespace: pod.metadata!.namespace!,
+        body: { preconditions: { uid: pod.metadata!.uid! } },
+      });
+    },
+    async nodeTaints() {
+      const node = await api.readNode({ name: nodeName });
+      return { taints: node.spec?.taints ?? [], resourceVersion: node.metadata?.resourceVersion ?? "" };
+    },
+    async setNodeTaints(taints, resourceVersion) {
+      await api.patchNode(
+        {
+          name: nodeName,
+          body: [
+            { op: "test", path: "/metadata/resourceVersion", value: resourceVersion },
+            { op: "add", path: "/spec/taints", value: taints },
+          ],
+        },
+        setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+      );
+    },
+  };
+}

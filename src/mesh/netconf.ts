@@ -1,0 +1,94 @@
+import * as v from "valibot";
+import { CniError, ErrorCode } from "../cni/errors.js";
+import { type CniVersion, requireSupportedVersion } from "../cni/version.js";
+import { errorMessage } from "../errors.js";
+import { iptablesModes } from "../iptables/backend.js";
+import { describeIssuePath } from "../schema.js";
+import { defaultStateDir } from "../state/records.js";
+import { defaultKubeconfig, linkerdDefaults as defaults } from "./defaults.js";
+import { type Parsed, parseIdToken, parsePortNumberToken, parsePortToken, parseSubnetToken } from "./tokens.js";
+
+const stringOrNumber = v.union([v.string(), v.number()]);
+
+/** A schema for one token that the parsers in tokens.ts accept, so netconf and annotations agree. */
+function token<T>(parse: (input: string) => Parsed<T>, input: v.GenericSchema<unknown, string | number> = stringOrNumber) {
+  return v.pipe(
+    input,
+    v.rawTransform(({ dataset, addIssue, NEVER }) => {
+      const parsed = parse(String(dataset.value));
+      if (parsed.ok) return parsed.value;
+      addIssue({ message: parsed.reason });
+      return NEVER;
+    }),
+  );
+}
+
+const portOrRange = token(parsePortToken);
+const port = token(parsePortNumberToken);
+const id = token(parseIdToken);
+const subnet = token(parseSubnetToken, v.string());
+const positiveSeconds = v.pipe(v.number(), v.minValue(Number.MIN_VALUE, "must be above 0"), v.maxValue(300));
+
+/** Linkerd's linkerd-cni netconf (linkerd2 charts/linkerd2-cni), so existing configs work unchanged. */
+const linkerdSchema = v.looseObject({
+  "incoming-proxy-port": v.optional(port, defaults["incoming-proxy-port"]),
+  "outgoing-proxy-port": v.optional(port, defaults["outgoing-proxy-port"]),
+  "proxy-uid": v.optional(id, defaults["proxy-uid"]),
+  "proxy-gid": v.optional(id),
+  "ports-to-redirect": v.optional(v.array(port), () => [...defaults["ports-to-redirect"]]),
+  "inbound-ports-to-ignore": v.optional(v.array(portOrRange), () => [...defaults["inbound-ports-to-ignore"]]),
+  "outbound-ports-to-ignore": v.optional(v.array(portOrRange), []),
+  "subnets-to-ignore": v.optional(v.array(subnet), []),
+  simulate: v.optional(v.boolean(), defaults.simulate),
+  "use-wait-flag": v.optional(v.boolean(), defaults["use-wait-flag"]),
+  "iptables-mode": v.optional(v.picklist(iptablesModes), defaults["iptables-mode"]),
+  ipv6: v.optional(v.boolean(), defaults.ipv6),
+});
+
+const netConfSchema = v.looseObject({
+  cniVersion: v.string(),
+  name: v.pipe(v.string(), v.minLength(1)),
+  type: v.pipe(v.string(), v.minLength(1)),
+  log_level: v.optional(v.picklist(["debug", "info", "warn", "warning", "error"]), "info"),
+  log_file: v.optional(v.pipe(v.string(), v.minLength(1))),
+  /** Where ADD records what it did for each meshed pod (read by `meshcni audit`). */
+  state_dir: v.optional(v.pipe(v.string(), v.minLength(1)), defaultStateDir),
+  kubernetes: v.optional(
+    v.looseObject({
+      kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1)), defaultKubeconfig),
+      /** Overall deadline for the API lookups of one ADD or CHECK, retries included. */
+      timeout_seconds: v.optional(positiveSeconds, 30),
+    }),
+    {},
+  ),
+  linkerd: v.optional(linkerdSchema, {}),
+  prevResult: v.optional(v.record(v.string(), v.unknown())),
+  /** GC's list of attachments the runtime still knows. */
+  "cni.dev/valid-attachments": v.optional(v.array(v.looseObject({ containerID: v.string(), ifname: v.string() }))),
+});
+
+export type NetConf = v.InferOutput<typeof netConfSchema> & { cniVersion: CniVersion };
+export type LinkerdConf = v.InferOutput<typeof linkerdSchema>;
+
+/** Decodes stdin: not JSON → code 6, unsupported cniVersion → code 1, bad field → code 7. */
+export function parseNetConf(stdin: string): NetConf {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(stdin);
+  } catch (error) {
+    throw new CniError(ErrorCode.decodeFailure, `network config on stdin is not valid JSON: ${errorMessage(error)}`);
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new CniError(ErrorCode.decodeFailure, "network config on stdin must be a JSON object");
+  }
+  const cniVersion = requireSupportedVersion((raw as Record<string, unknown>).cniVersion);
+  const parsed = v.safeParse(netConfSchema, raw);
+  if (!parsed.success) {
+    const problems = parsed.issues.map(
+      (issue) =>
+        `${describeIssuePath(issue)}${issue.input === undefined ? " (missing)" : `=${JSON.stringify(issue.input)}`}: ${issue.message}`,
+    );
+    throw new CniError(ErrorCode.invalidNetworkConfig, `invalid network config: ${problems.join("; ")}`);
+  }
+  return { ...parsed.output, cniVersion };
+}

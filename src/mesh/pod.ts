@@ -1,0 +1,94 @@
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { FirewallSpec } from "../iptables/types.js";
+import { podName } from "../pod-key.js";
+import type { LinkerdConf } from "./netconf.js";
+import { type Parsed, parseIdToken, parsePortToken, parseSubnetToken, splitList } from "./tokens.js";
+
+export const proxyContainerName = "linkerd-proxy";
+export const proxyInitContainerName = "linkerd-init";
+export const controlPlaneLabel = "linkerd.io/control-plane-component";
+
+/** Linkerd's per-pod (then per-namespace) overrides of the netconf. */
+export const annotations = {
+  skipInboundPorts: "config.linkerd.io/skip-inbound-ports",
+  skipOutboundPorts: "config.linkerd.io/skip-outbound-ports",
+  skipSubnets: "config.linkerd.io/skip-subnets",
+  proxyUid: "config.linkerd.io/proxy-uid",
+  proxyGid: "config.linkerd.io/proxy-gid",
+} as const;
+
+/** Ports a control-plane pod reaches the API server on, besides the kubeconfig's own. */
+export const apiServerFallbackPorts = [443, 6443];
+
+/** An annotation value that cannot become a rule: the pod's config is invalid. */
+export class AnnotationError extends Error {
+  constructor(
+    readonly pod: string,
+    readonly source: "pod" | "namespace",
+    readonly annotation: string,
+    readonly token: string,
+    readonly reason: string,
+  ) {
+    super(`pod ${pod}: ${source} annotation ${annotation} has invalid value ${JSON.stringify(token)}: ${reason}`);
+    this.name = "AnnotationError";
+  }
+}
+
+/**
+ * A pod is meshed when it runs the proxy (a container, or a native-sidecar
+ * initContainer) and has no linkerd-init, which programs iptables itself.
+ */
+export function isMeshed(pod: V1Pod): boolean {
+  const spec = pod.spec;
+  const hasProxy = [...(spec?.containers ?? []), ...(spec?.initContainers ?? [])].some((c) => c.name === proxyContainerName);
+  const hasInit = (spec?.initContainers ?? []).some((c) => c.name === proxyInitContainerName);
+  return hasProxy && !hasInit;
+}
+
+/** True when one of the override annotations is absent on the pod, so the namespace's may apply. */
+export function needsNamespaceAnnotations(pod: V1Pod): boolean {
+  const own = pod.metadata?.annotations ?? {};
+  return Object.values(annotations).some((key) => own[key] === undefined);
+}
+
+function annotationReader(pod: V1Pod, namespace: V1Namespace | undefined) {
+  const fromPod = pod.metadata?.annotations ?? {};
+  const fromNamespace = namespace?.metadata?.annotations ?? {};
+  return <T>(key: string, parse: (token: string) => Parsed<T>, list: boolean): T[] | undefined => {
+    const source = fromPod[key] !== undefined ? "pod" : "namespace";
+    const value = fromPod[key] ?? fromNamespace[key];
+    if (value === undefined) return undefined;
+    const tokens = list ? splitList(value) : [value.trim()];
+    return tokens.map((token) => {
+      const parsed = parse(token);
+      if (parsed.ok) return parsed.value;
+      throw new AnnotationError(podName(pod), source, key, token, parsed.reason);
+    });
+  };
+}
+
+/**
+ * The pod's firewall: the netconf, overridden by the pod's annotations, else its
+ * namespace's. skip-inbound-ports adds to the netconf's ignores; skip-outbound-ports
+ * replaces them; control-plane pods also skip the API server's ports outbound.
+ */
+export function firewallSpecFor(conf: LinkerdConf, pod: V1Pod, namespace: V1Namespace | undefined, apiServerPort: number): FirewallSpec {
+  const read = annotationReader(pod, namespace);
+  const skipInbound = read(annotations.skipInboundPorts, parsePortToken, true) ?? [];
+  const skipOutbound = read(annotations.skipOutboundPorts, parsePortToken, true) ?? conf["outbound-ports-to-ignore"];
+  const skipSubnets = read(annotations.skipSubnets, parseSubnetToken, true) ?? [];
+  const [proxyUid] = read(annotations.proxyUid, parseIdToken, false) ?? [conf["proxy-uid"]];
+  const [proxyGid] = read(annotations.proxyGid, parseIdToken, false) ?? [conf["proxy-gid"]];
+  const controlPlane = pod.metadata?.labels?.[controlPlaneLabel] !== undefined;
+  const apiPorts = controlPlane ? [...new Set([apiServerPort, ...apiServerFallbackPorts])].map((port) => ({ from: port, to: port })) : [];
+  return {
+    inboundProxyPort: conf["incoming-proxy-port"],
+    outboundProxyPort: conf["outgoing-proxy-port"],
+    proxyUid: proxyUid!,
+    ...(proxyGid === undefined ? {} : { proxyGid }),
+    portsToRedirect: conf["ports-to-redirect"],
+    inboundPortsToIgnore: [...conf["inbound-ports-to-ignore"], ...skipInbound],
+    outboundPortsToIgnore: [...skipOutbound, ...apiPorts],
+    subnetsToIgnore: [...new Set([...conf["subnets-to-ignore"], ...skipSubnets])],
+  };
+}

@@ -1,0 +1,26 @@
+import { resolveBackend } from "../iptables/backend.js";
+import { fileDetectionCache } from "../iptables/detection-cache.js";
+import { binaryAvailable, createIptablesRunner, hostSaveProbe } from "../iptables/exec.js";
+import { loadApiAccess } from "../kube/kubeconfig.js";
+import type { Logger } from "../log.js";
+import type { NetConf } from "../mesh/netconf.js";
+import { inNetns } from "../netns/enter.js";
+import { fileRecordStore } from "../state/records.js";
+import type { PluginDeps } from "./request.js";
+
+const backendOf = (conf: NetConf) => resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, fileDetectionCache(conf.state_dir));
+
+/** The real I/O: the API, the host's iptables binaries, setns, the state dir. */
+export function productionDeps(log: Logger): PluginDeps {
+  return {
+    log,
+    // Loaded only by the verbs that call the API: it is most of the bundle.
+    kubeReader: async (options) => (await import("../kube/pod-reader.js")).createKubeReader(options),
+    checkKubeconfig: async (path) => void (await loadApiAccess(path)),
+    backend: backendOf,
+    iptables: async (conf) => createIptablesRunner(await backendOf(conf), { wait: conf.linkerd["use-wait-flag"] }),
+    binaryAvailable,
+    inNetns,
+    records: fileRecordStore,
+  };
+}

@@ -1,0 +1,74 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { parseCniArgs, podIdentity } from "../cni/args.js";
+import { errorMessage } from "../errors.js";
+import type { FirewallSpec } from "../iptables/types.js";
+import type { KubeReader } from "../kube/pod-reader.js";
+import { firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../mesh/pod.js";
+import { formatPodKey, type PodKey } from "../pod-key.js";
+import type { PluginDeps, PluginRequest } from "./request.js";
+
+export interface Decision {
+  pod: V1Pod;
+  /** Undefined when the pod is not meshed. */
+  spec: FirewallSpec | undefined;
+}
+
+/** The pod could not be looked up, so its redirect cannot be decided: retrying may help. */
+export class PodLookupError extends Error {
+  constructor(
+    readonly pod: PodKey,
+    readonly reason: string,
+  ) {
+    super(`cannot decide the redirect for pod ${formatPodKey(pod)}: ${reason}`);
+    this.name = "PodLookupError";
+  }
+}
+
+/** Bounds one API request, so a retry still fits within the deadline. */
+const attemptTimeoutMs = 10_000;
+
+/**
+ * Looks the pod up and decides its firewall; undefined when the runtime named no pod.
+ * Any API failure fails closed: a meshed pod must never start unredirected.
+ */
+export async function lookupPod(request: PluginRequest, deps: PluginDeps): Promise<Decision | undefined> {
+  const identity = podIdentity(parseCniArgs(request.env.args));
+  if (!identity) {
+    deps.log.info("no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS: not a Kubernetes pod, passing through");
+    return undefined;
+  }
+  const subject = formatPodKey(identity);
+  const { kubeconfig, timeout_seconds } = request.conf.kubernetes;
+  const deadline = AbortSignal.timeout(timeout_seconds * 1000);
+  let reader: KubeReader;
+  try {
+    reader = await deps.kubeReader({
+      kubeconfig,
+      deadline,
+      attemptTimeoutMs: Math.min(attemptTimeoutMs, timeout_seconds * 1000),
+      onRetry: (attempt, cause) => deps.log.warn("API request failed, retrying", { pod: subject, attempt, cause }),
+    });
+  } catch (error) {
+    throw new PodLookupError(identity, errorMessage(error));
+  }
+  const read = async <T>(what: string, call: () => Promise<T>) => {
+    try {
+      return await call();
+    } catch (error) {
+      throw new PodLookupError(identity, `reading ${what}: ${errorMessage(error)}`);
+    }
+  };
+  try {
+    const pod = await read(`pod ${subject}`, () => reader.readPod(identity.namespace, identity.name));
+    if (identity.uid && pod.metadata?.uid && identity.uid !== pod.metadata.uid) {
+      throw new PodLookupError(identity, `the API server has pod UID ${pod.metadata.uid}, the runtime asked for ${identity.uid}`);
+    }
+    if (!isMeshed(pod)) return { pod, spec: undefined };
+    const namespace = needsNamespaceAnnotations(pod)
+      ? await read(`namespace ${identity.namespace}`, () => reader.readNamespace(identity.namespace))
+      : undefined;
+    return { pod, spec: firewallSpecFor(request.conf.linkerd, pod, namespace, reader.serverPort) };
+  } finally {
+    reader.close();
+  }
+}

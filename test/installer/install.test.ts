@@ -1,0 +1,260 @@
+import { execFileSync, spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { AgentHarness, conflist } from "../kit/agent.js";
+import { isRoot, sleep } from "../kit/common.js";
+import { meshcniBinary } from "../kit/network.js";
+
+const calico = (revision = 1) =>
+  conflist(
+    "k8s-pod-network",
+    [
+      { type: "calico", revision, ipam: { type: "calico-ipam" } },
+      { type: "portmap", capabilities: { portMappings: true } },
+    ],
+    { disableCheck: false },
+  );
+
+describe("meshcni install", () => {
+  let host: AgentHarness;
+  afterEach(async () => host?.cleanup());
+
+  async function started(files: Record<string, string>, extra: string[] = []): Promise<AgentHarness> {
+    host = new AgentHarness();
+    for (const [name, text] of Object.entries(files)) writeFileSync(host.path(name), text);
+    await host.start(extra);
+    return host;
+  }
+
+  const chainedIn = (name: string) => () => host.types(name).at(-1) === "meshcni";
+  const ready = () => spawnSync(meshcniBinary, ["ready", ...host.args()], { env: host.env, encoding: "utf8" });
+
+  it("installs the binary and kubeconfig, chains into the active config, and reports ready", async () => {
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    expect(host.types("10-calico.conflist")).toEqual(["calico", "portmap", "meshcni"]);
+    const { plugins, ...rest } = host.json("10-calico.conflist");
+    const { plugins: originalPlugins, ...originalRest } = JSON.parse(calico());
+    expect(rest).toEqual(originalRest);
+    expect(plugins!.slice(0, 2)).toEqual(originalPlugins);
+    expect(plugins![2]).toMatchObject({ kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } });
+    expect(readFileSync(`${host.binDir}/meshcni`).equals(readFileSync(meshcniBinary))).toBe(true);
+    expect(statSync(`${host.binDir}/meshcni`).mode & 0o777).toBe(0o755);
+    expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
+    expect(readFileSync(host.kubeconfigPath, "utf8")).toContain('"token": "token-one"');
+    expect(readFileSync(host.kubeconfigPath, "utf8")).toContain('"server": "https://10.96.0.1:443"');
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    expect(await host.metric("meshcni_ready")).toBe(1);
+    expect(ready().status).toBe(0);
+    expect(host.stderr.join("\n")).not.toContain("token-one");
+  });
+
+  it("re-chains after an in-place rewrite (Calico), a rename over (AWS VPC CNI), and a delete and recreate", async () => {
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    host.writeInPlace("10-calico.conflist", calico(2));
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    expect(host.json("10-calico.conflist").plugins![0]).toMatchObject({ revision: 2 });
+    host.renameOver("10-calico.conflist", calico(3));
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    expect(host.json("10-calico.conflist").plugins![0]).toMatchObject({ revision: 3 });
+    host.remove("10-calico.conflist");
+    await host.waitFor(async () => (await host.readyz()).status === 503);
+    expect(ready().status).toBe(1);
+    writeFileSync(host.path("10-calico.conflist"), calico(4));
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    expect(await host.metric("meshcni_rechain_total")).toBe(3);
+    expect(await host.metric("meshcni_rechain_last_latency_seconds")).toBeGreaterThan(0);
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+  });
+
+  it("moves to a new earlier-sorting config (Cilium arriving) and leaves the old one as it was", async () => {
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    const cilium = conflist("cilium", [{ type: "cilium-cni", enable_debug: false }]);
+    writeFileSync(host.path("05-cilium.conflist"), cilium);
+    await host.waitFor(chainedIn("05-cilium.conflist"));
+    await host.waitFor(() => host.types("10-calico.conflist").length === 2);
+    expect(host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
+    expect(host.types("05-cilium.conflist")).toEqual(["cilium-cni", "meshcni"]);
+  });
+
+  it("wraps a lone .conf into a .conflist the way the runtime reads it", async () => {
+    const bridge = {
+      cniVersion: "0.4.0",
+      name: "mynet",
+      type: "bridge",
+      bridge: "cni0",
+      ipam: { type: "host-local", subnet: "10.22.0.0/16" },
+    };
+    await started({ "10-mynet.conf": JSON.stringify(bridge) });
+    await host.waitFor(chainedIn("10-mynet.conflist"));
+    await host.waitFor(() => !readdirSync(host.netDir).includes("10-mynet.conf"));
+    const wrapped = host.json("10-mynet.conflist");
+    expect(wrapped).toMatchObject({ cniVersion: "0.4.0", name: "mynet" });
+    expect(wrapped.plugins![0]).toEqual(bridge);
+  });
+
+  it("touches only the active config when two agents' files are there", async () => {
+    const other = conflist("other", [{ type: "macvlan", master: "eth0" }]);
+    await started({ "10-calico.conflist": calico(), "20-other.conflist": other, "README.txt": "not a config" });
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    expect(host.read("20-other.conflist")).toBe(other);
+    expect(host.read("README.txt")).toBe("not a config");
+  });
+
+  it("waits out a half-written foreign config instead of acting on it", async () => {
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    const cilium = conflist("cilium", [{ type: "cilium-cni" }]);
+    host.writeInPlace("05-cilium.conflist", cilium.slice(0, 40));
+    await sleep(300);
+    expect(host.read("05-cilium.conflist")).toBe(cilium.slice(0, 40));
+    expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
+    host.writeInPlace("05-cilium.conflist", cilium);
+    await host.waitFor(chainedIn("05-cilium.conflist"));
+    await host.waitFor(() => host.types("10-calico.conflist").length === 2);
+    expect(host.stderr.some((line) => line.includes('"level":"error"'))).toBe(false);
+  });
+
+  it("rewrites the kubeconfig when the projected token rotates, never logging it", async () => {
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(() => host.kubeconfig().includes("token-one"));
+    host.rotateToken("token-two");
+    await host.waitFor(() => host.kubeconfig().includes('"token": "token-two"'), 10_000);
+    expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
+    expect(host.logs.some((line) => line.msg.includes("kubeconfig rewritten"))).toBe(true);
+    expect(host.stderr.join("\n")).not.toMatch(/token-(one|two)/);
+  });
+
+  it("on SIGTERM restores every config in meaning, removes the kubeconfig, keeps the binary, exits 0", async () => {
+    const bridge = { cniVersion: "1.0.0", name: "mynet", type: "bridge" };
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    writeFileSync(host.path("05-mynet.conf"), JSON.stringify(bridge));
+    await host.waitFor(chainedIn("05-mynet.conflist"));
+    expect(await host.stop("SIGTERM")).toBe(0);
+    expect(host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
+    expect(host.json("05-mynet.conflist")).toEqual({ cniVersion: "1.0.0", name: "mynet", plugins: [bridge] });
+    expect(readdirSync(host.netDir).sort()).toEqual(["05-mynet.conflist", "10-calico.conflist"]);
+    expect(readdirSync(host.binDir)).toEqual(["meshcni"]);
+  });
+
+  it("removes the binary too with --remove-binary", async () => {
+    await started({ "10-calico.conflist": calico() }, ["--remove-binary"]);
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    expect(await host.stop("SIGINT")).toBe(0);
+    expect(readdirSync(host.binDir)).toEqual([]);
+  });
+
+  it("restarts idempotently: no rewrite of the binary or the config", async () => {
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    expect(await host.stop()).toBe(0);
+    writeFileSync(host.path("10-calico.conflist"), calico());
+    await host.start();
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    const before = { binary: statSync(`${host.binDir}/meshcni`).mtimeMs, config: statSync(host.path("10-calico.conflist")).mtimeMs };
+    await host.stop("SIGKILL");
+    await host.start();
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    expect(statSync(`${host.binDir}/meshcni`).mtimeMs).toBe(before.binary);
+    expect(statSync(host.path("10-calico.conflist")).mtimeMs).toBe(before.config);
+    expect(host.logs.filter((line) => line.msg === "binary already installed")).toHaveLength(2);
+  });
+
+  it("replaces an existing linkerd-cni entry and duplicate entries with one", async () => {
+    const linkerd = { name: "linkerd-cni", type: "linkerd-cni", linkerd: {} };
+    await started({ "10-calico.conflist": conflist("k8s", [{ type: "calico" }, linkerd, { type: "meshcni" }, { type: "portmap" }]) });
+    await host.waitFor(() => host.types("10-calico.conflist").join() === "calico,portmap,meshcni");
+    expect(host.logs.some((line) => line.msg.includes("duplicate"))).toBe(true);
+  });
+
+  it("backs off and warns, naming the file, when another agent keeps removing the entry", async () => {
+    await started({ "05-cilium.conflist": conflist("cilium", [{ type: "cilium-cni" }]) });
+    await host.waitFor(chainedIn("05-cilium.conflist"));
+    const started_ = performance.now();
+    while (!host.logs.some((line) => line.level === "warn" && line.msg.includes("keeps removing")) && performance.now() - started_ < 5000) {
+      if (host.types("05-cilium.conflist").includes("meshcni"))
+        host.renameOver("05-cilium.conflist", conflist("cilium", [{ type: "cilium-cni" }]));
+      await sleep(5);
+    }
+    const warning = host.logs.find((line) => line.level === "warn" && line.msg.includes("keeps removing"));
+    expect(warning?.msg).toContain(host.path("05-cilium.conflist"));
+    expect(warning?.msg).toContain("cni.exclusive");
+    // Backing off: the stripped file stays stripped for a while.
+    await sleep(300);
+    expect(host.types("05-cilium.conflist")).toEqual(["cilium-cni"]);
+    await host.waitFor(chainedIn("05-cilium.conflist"), 3000);
+  });
+
+  describe("bad input: a clear log line, not ready, nothing damaged", () => {
+    it("waits with no config at all, never writing a standalone one", async () => {
+      await started({});
+      await host.waitFor(async () => (await host.readyz()).body.includes("no valid CNI config"));
+      expect(readdirSync(host.netDir)).toEqual(["ZZZ-meshcni-kubeconfig"]);
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      await host.waitFor(chainedIn("10-calico.conflist"));
+    });
+
+    it("refuses an invalid template", async () => {
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      await host.start(["--template", '{"type":"calico"}']);
+      await host.waitFor(() =>
+        host.logs.some((line) => line.level === "error" && line.msg.includes('type must be "meshcni" or "linkerd-cni"')),
+      );
+      expect((await host.readyz()).status).toBe(503);
+      expect(host.read("10-calico.conflist")).toBe(calico());
+      expect(readdirSync(host.binDir)).toEqual([]);
+      expect(ready().status).toBe(1);
+    });
+
+    it("reports a read-only net dir and damages nothing", async () => {
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      const readOnly = isRoot
+        ? () => execFileSync("sh", ["-c", `mount --bind '${host.netDir}' '${host.netDir}' && mount -o remount,bind,ro '${host.netDir}'`])
+        : () => chmodSync(host.netDir, 0o555);
+      readOnly();
+      try {
+        await host.start();
+        await host.waitFor(() => host.logs.some((line) => line.level === "error"));
+        expect((await host.readyz()).status).toBe(503);
+        expect(host.read("10-calico.conflist")).toBe(calico());
+        expect(readdirSync(host.netDir)).toEqual(["10-calico.conflist"]);
+      } finally {
+        if (isRoot) execFileSync("umount", [host.netDir]);
+        else chmodSync(host.netDir, 0o755);
+      }
+    });
+
+    it("reports a net dir it cannot read", async () => {
+      host = new AgentHarness();
+      await host.start(["--net-dir", "/does/not/exist"]);
+      const body = (await host.readyz()).body;
+      expect(body).toContain("cannot read");
+      expect(ready().stdout).toContain("not ready");
+    });
+
+    it("refuses a conflist it cannot parse without touching it", async () => {
+      await started({ "10-calico.conflist": "{ this is not json" });
+      await host.waitFor(() => host.logs.some((line) => line.msg.includes("ignoring an invalid CNI config")), 5000);
+      expect(host.read("10-calico.conflist")).toBe("{ this is not json");
+      expect((await host.readyz()).status).toBe(503);
+    });
+  });
+});
+
+describe("meshcni install --help", () => {
+  it("documents Linkerd's environment variables", () => {
+    const help = execFileSync(meshcniBinary, ["install", "--help"], { encoding: "utf8" });
+    for (const name of ["DEST_CNI_NET_DIR", "DEST_CNI_BIN_DIR", "CNI_NETWORK_CONFIG", "KUBECONFIG_FILE_NAME"]) expect(help).toContain(name);
+  });
+
+  it("refuses unknown flags with exit 2", () => {
+    mkdirSync("/tmp", { recursive: true });
+    expect(spawnSync(meshcniBinary, ["install", "--bogus"]).status).toBe(2);
+  });
+});

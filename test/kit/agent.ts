@@ -1,0 +1,201 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { FakeApiServer } from "./api-server.js";
+import { sleep } from "./common.js";
+import { meshcniBinary } from "./network.js";
+
+export interface LogLine {
+  level: string;
+  msg: string;
+  [key: string]: unknown;
+}
+
+/**
+ * A host in temp dirs for `meshcni install`: a CNI config dir and bin dir under a host
+ * root, and a projected service-account dir that rotates like kubelet's (a `..data`
+ * symlink swapped by rename). Runs the compiled binary and reads its JSON log lines.
+ */
+export class AgentHarness {
+  readonly root = mkdtempSync(join(tmpdir(), "meshcni-agent-"));
+  readonly hostRoot: string;
+  readonly netDir: string;
+  readonly binDir: string;
+  readonly serviceAccountDir = join(this.root, "serviceaccount");
+  readonly logs: LogLine[] = [];
+  readonly stderr: string[] = [];
+  private child: ChildProcess | undefined;
+  private exited: Promise<number | null> | undefined;
+  private tokenGeneration = 0;
+  address = "";
+
+  private readonly onHost: boolean;
+
+  /** `onHost`: no host root; the dirs are real paths, so the conflist works for cnitool here. */
+  constructor(options: { onHost?: boolean } = {}) {
+    this.onHost = options.onHost ?? false;
+    this.hostRoot = this.onHost ? "/" : join(this.root, "host");
+    this.netDir = this.onHost ? join(this.root, "net.d") : join(this.hostRoot, "/etc/cni/net.d");
+    this.binDir = this.onHost ? join(this.root, "bin") : join(this.hostRoot, "/opt/cni/bin");
+    mkdirSync(this.netDir, { recursive: true });
+    mkdirSync(this.binDir, { recursive: true });
+    mkdirSync(this.serviceAccountDir);
+    this.rotateToken("token-one", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
+  }
+
+  get kubeconfigPath(): string {
+    return join(this.netDir, "ZZZ-meshcni-kubeconfig");
+  }
+
+  /** Swaps the projected volume's `..data` link as kubelet's atomic writer does. */
+  rotateToken(token: string, caPem = readFileSync(join(this.serviceAccountDir, "ca.crt"), "utf8")): void {
+    const generation = join(this.serviceAccountDir, `..gen_${++this.tokenGeneration}`);
+    mkdirSync(generation);
+    writeFileSync(join(generation, "token"), token);
+    writeFileSync(join(generation, "ca.crt"), caPem);
+    const staged = join(this.serviceAccountDir, "..data_tmp");
+    symlinkSync(`..gen_${this.tokenGeneration}`, staged);
+    renameSync(staged, join(this.serviceAccountDir, "..data"));
+    for (const name of ["token", "ca.crt"]) {
+      if (!existsSync(join(this.serviceAccountDir, name))) symlinkSync(`..data/${name}`, join(this.serviceAccountDir, name));
+    }
+  }
+
+  args(extra: string[] = []): string[] {
+    const dirs = this.onHost ? ["--net-dir", this.netDir, "--bin-dir", this.binDir] : [];
+    return ["--host-root", this.hostRoot, ...dirs, "--service-account-dir", this.serviceAccountDir, ...extra];
+  }
+
+  get env(): NodeJS.ProcessEnv {
+    return { ...process.env, KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443", LOG_LEVEL: "debug" };
+  }
+
+  async start(extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<void> {
+    const child = spawn(meshcniBinary, ["install", ...this.args(["--listen", "127.0.0.1:0", "--resync-seconds", "60", ...extra])], {
+      env: { ...this.env, ...env },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    this.child = child;
+    const firstLine = this.logs.length;
+    this.exited = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+    let buffer = "";
+    child.stderr!.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const lines = buffer.split("\n");
+      buffer = lines.pop()!;
+      for (const line of lines) {
+        this.stderr.push(line);
+        try {
+          this.logs.push(JSON.parse(line) as LogLine);
+        } catch {
+          // not a log line
+        }
+      }
+    });
+    const serving = (line: LogLine, index: number) => index >= firstLine && line.msg === "serving /readyz and /metrics";
+    await this.waitFor(() => this.logs.some(serving), 10_000);
+    this.address = String(this.logs.find(serving)!.address);
+  }
+
+  /** Starts the agent against an in-test API server: its token and CA projected, its address in the env. */
+  async startWithApi(api: FakeApiServer, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<void> {
+    this.rotateToken(api.token, api.caPem);
+    await this.start(extra, { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port), ...env });
+  }
+
+  /** Sends a signal and returns the exit code. */
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
+    this.child?.kill(signal);
+    const code = await this.exited;
+    this.child = undefined;
+    return code ?? null;
+  }
+
+  async readyz(): Promise<{ status: number; body: string }> {
+    const response = await fetch(`http://${this.address}/readyz`);
+    return { status: response.status, body: await response.text() };
+  }
+
+  async metric(name: string): Promise<number> {
+    const text = await (await fetch(`http://${this.address}/metrics`)).text();
+    const line = text.split("\n").find((entry) => entry.startsWith(`${name} `));
+    return Number(line?.split(" ")[1]);
+  }
+
+  /** Polls until the condition holds; rejects with the agent's log when it never does. */
+  async waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<number> {
+    const started = performance.now();
+    while (!(await condition())) {
+      if (performance.now() - started > timeoutMs)
+        throw new Error(`condition not met in ${timeoutMs} ms; agent log:\n${this.stderr.join("\n")}`);
+      await sleep(2);
+    }
+    return performance.now() - started;
+  }
+
+  /** The kubeconfig the agent wrote, or "" while there is none. */
+  kubeconfig(): string {
+    return existsSync(this.kubeconfigPath) ? readFileSync(this.kubeconfigPath, "utf8") : "";
+  }
+
+  path(name: string): string {
+    return join(this.netDir, name);
+  }
+
+  read(name: string): string {
+    return readFileSync(this.path(name), "utf8");
+  }
+
+  json(name: string): { plugins?: Array<{ type: string }>; [key: string]: unknown } {
+    return JSON.parse(this.read(name));
+  }
+
+  /** The types in a config's plugin list ("!" when it is missing or not JSON yet). */
+  types(name: string): string[] {
+    try {
+      return (this.json(name).plugins ?? []).map((plugin) => plugin.type);
+    } catch {
+      return ["!"];
+    }
+  }
+
+  /** Rewrites in place, as Calico does: open, truncate, write; no rename. */
+  writeInPlace(name: string, content: string): void {
+    const fd = openSync(this.path(name), existsSync(this.path(name)) ? "r+" : "w");
+    ftruncateSync(fd, 0);
+    writeSync(fd, content, 0);
+    closeSync(fd);
+  }
+
+  /** Writes a temp file and renames it over, as the AWS VPC CNI does. */
+  renameOver(name: string, content: string): void {
+    writeFileSync(this.path(`.${name}.tmp`), content);
+    renameSync(this.path(`.${name}.tmp`), this.path(name));
+  }
+
+  remove(name: string): void {
+    rmSync(this.path(name), { force: true });
+  }
+
+  async cleanup(): Promise<void> {
+    if (this.child) await this.stop("SIGKILL");
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+export const conflist = (name: string, plugins: object[], extra: object = {}) =>
+  `${JSON.stringify({ cniVersion: "1.0.0", name, ...extra, plugins }, null, 2)}\n`;

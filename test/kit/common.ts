@@ -1,0 +1,38 @@
+import { execa } from "execa";
+import { kubeconfigPlaceholder } from "../../src/installer/template.js";
+
+/** The netns, iptables and CRI suites need root; elsewhere they are skipped. */
+export const isRoot = process.getuid?.() === 0;
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** CNI_ARGS naming a pod, as a runtime passes them. */
+export const podArgs = (namespace: string, name: string) => `K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name}`;
+
+/** The loopback bypass meshcni writes, as CHECK and the audit name it when it is missing. */
+export const loopbackRule = "-o lo -m comment --comment proxy-init/ignore-loopback -j RETURN";
+
+/** Deletes the loopback bypass from a pod netns by hand, so its redirect drifts from the plan. */
+export async function deleteLoopbackRule(netns: string, backend: "nft" | "legacy" = "nft"): Promise<void> {
+  await execa("ip", ["netns", "exec", netns, `iptables-${backend}`, "-t", "nat", "-D", "PROXY_INIT_OUTPUT", ...loopbackRule.split(" ")]);
+}
+
+/** meshcni's netconf as a test writes it: its own state dir and kubeconfig, the nft backend unless said. */
+export function meshcniNetconf(
+  options: { stateDir: string; kubeconfig?: string; linkerd?: Record<string, unknown>; name?: string; cniVersion?: string },
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    cniVersion: options.cniVersion ?? "1.0.0",
+    name: options.name ?? "mesh",
+    type: "meshcni",
+    state_dir: options.stateDir,
+    ...(options.kubeconfig ? { kubernetes: { kubeconfig: options.kubeconfig } } : {}),
+    linkerd: { "iptables-mode": "nft", ...options.linkerd },
+    ...extra,
+  };
+}
+
+/** The agent's template as a test gives it: meshcni with the test's state dir. */
+export const agentTemplate = (stateDir: string) =>
+  JSON.stringify({ type: "meshcni", state_dir: stateDir, kubernetes: { kubeconfig: kubeconfigPlaceholder } });

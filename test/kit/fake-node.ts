@@ -1,0 +1,235 @@
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { Verb } from "../../src/cni/env.js";
+import type { Backend } from "../../src/iptables/backend.js";
+import { binaryName } from "../../src/iptables/backend.js";
+import { IptablesError, type IptablesRunner } from "../../src/iptables/exec.js";
+import { tokenize } from "../../src/iptables/save.js";
+import type { Family } from "../../src/iptables/types.js";
+import { ApiRequestError, type KubeReader } from "../../src/kube/pod-reader.js";
+import type { Logger } from "../../src/log.js";
+import { parseNetConf } from "../../src/mesh/netconf.js";
+import { NetnsGoneError } from "../../src/netns/enter.js";
+import type { PluginDeps, PluginRequest } from "../../src/plugin/request.js";
+import type { AttachmentRecord, RecordStore } from "../../src/state/records.js";
+import { podObject } from "./api-server.js";
+import { podArgs } from "./common.js";
+
+const builtinChains = ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"];
+
+/**
+ * One family's nat table in memory, read and written as iptables-save and
+ * iptables-restore --noflush do: a declared chain is created or flushed, -N fails on an
+ * existing chain, -D on a missing rule, -X on a used or non-empty chain, and a commit
+ * applies all of its lines or none.
+ */
+export class FakeNatTable {
+  chains = new Map<string, string[][]>(builtinChains.map((chain) => [chain, []]));
+
+  save(): string {
+    const lines = ["*nat"];
+    for (const chain of this.chains.keys()) lines.push(`:${chain} ${builtinChains.includes(chain) ? "ACCEPT" : "-"} [0:0]`);
+    for (const [chain, rules] of this.chains) {
+      for (const rule of rules)
+        lines.push(`-A ${chain} ${rule.map((token, i) => (rule[i - 1] === "--comment" ? `"${token}"` : token)).join(" ")}`);
+    }
+    return `${[...lines, "COMMIT", ""].join("\n")}`;
+  }
+
+  restore(text: string): void {
+    const next = new Map([...this.chains].map(([chain, rules]) => [chain, rules.map((rule) => [...rule])]));
+    const need = (chain: string, line: string) => {
+      const rules = next.get(chain);
+      if (!rules) throw new Error(`${line}: no chain ${chain}`);
+      return rules;
+    };
+    for (const line of text.split("\n")) {
+      if (line === "" || line === "*nat" || line === "COMMIT" || line.startsWith("#")) continue;
+      const [verb, chain = "", ...args] = line.startsWith(":") ? [":", line.slice(1).split(" ")[0]!] : tokenize(line);
+      const same = (rule: string[]) => rule.length === args.length && rule.every((token, i) => token === args[i]);
+      if (verb === ":") next.set(chain, []);
+      else if (verb === "-N") {
+        if (next.has(chain)) throw new Error(`${line}: chain already exists`);
+        next.set(chain, []);
+      } else if (verb === "-A") need(chain, line).push(args);
+      else if (verb === "-D") {
+        const rules = need(chain, line);
+        const index = rules.findIndex(same);
+        if (index < 0) throw new Error(`${line}: no such rule`);
+        rules.splice(index, 1);
+      } else if (verb === "-F") need(chain, line).length = 0;
+      else if (verb === "-X") {
+        if (need(chain, line).length > 0) throw new Error(`${line}: chain is not empty`);
+        if ([...next.values()].some((rules) => rules.some((rule) => rule.at(-1) === chain))) throw new Error(`${line}: chain is in use`);
+        next.delete(chain);
+      } else throw new Error(`fake iptables-restore does not know ${JSON.stringify(line)}`);
+    }
+    this.chains = next;
+  }
+}
+
+export interface LogEntry {
+  level: string;
+  message: string;
+  fields: Record<string, unknown> | undefined;
+}
+
+/**
+ * A node in memory for the plugin's verbs: network namespaces with nat tables, the API's
+ * pods and namespaces, the state dir's records, and a log. `deps()` gives the verbs
+ * PluginDeps over it; faults are set on its fields.
+ */
+export class FakeNode {
+  readonly netns = new Map<string, Record<Family, FakeNatTable>>();
+  readonly pods = new Map<string, V1Pod>();
+  readonly namespaces = new Map<string, V1Namespace>();
+  readonly records = new Map<string, AttachmentRecord>();
+  readonly logs: LogEntry[] = [];
+  /** Each API read, as `pod ns/name` or `namespace name`. */
+  readonly apiReads: string[] = [];
+  /** Restores of a family fail with this stderr. */
+  readonly failRestore: Partial<Record<Family, string>> = {};
+  failRecordWrites = false;
+  /** Made unusable: the kubeconfig's problem, for STATUS and lookups. */
+  kubeconfigProblem: string | undefined;
+  missingBinaries = new Set<string>();
+  /** Runners handed out and not closed yet. */
+  openRunners = 0;
+  private current: string | undefined;
+
+  addNetns(path: string): void {
+    this.netns.set(path, { ipv4: new FakeNatTable(), ipv6: new FakeNatTable() });
+  }
+
+  table(path: string, family: Family = "ipv4"): FakeNatTable {
+    const tables = this.netns.get(path);
+    if (!tables) throw new Error(`no netns ${path}`);
+    return tables[family];
+  }
+
+  /** The rules of a netns's family, as `CHAIN args` lines. */
+  rules(path: string, family: Family = "ipv4"): string[] {
+    return [...this.table(path, family).chains].flatMap(([chain, rules]) => rules.map((rule) => `${chain} ${rule.join(" ")}`));
+  }
+
+  /** Adds a pod, and its namespace as the API server has it. */
+  addPod(pod: V1Pod): void {
+    const namespace = pod.metadata?.namespace ?? "";
+    this.pods.set(`${namespace}/${pod.metadata?.name}`, pod);
+    if (!this.namespaces.has(namespace)) this.namespaces.set(namespace, { metadata: { name: namespace } });
+  }
+
+  private logger(): Logger {
+    const at = (level: string) => (message: string, fields?: Record<string, unknown>) => void this.logs.push({ level, message, fields });
+    return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+  }
+
+  private runner(backend: Backend): IptablesRunner {
+    const here = (family: Family) => {
+      if (this.current === undefined) throw new Error("fake iptables used outside a pod netns");
+      return this.table(this.current, family);
+    };
+    this.openRunners++;
+    return {
+      backend,
+      save: async (family) => here(family).save(),
+      restore: async (family, text) => {
+        const stderr = this.failRestore[family];
+        if (stderr !== undefined) throw new IptablesError(binaryName(backend, family, "restore"), ["--noflush"], 1, stderr, undefined);
+        here(family).restore(text);
+      },
+      close: () => void this.openRunners--,
+    };
+  }
+
+  private reader(): KubeReader {
+    const read = <T>(what: string, path: string, found: T | undefined): Promise<T> => {
+      this.apiReads.push(what);
+      return found ? Promise.resolve(structuredClone(found)) : Promise.reject(new ApiRequestError(path, "404 Not Found"));
+    };
+    return {
+      serverPort: 6443,
+      readPod: (namespace, name) =>
+        read(`pod ${namespace}/${name}`, `/api/v1/namespaces/${namespace}/pods/${name}`, this.pods.get(`${namespace}/${name}`)),
+      readNamespace: (name) => read(`namespace ${name}`, `/api/v1/namespaces/${name}`, this.namespaces.get(name)),
+      close: () => undefined,
+    };
+  }
+
+  private recordStore(stateDir: string): RecordStore {
+    const key = (containerId: string, ifname: string) => `${stateDir}:${containerId}_${ifname}`;
+    const mine = () => [...this.records].filter(([name]) => name.startsWith(`${stateDir}:`));
+    return {
+      write: (record) => {
+        if (this.failRecordWrites) throw new Error(`EACCES: permission denied, open '${stateDir}/attachments'`);
+        this.records.set(key(record.containerId, record.ifname), { version: 1, ...record, time: new Date().toISOString() });
+      },
+      remove: ({ containerID, ifname }) => void this.records.delete(key(containerID, ifname)),
+      list: () => mine().map(([, record]) => record),
+      collect: (valid) => {
+        const keep = new Set(valid.map(({ containerID, ifname }) => key(containerID, ifname)));
+        const stale = mine().filter(([name]) => !keep.has(name));
+        for (const [name] of stale) this.records.delete(name);
+        return stale.length;
+      },
+    };
+  }
+
+  deps(): PluginDeps {
+    const backend = async (conf: { linkerd: { "iptables-mode": string } }): Promise<Backend> =>
+      conf.linkerd["iptables-mode"] === "auto" ? "nft" : (conf.linkerd["iptables-mode"] as Backend);
+    return {
+      log: this.logger(),
+      kubeReader: async () => {
+        if (this.kubeconfigProblem) throw new Error(this.kubeconfigProblem);
+        return this.reader();
+      },
+      checkKubeconfig: async () => {
+        if (this.kubeconfigProblem) throw new Error(this.kubeconfigProblem);
+      },
+      backend,
+      iptables: async (conf) => this.runner(await backend(conf)),
+      binaryAvailable: (name) => !this.missingBinaries.has(name),
+      inNetns: async (path, action) => {
+        if (!this.netns.has(path)) throw new NetnsGoneError(path, "ENOENT");
+        const outside = this.current;
+        this.current = path;
+        try {
+          return await action();
+        } finally {
+          this.current = outside;
+        }
+      },
+      records: (stateDir) => this.recordStore(stateDir),
+    };
+  }
+}
+
+/** A request as the runtime would make it: a netconf through the real parser, CNI_ARGS naming `pod`. */
+export function pluginRequest(
+  command: Verb,
+  options: {
+    pod?: [namespace: string, name: string];
+    netns?: string;
+    containerId?: string;
+    ifname?: string;
+    conf?: Record<string, unknown>;
+  } = {},
+): PluginRequest {
+  const { pod, netns = "/var/run/netns/pod", containerId = "c1", ifname = "eth0", conf = {} } = options;
+  return {
+    env: { command, containerId, netns, ifname, args: pod ? podArgs(...pod) : "", path: "" },
+    conf: parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "mesh", type: "meshcni", state_dir: "/state", ...conf })),
+  };
+}
+
+/** The pod netns the verb tests work in. */
+export const podNetns = "/var/run/netns/pod";
+
+/** A node with one pod netns and, in the API, shop/web (meshed) and shop/batch (no proxy). */
+export function nodeWithPods(): FakeNode {
+  const node = new FakeNode();
+  node.addNetns(podNetns);
+  node.addPod(podObject("shop", "web", { proxy: "container" }) as V1Pod);
+  node.addPod(podObject("shop", "batch") as V1Pod);
+  return node;
+}

@@ -1,0 +1,245 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { execa } from "execa";
+import { type FakeApiServer, type PodOptions, podObject } from "./api-server.js";
+import { podArgs } from "./common.js";
+
+export const projectRoot = resolve(import.meta.dirname, "../..");
+export const meshcniBinary = join(projectRoot, "build/meshcni");
+export const cnitoolBinary = join(projectRoot, ".cache/bin/cnitool");
+const tcpHelper = join(import.meta.dirname, "tcp.mjs");
+const debianPlugins = "/usr/lib/cni";
+const cniCacheResults = "/var/lib/cni/results";
+
+export interface CniOutcome {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  json: Record<string, unknown> | undefined;
+}
+
+function outcome(result: { exitCode?: number | undefined; stdout: unknown; stderr: unknown }): CniOutcome {
+  const stdout = String(result.stdout);
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = stdout.trim() ? JSON.parse(stdout) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { exitCode: result.exitCode ?? -1, stdout, stderr: String(result.stderr), json };
+}
+
+/**
+ * A throwaway network on this machine: a Linux bridge with no address and no route out
+ * (Debian's bridge + host-local, no gateway, no masquerade), netns "pods" on it, and
+ * conflists chaining meshcni. cleanup() removes every netns, link and file it made.
+ */
+export class TestNetwork {
+  readonly id = randomBytes(3).toString("hex");
+  readonly bridge = `mcbr${this.id}`;
+  private madeDir: string | undefined;
+  readonly subnet: string;
+  private bridgeReady: Promise<void> | undefined;
+  private readonly netnsNames = new Set<string>();
+  private readonly networks = new Set<string>();
+  private readonly processes = new Set<ChildProcess>();
+
+  constructor(subnetIndex: number) {
+    this.subnet = `10.251.${subnetIndex}.0/24`;
+  }
+
+  /** Made on first use, so a suite that never runs leaves nothing behind. */
+  get dir(): string {
+    if (!this.madeDir) {
+      this.madeDir = mkdtempSync(join(tmpdir(), "meshcni-net-"));
+      mkdirSync(join(this.madeDir, "net.d"));
+      mkdirSync(join(this.madeDir, "bin"));
+      // Only the binary, as an installer would put it in the runtime's CNI bin dir.
+      symlinkSync(meshcniBinary, join(this.madeDir, "bin", "meshcni"));
+    }
+    return this.madeDir;
+  }
+
+  get confDir(): string {
+    return join(this.dir, "net.d");
+  }
+
+  get binDir(): string {
+    return join(this.dir, "bin");
+  }
+
+  /** The plugin's state dir for this network's pods, so tests leave /var/run alone. */
+  get stateDir(): string {
+    return join(this.dir, "state");
+  }
+
+  netnsPath(name: string): string {
+    return `/var/run/netns/${name}`;
+  }
+
+  /**
+   * Makes the bridge before the bridge plugin does, with a fixed MAC: a bridge's own MAC
+   * follows its lowest port's, which makes the bridge plugin's CHECK fail once more
+   * pods join than the cached ADD result saw.
+   */
+  async createBridge(): Promise<void> {
+    await execa("ip", ["link", "add", "name", this.bridge, "type", "bridge"]);
+    await execa("ip", ["link", "set", this.bridge, "address", `02:6d:63:${this.id.replace(/(..)(?!$)/g, "$1:")}`, "up"]);
+  }
+
+  async addNetns(label: string): Promise<string> {
+    const name = `mc-${this.id}-${label}`;
+    await execa("ip", ["netns", "add", name]);
+    this.netnsNames.add(name);
+    await execa("ip", ["-n", name, "link", "set", "lo", "up"]);
+    return name;
+  }
+
+  async removeNetns(name: string): Promise<void> {
+    await execa("ip", ["netns", "del", name], { reject: false });
+    this.netnsNames.delete(name);
+  }
+
+  /** The primary CNI's conflist for this network: Debian's bridge + host-local. */
+  primaryConflist(network: string, cniVersion = "1.0.0"): { cniVersion: string; name: string; plugins: Array<Record<string, unknown>> } {
+    this.networks.add(network);
+    return {
+      cniVersion,
+      name: network,
+      plugins: [
+        {
+          type: "bridge",
+          bridge: this.bridge,
+          isGateway: false,
+          ipMasq: false,
+          ipam: { type: "host-local", subnet: this.subnet, dataDir: join(this.dir, "ipam") },
+        },
+      ],
+    };
+  }
+
+  /** Writes a conflist: bridge + host-local, then meshcni with `meshcni` merged into its entry. */
+  writeConflist(network: string, meshcni: Record<string, unknown>, cniVersion = "1.0.0"): string {
+    const conflist = this.primaryConflist(network, cniVersion);
+    conflist.plugins.push({ type: "meshcni", state_dir: this.stateDir, ...meshcni });
+    const path = join(this.confDir, `${network}.conflist`);
+    writeFileSync(path, JSON.stringify(conflist, null, 2));
+    return path;
+  }
+
+  /** Runs cnitool on this network's conflists, or on `dirs` (an installer's net and bin dirs). */
+  async cnitool(
+    action: "add" | "check" | "del",
+    network: string,
+    netns: string,
+    cniArgs = "",
+    dirs = { conf: this.confDir, bin: this.binDir },
+  ): Promise<CniOutcome> {
+    this.bridgeReady ??= this.createBridge();
+    await this.bridgeReady;
+    const result = await execa(cnitoolBinary, [action, network, this.netnsPath(netns)], {
+      // As containerd does: Debian's plugins refuse K8S_* keys without IgnoreUnknown.
+      env: {
+        NETCONFPATH: dirs.conf,
+        CNI_PATH: `${dirs.bin}:${debianPlugins}`,
+        CNI_ARGS: cniArgs && `IgnoreUnknown=1;${cniArgs}`,
+        CNI_IFNAME: "eth0",
+      },
+      reject: false,
+    });
+    return outcome(result);
+  }
+
+  /**
+   * Starts a pod as a kubelet would: its object in the API first (the plugin reads it
+   * during ADD), a netns, cnitool ADD through `network`, then the object again with
+   * its node and IP, as the API shows a running pod. A meshed pod unless said.
+   */
+  async startPod(
+    api: FakeApiServer,
+    pod: { namespace: string; name: string; network: string; node?: string; options?: PodOptions; dirs?: { conf: string; bin: string } },
+  ): Promise<{ netns: string; ip: string }> {
+    const options: PodOptions = { proxy: "container", ...pod.options };
+    api.addPod(podObject(pod.namespace, pod.name, options));
+    const netns = await this.addNetns(pod.name);
+    const added = await this.cnitool("add", pod.network, netns, podArgs(pod.namespace, pod.name), pod.dirs);
+    if (added.exitCode !== 0) throw new Error(`ADD of ${pod.namespace}/${pod.name} failed: ${added.stdout}${added.stderr}`);
+    const ip = TestNetwork.address(added);
+    api.addPod(podObject(pod.namespace, pod.name, { ...options, ...(pod.node ? { nodeName: pod.node } : {}), podIP: ip }));
+    return { netns, ip };
+  }
+
+  /** The first IPv4 address a cnitool ADD result gave, without its prefix. */
+  static address(result: CniOutcome): string {
+    const ips = (result.json?.ips ?? []) as Array<{ address: string }>;
+    const address = ips.find((ip) => !ip.address.includes(":"))?.address;
+    if (!address) throw new Error(`no IPv4 address in ADD result: ${result.stdout} ${result.stderr}`);
+    return address.split("/")[0]!;
+  }
+
+  /** Starts TCP listeners in a netns, each answering its label. */
+  async serve(netns: string, listeners: Record<number, string>): Promise<void> {
+    const child = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        netns,
+        process.execPath,
+        tcpHelper,
+        "serve",
+        ...Object.entries(listeners).map(([port, label]) => `${port}=${label}`),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    this.processes.add(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.once("data", () => resolve());
+      child.once("exit", (code) => reject(new Error(`listener in ${netns} exited with ${code}`)));
+    });
+  }
+
+  /** Connects from a netns (as `uid`, when given) and returns what the far end answered. */
+  async connect(netns: string, host: string, port: number, uid?: number): Promise<string> {
+    const asUser = uid === undefined ? [] : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"];
+    const result = await execa("ip", ["netns", "exec", netns, ...asUser, process.execPath, tcpHelper, "connect", host, String(port)], {
+      reject: false,
+    });
+    return String(result.stdout);
+  }
+
+  async cleanup(): Promise<void> {
+    for (const child of this.processes) child.kill("SIGKILL");
+    for (const name of [...this.netnsNames]) await this.removeNetns(name);
+    await execa("ip", ["link", "del", this.bridge], { reject: false });
+    if (existsSync(cniCacheResults)) {
+      for (const file of readdirSync(cniCacheResults)) {
+        if ([...this.networks].some((network) => file.startsWith(`${network}-`))) rmSync(join(cniCacheResults, file), { force: true });
+      }
+    }
+    if (this.madeDir) rmSync(this.madeDir, { recursive: true, force: true });
+  }
+}
+
+/** Runs the compiled plugin the way a runtime does: env and stdin in, stdout and exit code out. */
+export async function invokePlugin(env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {
+  const result = await execa(meshcniBinary, [], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    extendEnv: false,
+    input: typeof stdin === "string" ? stdin : JSON.stringify(stdin),
+    reject: false,
+  });
+  return outcome(result);
+}
+
+/** The nat table of a netns as one backend's iptables-save prints it. */
+export async function natRules(netns: string, backend: "nft" | "legacy", family: "ipv4" | "ipv6" = "ipv4"): Promise<string[]> {
+  const binary = `${family === "ipv6" ? "ip6tables" : "iptables"}-${backend}-save`;
+  const { stdout } = await execa("ip", ["netns", "exec", netns, binary, "-t", "nat"]);
+  return String(stdout)
+    .split("\n")
+    .filter((line) => line.startsWith("-A ") || line.startsWith(":PROXY"));
+}

@@ -1,0 +1,109 @@
+import { describe, expect, it } from "vitest";
+import { fightThreshold } from "../../../src/installer/fight.js";
+import { freshMemory, halfWrittenGraceMs, type NetDirMemory, type NetDirPlan, planNetDir } from "../../../src/installer/netdir.js";
+
+const entry = { name: "meshcni", type: "meshcni" };
+const conflist = (name: string, types: string[], extra: object = {}) => ({
+  name,
+  text: `${JSON.stringify({ cniVersion: "1.0.0", name, ...extra, plugins: types.map((type) => (type === "meshcni" ? entry : { type })) }, null, 2)}\n`,
+});
+const applied = (plan: NetDirPlan) => {
+  if (plan.kind !== "apply") throw new Error(`expected a plan to apply, got ${JSON.stringify(plan)}`);
+  return plan;
+};
+
+describe("planning the net dir", () => {
+  it("puts our entry last in the lexicographically first valid config, and nothing when it is there", () => {
+    const { plan, memory } = planNetDir(
+      [conflist("20-b.conflist", ["bridge"]), conflist("10-calico.conflist", ["calico"])],
+      entry,
+      freshMemory,
+      0,
+    );
+    const write = applied(plan).write!;
+    expect(write).toMatchObject({ name: "10-calico.conflist", rechain: false, duplicates: false });
+    expect(JSON.parse(write.text).plugins).toEqual([{ type: "calico" }, entry]);
+    const again = planNetDir([{ name: write.name, text: write.text }], entry, memory, 1);
+    expect(applied(again.plan).write).toBeUndefined();
+  });
+
+  it("counts a re-chain only when a file that held our entry was changed by someone else", () => {
+    const first = planNetDir([conflist("10-calico.conflist", ["calico"])], entry, freshMemory, 0);
+    const rewritten = planNetDir([conflist("10-calico.conflist", ["calico"], { revision: 2 })], entry, first.memory, 1000);
+    expect(applied(rewritten.plan).write).toMatchObject({ rechain: true });
+  });
+
+  it("waits out a half-written file that sorts first, and takes it as broken after the grace", () => {
+    const files = [{ name: "05-cilium.conflist", text: '{"cniVersion": "1.0' }, conflist("10-calico.conflist", ["calico", "meshcni"])];
+    const first = planNetDir(files, entry, freshMemory, 1000);
+    expect(first.plan).toEqual({ kind: "wait", files: ["05-cilium.conflist"], retryInMs: 25 });
+    const stillWaiting = planNetDir(files, entry, first.memory, 1000 + halfWrittenGraceMs - 1);
+    expect(stillWaiting.plan.kind).toBe("wait");
+    const past = applied(planNetDir(files, entry, stillWaiting.memory, 1000 + halfWrittenGraceMs).plan);
+    expect(past.broken).toEqual([{ name: "05-cilium.conflist", reason: expect.stringContaining("not valid JSON") }]);
+    expect(past.active).toBe("10-calico.conflist");
+    expect(past.write).toBeUndefined();
+  });
+
+  it("restarts the grace when a file became valid in between", () => {
+    const half = { name: "05-cilium.conflist", text: "{" };
+    const calico = conflist("10-calico.conflist", ["calico", "meshcni"]);
+    const first = planNetDir([half, calico], entry, freshMemory, 0);
+    const valid = planNetDir([conflist("05-cilium.conflist", ["cilium-cni"]), calico], entry, first.memory, 1000);
+    expect(valid.memory.invalidSince.size).toBe(0);
+    expect(planNetDir([half, calico], entry, valid.memory, halfWrittenGraceMs + 500).plan.kind).toBe("wait");
+  });
+
+  it("takes our entry out of a config that stopped being the active one", () => {
+    const plan = applied(
+      planNetDir(
+        [conflist("05-cilium.conflist", ["cilium-cni"]), conflist("10-calico.conflist", ["calico", "meshcni"])],
+        entry,
+        freshMemory,
+        0,
+      ).plan,
+    );
+    expect(plan.removals.map(({ name, text }) => [name, JSON.parse(text).plugins])).toEqual([["10-calico.conflist", [{ type: "calico" }]]]);
+    expect(plan.write?.name).toBe("05-cilium.conflist");
+  });
+
+  it("wraps a lone .conf into a .conflist that replaces it", () => {
+    const conf = { name: "10-mynet.conf", text: JSON.stringify({ cniVersion: "0.4.0", name: "mynet", type: "bridge" }) };
+    expect(applied(planNetDir([conf], entry, freshMemory, 0).plan).write).toMatchObject({
+      name: "10-mynet.conflist",
+      replaces: "10-mynet.conf",
+    });
+  });
+
+  it("says when it replaces duplicate entries", () => {
+    const plan = applied(
+      planNetDir([conflist("10-calico.conflist", ["calico", "meshcni", "portmap", "meshcni"])], entry, freshMemory, 0).plan,
+    );
+    expect(plan.write).toMatchObject({ duplicates: true });
+  });
+
+  it("holds the write back once another agent keeps removing the entry, and names the file", () => {
+    let memory: NetDirMemory = planNetDir([conflist("05-cilium.conflist", ["cilium-cni"])], entry, freshMemory, 0).memory;
+    let plan: NetDirPlan | undefined;
+    for (let i = 1; i <= fightThreshold; i++) {
+      // Each time, the other agent has put back its own file, without our entry.
+      ({ plan, memory } = planNetDir([conflist("05-cilium.conflist", ["cilium-cni"], { round: i })], entry, memory, i * 10));
+    }
+    const held = applied(plan!);
+    expect(held.write).toBeUndefined();
+    expect(held.fight).toEqual({ file: "05-cilium.conflist", holdMs: 1000, started: { rechains: fightThreshold, backoffMs: 1000 } });
+    const later = planNetDir([conflist("05-cilium.conflist", ["cilium-cni"], { round: 99 })], entry, memory, fightThreshold * 10 + 1000);
+    expect(applied(later.plan).write).toMatchObject({ rechain: true });
+  });
+
+  it("does nothing without a valid config, never writing one of its own", () => {
+    expect(planNetDir([], entry, freshMemory, 0).plan).toEqual({
+      kind: "apply",
+      broken: [],
+      active: undefined,
+      removals: [],
+      write: undefined,
+      fight: undefined,
+    });
+  });
+});

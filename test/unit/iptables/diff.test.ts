@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { diffTable } from "../../../src/iptables/diff.js";
+import { planRules } from "../../../src/iptables/plan.js";
+import { parseNatTable } from "../../../src/iptables/save.js";
+import { savedTable as saved, testSpec as spec } from "../../kit/fixtures.js";
+
+describe("CHECK diffing", () => {
+  const plan = planRules(spec, "ipv4");
+
+  it("finds nothing when the table is as planned", () => {
+    expect(diffTable(plan, parseNatTable(saved()))).toEqual([]);
+  });
+
+  it("lists missing and unexpected rules", () => {
+    const text = saved()
+      .replace(/^-A PROXY_INIT_OUTPUT -o lo .*$/m, "")
+      .replace("COMMIT\n# Completed", "-A PROXY_INIT_OUTPUT -p udp -j RETURN\nCOMMIT\n# Completed");
+    expect(diffTable(plan, parseNatTable(text))).toEqual([
+      "PROXY_INIT_OUTPUT: missing rule: -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN",
+      "PROXY_INIT_OUTPUT: unexpected rule: -p udp -j RETURN",
+    ]);
+  });
+
+  it("notices reordered and repeated rules", () => {
+    const lines = saved().split("\n");
+    const uid = lines.findIndex((line) => line.includes("ignore-proxy-user-id"));
+    [lines[uid], lines[uid + 1]] = [lines[uid + 1]!, lines[uid]!];
+    expect(diffTable(plan, parseNatTable(lines.join("\n")))).toEqual([
+      expect.stringMatching(/^PROXY_INIT_OUTPUT: rules are reordered or repeated/),
+    ]);
+    const repeated = saved().replace(
+      "COMMIT\n# Completed",
+      `-A PROXY_INIT_OUTPUT ${lines[uid + 1]!.slice("-A PROXY_INIT_OUTPUT ".length)}\nCOMMIT\n# Completed`,
+    );
+    expect(diffTable(plan, parseNatTable(repeated))).toHaveLength(1);
+  });
+
+  it("notices a missing chain, a missing, altered or repeated jump, and a stray one", () => {
+    expect(diffTable(plan, parseNatTable(saved().replace(/^:PROXY_INIT_OUTPUT.*$/m, "")))).toContain("chain PROXY_INIT_OUTPUT is missing");
+    expect(diffTable(plan, parseNatTable(saved().replace(/^-A OUTPUT .*$/m, "")))).toEqual([
+      "missing jump from OUTPUT to PROXY_INIT_OUTPUT",
+    ]);
+    const altered = saved().replace(/^-A OUTPUT .*$/m, "-A OUTPUT -p tcp -j PROXY_INIT_OUTPUT");
+    expect(diffTable(plan, parseNatTable(altered))).toEqual(["OUTPUT: jump to PROXY_INIT_OUTPUT differs: -p tcp -j PROXY_INIT_OUTPUT"]);
+    const twice = saved(plan, ['-A OUTPUT -m comment --comment "proxy-init/install-proxy-init-output" -j PROXY_INIT_OUTPUT']);
+    expect(diffTable(plan, parseNatTable(twice))).toEqual(["OUTPUT: 2 jumps to PROXY_INIT_OUTPUT, expected 1"]);
+    const stray = saved(plan, ["-A INPUT -j PROXY_INIT_REDIRECT"]);
+    expect(diffTable(plan, parseNatTable(stray))).toEqual(["INPUT: unexpected jump: -j PROXY_INIT_REDIRECT"]);
+  });
+});

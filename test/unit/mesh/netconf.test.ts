@@ -1,0 +1,102 @@
+import { describe, expect, it } from "vitest";
+import { CniError } from "../../../src/cni/errors.js";
+import { linkerdDefaults } from "../../../src/mesh/defaults.js";
+import { parseNetConf } from "../../../src/mesh/netconf.js";
+
+function failure(conf: unknown): { code: number; msg: string } {
+  try {
+    parseNetConf(typeof conf === "string" ? conf : JSON.stringify(conf));
+  } catch (error) {
+    if (error instanceof CniError) return { code: error.code, msg: error.message };
+    throw error;
+  }
+  throw new Error("expected the netconf to be refused");
+}
+
+const base = { cniVersion: "1.0.0", name: "k8s-pod-network", type: "meshcni" };
+
+describe("netconf", () => {
+  it("reads the linkerd2-cni chart's config unchanged", () => {
+    const conf = parseNetConf(
+      JSON.stringify({
+        ...base,
+        type: "linkerd-cni",
+        log_level: "info",
+        kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig" },
+        // The chart's settings are meshcni's defaults, but for its fixed iptables mode.
+        linkerd: { ...linkerdDefaults, "iptables-mode": "nft" },
+      }),
+    );
+    expect(conf.kubernetes.kubeconfig).toBe("/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig");
+    expect(conf.linkerd["inbound-ports-to-ignore"]).toEqual([
+      { from: 4191, to: 4191 },
+      { from: 4190, to: 4190 },
+    ]);
+    expect(conf.linkerd["iptables-mode"]).toBe("nft");
+  });
+
+  it("fills Linkerd's defaults and ours", () => {
+    const conf = parseNetConf(JSON.stringify(base));
+    expect(conf.linkerd).toMatchObject({
+      "incoming-proxy-port": 4143,
+      "outgoing-proxy-port": 4140,
+      "proxy-uid": 2102,
+      "inbound-ports-to-ignore": [
+        { from: 4191, to: 4191 },
+        { from: 4190, to: 4190 },
+      ],
+      "outbound-ports-to-ignore": [],
+      "iptables-mode": "auto",
+      ipv6: false,
+      simulate: false,
+    });
+    expect(conf.linkerd["proxy-gid"]).toBeUndefined();
+    expect(conf.kubernetes.timeout_seconds).toBe(30);
+    expect(conf.log_level).toBe("info");
+  });
+
+  it("keeps keys it does not know (runtimeConfig, other tools' settings)", () => {
+    const conf = parseNetConf(JSON.stringify({ ...base, runtimeConfig: { portMappings: [] }, linkerd: { future: 1 } }));
+    expect(conf.runtimeConfig).toEqual({ portMappings: [] });
+  });
+
+  it("takes ports as numbers or strings, ranges as a-b, trimmed", () => {
+    const conf = parseNetConf(JSON.stringify({ ...base, linkerd: { "outbound-ports-to-ignore": [25, " 443 ", "8000-8010"] } }));
+    expect(conf.linkerd["outbound-ports-to-ignore"]).toEqual([
+      { from: 25, to: 25 },
+      { from: 443, to: 443 },
+      { from: 8000, to: 8010 },
+    ]);
+  });
+
+  it.each([
+    [{ "incoming-proxy-port": 0 }, "linkerd.incoming-proxy-port=0"],
+    [{ "outgoing-proxy-port": 65536 }, "linkerd.outgoing-proxy-port=65536"],
+    [{ "outgoing-proxy-port": "41 40" }, 'linkerd.outgoing-proxy-port="41 40"'],
+    [{ "inbound-ports-to-ignore": ["4191", "80, 443"] }, 'linkerd.inbound-ports-to-ignore[1]="80, 443"'],
+    [{ "outbound-ports-to-ignore": ["9000-8000"] }, 'linkerd.outbound-ports-to-ignore[0]="9000-8000"'],
+    [{ "ports-to-redirect": [8080, "8000-8010"] }, 'linkerd.ports-to-redirect[1]="8000-8010"'],
+    [{ "subnets-to-ignore": ["10.0.0.0/8", "10.1"] }, 'linkerd.subnets-to-ignore[1]="10.1"'],
+    [{ "subnets-to-ignore": ["fd00::/129"] }, 'linkerd.subnets-to-ignore[0]="fd00::/129"'],
+    [{ "proxy-uid": "linkerd" }, 'linkerd.proxy-uid="linkerd"'],
+    [{ "proxy-gid": -1 }, "linkerd.proxy-gid=-1"],
+    [{ "iptables-mode": "ebpf" }, 'linkerd.iptables-mode="ebpf"'],
+    [{ ipv6: "yes" }, 'linkerd.ipv6="yes"'],
+  ])("refuses %j with code 7 naming field and value", (linkerd, fragment) => {
+    const { code, msg } = failure({ ...base, linkerd });
+    expect(code).toBe(7);
+    expect(msg).toContain(fragment);
+  });
+
+  it("refuses a config without a name or type, and a bad log level or timeout", () => {
+    expect(failure({ cniVersion: "1.0.0", type: "meshcni" }).msg).toContain("name (missing)");
+    expect(failure({ ...base, log_level: "loud" }).msg).toContain('log_level="loud"');
+    expect(failure({ ...base, kubernetes: { timeout_seconds: 0 } }).msg).toContain("kubernetes.timeout_seconds=0");
+  });
+
+  it("gives code 6 for what is not a JSON object and code 1 for an unsupported version", () => {
+    expect(failure("{").code).toBe(6);
+    expect(failure("[]").code).toBe(6);
+    expect(failure({ ...base, cniVersion: "0.1.0" }).code).toBe(1);
+  });
+});

@@ -1,0 +1,116 @@
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { parseNetConf } from "../../../src/mesh/netconf.js";
+import { AnnotationError, firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../../../src/mesh/pod.js";
+import { toCniError } from "../../../src/plugin/failure.js";
+import { podObject } from "../../kit/api-server.js";
+
+const linkerd = parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "meshcni" })).linkerd;
+const pod = (options: Parameters<typeof podObject>[2] = {}) => podObject("shop", "web", { proxy: "container", ...options }) as V1Pod;
+const namespace = (annotations: Record<string, string>): V1Namespace => ({ metadata: { name: "shop", annotations } });
+const ports = (...list: Array<number | [number, number]>) =>
+  list.map((entry) => (Array.isArray(entry) ? { from: entry[0], to: entry[1] } : { from: entry, to: entry }));
+
+describe("meshed pods", () => {
+  it("is meshed with a linkerd-proxy container or native sidecar", () => {
+    expect(isMeshed(pod())).toBe(true);
+    expect(isMeshed(pod({ proxy: "native-sidecar" }))).toBe(true);
+  });
+
+  it("is not meshed without the proxy, or when linkerd-init programs iptables itself", () => {
+    expect(isMeshed(pod({ proxy: false }))).toBe(false);
+    expect(isMeshed(pod({ init: true }))).toBe(false);
+  });
+});
+
+describe("annotations", () => {
+  it("gives the netconf's firewall when nothing overrides it", () => {
+    expect(firewallSpecFor(linkerd, pod(), undefined, 6443)).toEqual({
+      inboundProxyPort: 4143,
+      outboundProxyPort: 4140,
+      proxyUid: 2102,
+      portsToRedirect: [],
+      inboundPortsToIgnore: ports(4191, 4190),
+      outboundPortsToIgnore: [],
+      subnetsToIgnore: [],
+    });
+  });
+
+  it("adds skip-inbound-ports to the defaults, replaces outbound ignores, reads subnets, uid and gid, trimmed", () => {
+    const spec = firewallSpecFor(
+      { ...linkerd, "outbound-ports-to-ignore": ports(25) },
+      pod({
+        annotations: {
+          "config.linkerd.io/skip-inbound-ports": "80, 443 ,8000-8010,",
+          "config.linkerd.io/skip-outbound-ports": "3306",
+          "config.linkerd.io/skip-subnets": " 10.1.2.3/16 , fd00:0:0:1::5/64",
+          "config.linkerd.io/proxy-uid": " 1234 ",
+          "config.linkerd.io/proxy-gid": "5678",
+        },
+      }),
+      undefined,
+      6443,
+    );
+    expect(spec.inboundPortsToIgnore).toEqual(ports(4191, 4190, 80, 443, [8000, 8010]));
+    expect(spec.outboundPortsToIgnore).toEqual(ports(3306));
+    expect(spec.subnetsToIgnore).toEqual(["10.1.0.0/16", "fd00:0:0:1::/64"]);
+    expect(spec.proxyUid).toBe(1234);
+    expect(spec.proxyGid).toBe(5678);
+  });
+
+  it("falls back to the namespace's annotations, the pod's winning", () => {
+    const spec = firewallSpecFor(
+      linkerd,
+      pod({ annotations: { "config.linkerd.io/skip-outbound-ports": "5432" } }),
+      namespace({ "config.linkerd.io/skip-outbound-ports": "3306", "config.linkerd.io/proxy-uid": "999" }),
+      6443,
+    );
+    expect(spec.outboundPortsToIgnore).toEqual(ports(5432));
+    expect(spec.proxyUid).toBe(999);
+  });
+
+  it("needs the namespace only while some override is missing on the pod", () => {
+    expect(needsNamespaceAnnotations(pod())).toBe(true);
+    const all = {
+      "config.linkerd.io/skip-inbound-ports": "",
+      "config.linkerd.io/skip-outbound-ports": "",
+      "config.linkerd.io/skip-subnets": "",
+      "config.linkerd.io/proxy-uid": "2102",
+      "config.linkerd.io/proxy-gid": "2102",
+    };
+    expect(needsNamespaceAnnotations(pod({ annotations: all }))).toBe(false);
+  });
+
+  it("skips the API server's ports outbound for control-plane pods", () => {
+    const controlPlane = pod({ labels: { "linkerd.io/control-plane-component": "destination" } });
+    expect(firewallSpecFor(linkerd, controlPlane, undefined, 8443).outboundPortsToIgnore).toEqual(ports(8443, 443, 6443));
+    expect(firewallSpecFor(linkerd, controlPlane, undefined, 443).outboundPortsToIgnore).toEqual(ports(443, 6443));
+  });
+
+  it.each([
+    ["config.linkerd.io/skip-inbound-ports", "80,http", '"http"'],
+    ["config.linkerd.io/skip-inbound-ports", "80\n-A OUTPUT -j ACCEPT", '"80\\n-A OUTPUT -j ACCEPT"'],
+    ["config.linkerd.io/skip-outbound-ports", "0", '"0"'],
+    ["config.linkerd.io/skip-outbound-ports", "443-80", '"443-80"'],
+    ["config.linkerd.io/skip-subnets", "10.0.0.0/8;10.1.0.0/16", '"10.0.0.0/8;10.1.0.0/16"'],
+    ["config.linkerd.io/proxy-uid", "linkerd", '"linkerd"'],
+    ["config.linkerd.io/proxy-gid", "4294967295", '"4294967295"'],
+  ])("refuses %s=%j, naming pod, annotation and token; the plugin reports it with code 7", (key, value, token) => {
+    let error: unknown;
+    try {
+      firewallSpecFor(linkerd, pod({ annotations: { [key]: value } }), undefined, 443);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(AnnotationError);
+    expect(error).toMatchObject({ pod: "shop/web", source: "pod", annotation: key, token: JSON.parse(token) });
+    for (const part of ["pod shop/web", key, token]) expect((error as Error).message).toContain(part);
+    expect(toCniError(error).code).toBe(7);
+  });
+
+  it("says when the bad value came from the namespace", () => {
+    expect(() => firewallSpecFor(linkerd, pod(), namespace({ "config.linkerd.io/skip-subnets": "everything" }), 443)).toThrow(
+      /namespace annotation config\.linkerd\.io\/skip-subnets/,
+    );
+  });
+});

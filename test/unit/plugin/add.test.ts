@@ -1,0 +1,98 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { IptablesError } from "../../../src/iptables/exec.js";
+import { add } from "../../../src/plugin/add.js";
+import { type FakeNode, nodeWithPods, pluginRequest, podNetns } from "../../kit/fake-node.js";
+
+const netns = podNetns;
+const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.1.0.5/24", interface: 0 }] };
+
+describe("ADD", () => {
+  let node: FakeNode;
+  beforeEach(() => {
+    node = nodeWithPods();
+  });
+
+  it("writes the meshed pod's chains and jumps, records the attachment, and passes prevResult through", async () => {
+    const result = await add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { prevResult } }), node.deps());
+    expect(result).toEqual(prevResult);
+    expect(node.rules(netns)).toEqual([
+      "PREROUTING -m comment --comment proxy-init/install-proxy-init-prerouting -j PROXY_INIT_REDIRECT",
+      "OUTPUT -m comment --comment proxy-init/install-proxy-init-output -j PROXY_INIT_OUTPUT",
+      "PROXY_INIT_REDIRECT -p tcp -m multiport --dports 4191,4190 -m comment --comment proxy-init/ignore-port-4191,4190 -j RETURN",
+      "PROXY_INIT_REDIRECT -p tcp -m comment --comment proxy-init/redirect-all-incoming-to-proxy-port -j REDIRECT --to-ports 4143",
+      "PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment proxy-init/ignore-proxy-user-id -j RETURN",
+      "PROXY_INIT_OUTPUT -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN",
+      "PROXY_INIT_OUTPUT -p tcp -m comment --comment proxy-init/redirect-all-outgoing-to-proxy-port -j REDIRECT --to-ports 4140",
+    ]);
+    expect(node.rules(netns, "ipv6")).toEqual([]);
+    expect([...node.records.values()]).toMatchObject([
+      { pod: { namespace: "shop", name: "web", uid: "uid-shop-web" }, containerId: "c1", ifname: "eth0", netns, backend: "nft" },
+    ]);
+    expect(node.openRunners).toBe(0);
+  });
+
+  it("changes nothing on a repeated ADD", async () => {
+    await add(pluginRequest("ADD", { pod: ["shop", "web"] }), node.deps());
+    const before = node.table(netns).save();
+    await add(pluginRequest("ADD", { pod: ["shop", "web"] }), node.deps());
+    expect(node.table(netns).save()).toBe(before);
+    expect(node.logs.filter((entry) => entry.message === "redirect already in place")).toHaveLength(1);
+  });
+
+  it("passes a container the runtime names no pod for through, without asking the API", async () => {
+    const result = await add(pluginRequest("ADD", { conf: { cniVersion: "0.4.0", prevResult } }), node.deps());
+    expect(result).toMatchObject({ cniVersion: "0.4.0", ips: [{ version: "4", address: "10.1.0.5/24" }] });
+    expect(node.apiReads).toEqual([]);
+    expect(node.rules(netns)).toEqual([]);
+    expect(node.openRunners).toBe(0);
+  });
+
+  it("writes nothing for an unmeshed pod, and prints the version alone without a prevResult", async () => {
+    expect(await add(pluginRequest("ADD", { pod: ["shop", "batch"] }), node.deps())).toEqual({ cniVersion: "1.0.0" });
+    expect(node.rules(netns)).toEqual([]);
+    expect(node.records.size).toBe(0);
+    expect(node.openRunners).toBe(0);
+  });
+
+  it("with simulate, logs the restore text and writes nothing", async () => {
+    await add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { linkerd: { simulate: true } } }), node.deps());
+    expect(node.rules(netns)).toEqual([]);
+    expect(node.records.size).toBe(0);
+    const logged = node.logs.find((entry) => entry.message === "simulate: would apply");
+    expect(logged?.fields?.restore).toContain("-A PROXY_INIT_OUTPUT -o lo");
+  });
+
+  it("rolls the IPv4 rules back when ip6tables fails, so IPv6 never bypasses the proxy", async () => {
+    node.failRestore.ipv6 = "ip6tables-restore: line 2 failed";
+    const adding = add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), node.deps());
+    await expect(adding).rejects.toThrow(IptablesError);
+    await expect(adding).rejects.toThrow("ip6tables-nft-restore failed: ip6tables-restore: line 2 failed");
+    expect(node.rules(netns)).toEqual([]);
+    expect(node.table(netns).chains.has("PROXY_INIT_OUTPUT")).toBe(false);
+    expect(node.records.size).toBe(0);
+  });
+
+  it("rolls every family back when the record cannot be written", async () => {
+    node.failRecordWrites = true;
+    await expect(add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), node.deps())).rejects.toThrow(
+      "EACCES",
+    );
+    expect(node.rules(netns)).toEqual([]);
+    expect(node.rules(netns, "ipv6")).toEqual([]);
+    expect(node.openRunners).toBe(0);
+  });
+
+  it("programs IPv6 too when the pod got an IPv6 address", async () => {
+    const dualStack = { ...prevResult, ips: [...prevResult.ips, { address: "fd00::5/64", interface: 0 }] };
+    await add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { prevResult: dualStack } }), node.deps());
+    expect(node.rules(netns, "ipv6")).toEqual(node.rules(netns));
+  });
+
+  it("fails when the pod cannot be looked up, writing nothing", async () => {
+    await expect(add(pluginRequest("ADD", { pod: ["shop", "ghost"] }), node.deps())).rejects.toThrow(
+      "cannot decide the redirect for pod shop/ghost: reading pod shop/ghost: 404 Not Found",
+    );
+    expect(node.rules(netns)).toEqual([]);
+    expect(node.openRunners).toBe(0);
+  });
+});

@@ -1,0 +1,50 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { add } from "../../../src/plugin/add.js";
+import { del } from "../../../src/plugin/del.js";
+import { type FakeNode, nodeWithPods, pluginRequest, podNetns } from "../../kit/fake-node.js";
+
+const netns = podNetns;
+
+describe("DEL", () => {
+  let node: FakeNode;
+  beforeEach(async () => {
+    node = nodeWithPods();
+    await add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), node.deps());
+    node.apiReads.length = 0;
+  });
+
+  it("removes every rule of ours in each family and the record, without the API", async () => {
+    node.table(netns).restore("*nat\n-A OUTPUT -p udp -j ACCEPT\nCOMMIT\n");
+    await del(pluginRequest("DEL", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), node.deps());
+    expect(node.rules(netns)).toEqual(["OUTPUT -p udp -j ACCEPT"]);
+    expect(node.rules(netns, "ipv6")).toEqual([]);
+    expect(node.table(netns).chains.has("PROXY_INIT_REDIRECT")).toBe(false);
+    expect(node.records.size).toBe(0);
+    expect(node.apiReads).toEqual([]);
+  });
+
+  it("succeeds again, and when there was nothing", async () => {
+    const request = pluginRequest("DEL", { pod: ["shop", "web"] });
+    await del(request, node.deps());
+    await expect(del(request, node.deps())).resolves.toBeUndefined();
+  });
+
+  it("succeeds when the netns is gone, removing the record", async () => {
+    node.netns.delete(netns);
+    await expect(del(pluginRequest("DEL", { pod: ["shop", "web"] }), node.deps())).resolves.toBeUndefined();
+    expect(node.records.size).toBe(0);
+    expect(node.logs.some((entry) => entry.message === "netns is gone, nothing to remove")).toBe(true);
+  });
+
+  it("succeeds with no CNI_NETNS (the runtime's second DEL), touching no netns", async () => {
+    await del(pluginRequest("DEL", { pod: ["shop", "web"], netns: "" }), node.deps());
+    expect(node.records.size).toBe(0);
+    expect(node.table(netns).chains.has("PROXY_INIT_REDIRECT")).toBe(true);
+    expect(node.openRunners).toBe(0);
+  });
+
+  it("fails when iptables does, so the runtime retries", async () => {
+    node.failRestore.ipv4 = "iptables-restore: line 3 failed";
+    await expect(del(pluginRequest("DEL", { pod: ["shop", "web"] }), node.deps())).rejects.toThrow("line 3 failed");
+  });
+});

@@ -1,0 +1,29 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { CniError } from "../../../src/cni/errors.js";
+import { status } from "../../../src/plugin/status.js";
+import { FakeNode, pluginRequest } from "../../kit/fake-node.js";
+
+describe("STATUS", () => {
+  let node: FakeNode;
+  beforeEach(() => {
+    node = new FakeNode();
+  });
+  const request = (linkerd: Record<string, unknown> = {}) => pluginRequest("STATUS", { conf: { cniVersion: "1.1.0", linkerd } });
+
+  it("is ready with a usable kubeconfig and the backend's restore binaries, asking no API", async () => {
+    await expect(status(request(), node.deps())).resolves.toBeUndefined();
+    expect(node.apiReads).toEqual([]);
+  });
+
+  it("says code 50 with every reason ADD could not work", async () => {
+    node.kubeconfigProblem = "cannot read kubeconfig /k: ENOENT";
+    node.missingBinaries.add("ip6tables-legacy-restore");
+    const error = await status(request({ "iptables-mode": "legacy", ipv6: true }), node.deps()).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(CniError);
+    expect(error).toMatchObject({
+      code: 50,
+      message:
+        "meshcni cannot serve ADD: cannot read kubeconfig /k: ENOENT; ip6tables-legacy-restore not found for iptables backend legacy",
+    });
+  });
+});
