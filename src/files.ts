@@ -1,10 +1,85 @@
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  type Stats,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { errnoCode } from "./errors.js";
 
 export function sha256(content: string | Buffer): string {
   return createHash("sha256").update(content).digest("hex");
 }
+
+/** What a stat says a file is, for messages: "a fifo", "a directory"… */
+export function fileKind(stat: Stats): string {
+  if (stat.isFIFO()) return "a fifo";
+  if (stat.isDirectory()) return "a directory";
+  if (stat.isSocket()) return "a socket";
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return "a device";
+  return "a regular file";
+}
+
+/** A file that is not what the caller may read or write: never opened in a way that blocks. */
+export class FileKindError extends Error {
+  constructor(
+    readonly path: string,
+    readonly kind: string,
+  ) {
+    super(`${path} is ${kind}, not a regular file`);
+    this.name = "FileKindError";
+  }
+}
+
+/** Opens a path without ever blocking (a fifo opens at once) and without following a final symlink when asked. */
+export function openNonBlocking(path: string, flags: number, mode?: number): number {
+  return openSync(path, flags | constants.O_NONBLOCK, mode);
+}
+
+/**
+ * Reads a regular file, at most `maxBytes`: a fifo, device or directory named by a
+ * config (a kubeconfig, a token) is refused rather than read, so no input can hang the
+ * plugin on an open or a read.
+ */
+export function readRegularFile(path: string, maxBytes = 4 << 20): string {
+  const fd = openNonBlocking(path, constants.O_RDONLY);
+  try {
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) throw new FileKindError(path, fileKind(stat));
+    if (stat.size > maxBytes) throw new Error(`${path} is larger than ${maxBytes} bytes`);
+    const buffer = Buffer.alloc(stat.size);
+    let read = 0;
+    while (read < stat.size) {
+      const count = readSync(fd, buffer, read, stat.size - read, null);
+      if (count === 0) break;
+      read += count;
+    }
+    return buffer.subarray(0, read).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Removes a file; one already gone is fine. Unlike Bun's rmSync it reports the real errno (EPERM, not EFAULT). */
+export function removeFile(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (error) {
+    if (errnoCode(error) !== "ENOENT") throw error;
+  }
+}
+
+/** Temp files carry the writer's pid, so a sweep can tell an abandoned one from one being written. */
+const tempName = (path: string) => join(dirname(path), `.${basename(path)}.meshcni-${process.pid}-${randomBytes(4).toString("hex")}.tmp`);
+const tempPattern = /\.meshcni-(\d+)-[0-9a-f]+\.(tmp|lock)$/;
 
 /**
  * Writes through a temp file in the same directory and a rename, so a reader (the
@@ -12,21 +87,54 @@ export function sha256(content: string | Buffer): string {
  * is what containerd's watcher reacts to. The temp name does not end in .conf/.conflist.
  */
 export function writeAtomic(path: string, content: string | Buffer, mode = 0o644): void {
-  const temp = join(dirname(path), `.${basename(path)}.meshcni-${randomBytes(4).toString("hex")}.tmp`);
-  const fd = openSync(temp, "w", mode);
+  const temp = tempName(path);
+  const fd = openSync(temp, "wx", mode);
   try {
     writeFileSync(fd, content);
     fsyncSync(fd);
   } catch (error) {
     closeSync(fd);
-    rmSync(temp, { force: true });
+    removeFile(temp);
     throw error;
   }
   closeSync(fd);
   try {
     renameSync(temp, path);
   } catch (error) {
-    rmSync(temp, { force: true });
+    removeFile(temp);
     throw error;
   }
+}
+
+/** A per-process file name in `dir` that sweepAbandoned recognises: `<prefix>.meshcni-<pid>-<random>.lock`. */
+export function processFileName(dir: string, prefix: string): string {
+  return join(dir, `${prefix}.meshcni-${process.pid}-${randomBytes(4).toString("hex")}.lock`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return errnoCode(error) === "EPERM";
+  }
+}
+
+/**
+ * Removes the temp and lock files in `dir` whose writer is gone (killed mid-write, say);
+ * returns their names. A missing dir holds nothing.
+ */
+export function sweepAbandoned(dir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const abandoned = names.filter((name) => {
+    const pid = tempPattern.exec(name)?.[1];
+    return pid !== undefined && Number(pid) !== process.pid && !isAlive(Number(pid));
+  });
+  for (const name of abandoned) removeFile(join(dir, name));
+  return abandoned;
 }

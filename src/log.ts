@@ -1,7 +1,12 @@
-import { appendFileSync } from "node:fs";
+import { closeSync, constants, fstatSync, renameSync, writeSync } from "node:fs";
+import { errnoCode, errorMessage } from "./errors.js";
+import { FileKindError, fileKind, openNonBlocking } from "./files.js";
 
 const levels = { debug: 10, info: 20, warn: 30, warning: 30, error: 40 } as const;
 export type LogLevel = keyof typeof levels;
+
+/** A log_file past this size is renamed to `<log_file>.1` (replacing the last one) and started afresh. */
+export const logFileMaxBytes = 10 << 20;
 
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
@@ -11,22 +16,53 @@ export interface Logger {
 }
 
 /**
- * Logs one line per event to stderr (never stdout: that is the runtime's) and, when
- * set, appends it to a file; a file that cannot be written never fails the verb.
+ * Opens the log file for appending: never through a symlink (O_NOFOLLOW: on a host with
+ * protected_symlinks=0 a planted link would have meshcni write into any file), never
+ * blocking (a fifo is refused), and rotated once it is past logFileMaxBytes.
+ */
+function openLogFile(path: string): number {
+  const open = () => openNonBlocking(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+  let fd = open();
+  const stat = fstatSync(fd);
+  if (!stat.isFile()) {
+    closeSync(fd);
+    throw new FileKindError(path, fileKind(stat));
+  }
+  if (stat.size >= logFileMaxBytes) {
+    closeSync(fd);
+    renameSync(path, `${path}.1`);
+    fd = open();
+  }
+  return fd;
+}
+
+/**
+ * Logs one JSON line per event to stderr (never stdout: that is the runtime's) and, when
+ * set, appends it to a file. A file that cannot be written never fails the verb: the
+ * reason is logged once to stderr and the file is left alone.
  */
 export function createLogger(options: { level?: LogLevel; file?: string; prefix?: Record<string, unknown> } = {}): Logger {
   const threshold = levels[options.level ?? "info"];
+  let fd: number | undefined;
+  let fileFailed = false;
+  const line = (level: string, message: string, fields?: Record<string, unknown>) =>
+    `${JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...options.prefix, ...fields })}\n`;
+  const toFile = (text: string) => {
+    if (!options.file || fileFailed) return;
+    try {
+      fd ??= openLogFile(options.file);
+      writeSync(fd, text);
+    } catch (error) {
+      fileFailed = true;
+      const reason = errnoCode(error) === "ELOOP" ? "it is a symlink, which meshcni does not follow" : errorMessage(error);
+      process.stderr.write(line("warn", "not writing the log file", { file: options.file, reason }));
+    }
+  };
   const write = (level: Exclude<LogLevel, "warning">, message: string, fields?: Record<string, unknown>) => {
     if (levels[level] < threshold) return;
-    const line = `${JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...options.prefix, ...fields })}\n`;
-    process.stderr.write(line);
-    if (options.file) {
-      try {
-        appendFileSync(options.file, line);
-      } catch {
-        // A missing log directory must not turn into a failed pod start.
-      }
-    }
+    const text = line(level, message, fields);
+    process.stderr.write(text);
+    toFile(text);
   };
   return {
     debug: (message, fields) => write("debug", message, fields),

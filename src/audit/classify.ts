@@ -55,10 +55,15 @@ export async function auditPods(
       audits.push({ ...base, status: "missing", details: ["no ADD record: the pod's network was set up without meshcni in the chain"] });
       continue;
     }
-    audits.push({ ...base, ...(await inspect(record)) });
+    const inspection = await inspect(record);
+    // An ADD stopped midway (killed) left its record saying so: what it wrote may be partial.
+    if (record.state === "adding" && inspection.status === "drifted") inspection.details.unshift(unfinishedAdd);
+    audits.push({ ...base, ...inspection });
   }
   return audits.sort((a, b) => formatPodKey(a).localeCompare(formatPodKey(b)));
 }
+
+export const unfinishedAdd = "ADD did not finish (the plugin was stopped midway); the runtime's DEL removes what it wrote";
 
 export function isUnprotected(audit: PodAudit): boolean {
   return audit.status === "missing" || audit.status === "drifted";

@@ -59,9 +59,8 @@ export async function runAudit(argv: string[]): Promise<number> {
     const api = createNodeApi(kubeConfigFrom(values.kubeconfig ?? process.env.KUBECONFIG), node);
     const only = new Set(values.pod ?? []);
     const pods = (await api.listPods()).filter((pod) => only.size === 0 || only.has(podName(pod)));
-    const audits = await auditPods(pods, fileRecordStore(join(hostRoot || "/", values["state-dir"] ?? defaultStateDir)).list(), (record) =>
-      inspectRecord(record, hostRoot),
-    );
+    const stateDir = join(hostRoot || "/", values["state-dir"] ?? defaultStateDir);
+    const audits = await auditPods(pods, fileRecordStore(stateDir).list(), (record) => inspectRecord(record, hostRoot, stateDir));
     const result = report(node, audits);
     process.stdout.write(values.output === "json" ? `${JSON.stringify(result, null, 2)}\n` : renderTable(result));
     return audits.some((audit) => audit.status !== "protected") ? 1 : 0;

@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
-import { writeAtomic } from "../files.js";
+import { readRegularFile, writeAtomic } from "../files.js";
 
 /** What the kubeconfig is made of: the pod's service account and the API's address. */
 export interface ServiceAccount {
@@ -56,13 +56,13 @@ export function syncKubeconfig(source: KubeconfigSource): "written" | "rewritten
   if (!source.api) throw new Error("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are needed for the kubeconfig");
   let token: string;
   try {
-    token = readFileSync(join(source.serviceAccountDir, "token"), "utf8").trim();
+    token = readRegularFile(join(source.serviceAccountDir, "token")).trim();
   } catch (error) {
     throw new Error(`no service account token in ${source.serviceAccountDir} (${errnoCode(error) ?? errorMessage(error)})`);
   }
-  const caPem = source.caFile && existsSync(source.caFile) ? readFileSync(source.caFile, "utf8") : undefined;
+  const caPem = source.caFile && existsSync(source.caFile) ? readRegularFile(source.caFile) : undefined;
   const content = renderKubeconfig({ token, caPem }, source.api);
-  const current = existsSync(source.path) ? readFileSync(source.path, "utf8") : undefined;
+  const current = existsSync(source.path) ? readRegularFile(source.path) : undefined;
   if (current === content) return "unchanged";
   writeAtomic(source.path, content, 0o600);
   return current === undefined ? "written" : "rewritten";

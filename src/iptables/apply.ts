@@ -1,5 +1,5 @@
 import { diffTable } from "./diff.js";
-import type { IptablesRunner } from "./exec.js";
+import { IptablesError, type IptablesRunner } from "./exec.js";
 import type { RulePlan } from "./plan.js";
 import { renderApply, renderCreate, renderRemove } from "./restore.js";
 import { parseNatTable } from "./save.js";
@@ -7,17 +7,18 @@ import type { Family } from "./types.js";
 
 /**
  * Makes one family's nat table match the plan. A pod's first ADD meets a table without
- * our chains: one restore that creates them does it. When that restore is refused (the
- * chains exist), one save and, unless the table matches already, one restore that
+ * our chains: one restore that creates them does it. When iptables refuses that restore
+ * (the chains exist), one save and, unless the table matches already, one restore that
  * replaces them. Returns whether anything was written.
  */
 export async function applyPlan(runner: IptablesRunner, plan: RulePlan): Promise<boolean> {
   try {
     await runner.restore(plan.family, renderCreate(plan));
     return true;
-  } catch {
-    // Refused as a whole: the chains are there (a repeated ADD), or iptables failed; the
-    // save below tells which.
+  } catch (error) {
+    // Refused as a whole: the chains are there (a repeated ADD), or the rules are wrong;
+    // the save below tells which. A missing or hung binary is no answer at all.
+    if (!(error instanceof IptablesError && error.refused)) throw error;
   }
   const table = parseNatTable(await runner.save(plan.family));
   if (diffTable(plan, table).length === 0) return false;

@@ -1,6 +1,6 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { writeAtomic } from "../files.js";
+import { readRegularFile, writeAtomic } from "../files.js";
 import type { DetectionCache } from "./backend.js";
 
 /** The auto-detected backend, kept in the plugin's state dir (tmpfs: gone at reboot). */
@@ -9,7 +9,7 @@ export function fileDetectionCache(stateDir: string): DetectionCache {
   return {
     read() {
       try {
-        const backend = readFileSync(path, "utf8").trim();
+        const backend = readRegularFile(path, 64).trim();
         return backend === "legacy" || backend === "nft" ? backend : undefined;
       } catch {
         return undefined;

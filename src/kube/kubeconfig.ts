@@ -1,7 +1,7 @@
-import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
 import * as v from "valibot";
 import { errnoCode, errorMessage } from "../errors.js";
+import { readRegularFile } from "../files.js";
 import { describeIssuePath } from "../schema.js";
 
 /**
@@ -79,7 +79,7 @@ async function parseKubeconfigText(text: string): Promise<unknown> {
 export async function loadApiAccess(path: string): Promise<ApiAccess> {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFile(path, 1 << 20);
   } catch (error) {
     throw new KubeconfigError(path, `cannot read kubeconfig ${path}: ${errnoCode(error) ?? errorMessage(error)}`);
   }
@@ -111,7 +111,7 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
   const file = (name: string, what: string) => {
     const full = isAbsolute(name) ? name : join(dirname(path), name);
     try {
-      return readFileSync(full, "utf8");
+      return readRegularFile(full, 1 << 20);
     } catch (error) {
       throw new KubeconfigError(path, `kubeconfig ${path}: cannot read ${what} ${full}: ${errnoCode(error)}`);
     }

@@ -3,7 +3,12 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import pRetry, { AbortError } from "p-retry";
 import { errorMessage } from "../errors.js";
+import { AnswerError, namespaceAnswer, podAnswer } from "./answers.js";
 import { describeApiFailure } from "./errors.js";
+
+/** An answer larger than this is refused: an object in etcd is at most 1.5 MiB by default. */
+const maxAnswerBytes = 4 << 20;
+
 import { loadApiAccess } from "./kubeconfig.js";
 
 /** The plugin's two reads: the pod being added and, for overrides, its namespace. */
@@ -60,7 +65,7 @@ export async function createKubeReader(options: KubeReaderOptions): Promise<Kube
       })
     : new HttpAgent({ keepAlive: true, maxSockets: 1 });
 
-  function get<T>(path: string, signal: AbortSignal): Promise<T> {
+  function get(path: string, signal: AbortSignal): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const send = secure ? httpsRequest : httpRequest;
       const req = send(
@@ -69,11 +74,15 @@ export async function createKubeReader(options: KubeReaderOptions): Promise<Kube
         (res) => {
           let body = "";
           res.setEncoding("utf8");
-          res.on("data", (chunk: string) => (body += chunk));
+          res.on("data", (chunk: string) => {
+            body += chunk;
+            if (body.length > maxAnswerBytes)
+              req.destroy(new AnswerError(`the API server's answer is larger than ${maxAnswerBytes >> 20} MiB`));
+          });
           res.on("error", reject);
           res.on("end", () => {
             try {
-              if (res.statusCode === 200) resolve(JSON.parse(body) as T);
+              if (res.statusCode === 200) resolve(JSON.parse(body));
               else reject(new StatusError(res.statusCode ?? 0, (JSON.parse(body) as { message?: string }).message ?? body));
             } catch (error) {
               reject(res.statusCode === 200 ? error : new StatusError(res.statusCode ?? 0, body));
@@ -86,14 +95,16 @@ export async function createKubeReader(options: KubeReaderOptions): Promise<Kube
     });
   }
 
-  async function read<T>(path: string): Promise<T> {
+  /** GETs a path and checks the answer, retrying what may pass within the deadline. */
+  async function read<T>(path: string, check: (body: unknown) => T): Promise<T> {
     let lastCause = "";
     return pRetry(
       async () => {
         const signal = AbortSignal.any([options.deadline, AbortSignal.timeout(options.attemptTimeoutMs)]);
         try {
-          return await get<T>(path, signal);
+          return check(await get(path, signal));
         } catch (error) {
+          if (error instanceof AnswerError) throw new AbortError(error.message);
           const failure = describeApiFailure(error);
           lastCause = failure.cause;
           if (!failure.retryable || options.deadline.aborted) throw new AbortError(failure.cause);
@@ -116,8 +127,11 @@ export async function createKubeReader(options: KubeReaderOptions): Promise<Kube
 
   return {
     serverPort: Number(access.server.port || (secure ? 443 : 80)),
-    readPod: (namespace, name) => read<V1Pod>(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`),
-    readNamespace: (name) => read<V1Namespace>(`/api/v1/namespaces/${encodeURIComponent(name)}`),
+    readPod: (namespace, name) =>
+      read(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, (body) =>
+        podAnswer(body, namespace, name),
+      ),
+    readNamespace: (name) => read(`/api/v1/namespaces/${encodeURIComponent(name)}`, (body) => namespaceAnswer(body, name)),
     close: () => agent.destroy(),
   };
 }

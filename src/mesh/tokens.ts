@@ -45,7 +45,8 @@ export function parseSubnetToken(token: string): Parsed<string> {
       : undefined;
   if (kind === undefined || extra.length > 0) return failure;
   const maxPrefix = kind === "ipv4" ? 32 : 128;
-  if (prefixText !== undefined && !(/^\d{1,3}$/.test(prefixText) && Number(prefixText) <= maxPrefix)) return failure;
+  // No leading zeros: iptables refuses a prefix such as "08", as it would an address part.
+  if (prefixText !== undefined && !(/^(0|[1-9]\d{0,2})$/.test(prefixText) && Number(prefixText) <= maxPrefix)) return failure;
   const cidr = `${addressText}/${prefixText ?? maxPrefix}`;
   const network = kind === "ipv4" ? ipaddr.IPv4.networkAddressFromCIDR(cidr) : ipaddr.IPv6.networkAddressFromCIDR(cidr);
   return { ok: true, value: `${network.toString()}/${prefixText ?? maxPrefix}` };

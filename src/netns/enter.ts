@@ -1,5 +1,6 @@
-import { closeSync, openSync } from "node:fs";
+import { closeSync, constants, fstatSync, statSync } from "node:fs";
 import { errnoCode } from "../errors.js";
+import { fileKind, openNonBlocking } from "../files.js";
 
 const CLONE_NEWNET = 0x40000000;
 const EINVAL = 22;
@@ -19,6 +20,14 @@ export class NetnsGoneError extends Error {
   ) {
     super(`network namespace ${path} is not available: ${reason}`);
     this.name = "NetnsGoneError";
+  }
+}
+
+/** CNI_NETNS names meshcni's own network namespace (the host's): a redirect there would take the node's TCP. */
+export class OwnNetnsError extends Error {
+  constructor(readonly path: string) {
+    super(`refusing network namespace ${path}: it is meshcni's own (the host's), not a pod's`);
+    this.name = "OwnNetnsError";
   }
 }
 
@@ -50,12 +59,33 @@ async function loadLibc(): Promise<Libc> {
   return libc;
 }
 
-function openNamespace(path: string): number {
+/**
+ * Opens a pod's netns: without blocking (a fifo there must not hang the plugin), only a
+ * namespace file (setns then tells a network namespace from another kind), and never the
+ * namespace this thread is in.
+ */
+function openPodNamespace(path: string): number {
+  let fd: number;
   try {
-    return openSync(path, "r");
+    fd = openNonBlocking(path, constants.O_RDONLY);
   } catch (error) {
     throw new NetnsGoneError(path, errnoCode(error) ?? String(error));
   }
+  try {
+    const target = fstatSync(fd);
+    if (!target.isFile() || target.size !== 0) throw new NetnsGoneError(path, `not a network namespace (${fileKind(target)})`);
+    const own = statSync("/proc/thread-self/ns/net");
+    if (target.dev === own.dev && target.ino === own.ino) throw new OwnNetnsError(path);
+    return fd;
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+}
+
+/** Checks that `path` names a network namespace that is not this process's own, without entering it. */
+export function checkPodNetns(path: string): void {
+  closeSync(openPodNamespace(path));
 }
 
 /**
@@ -66,8 +96,8 @@ function openNamespace(path: string): number {
  */
 export async function inNetns<T>(path: string, action: () => Promise<T>): Promise<T> {
   const { setns, errno } = await loadLibc();
-  const target = openNamespace(path);
-  const home = openSync("/proc/thread-self/ns/net", "r");
+  const target = openPodNamespace(path);
+  const home = openNonBlocking("/proc/thread-self/ns/net", constants.O_RDONLY);
   try {
     if (setns(target, CLONE_NEWNET) !== 0) {
       const code = errno();

@@ -5,7 +5,7 @@ import { planRules } from "../iptables/plan.js";
 import { hasOwnRules, parseNatTable } from "../iptables/save.js";
 import type { Family } from "../iptables/types.js";
 import { podName } from "../pod-key.js";
-import { lookupPod } from "./lookup.js";
+import { type Decision, lookupPod, namedPod } from "./lookup.js";
 import { discardIptables, familiesFor, type PluginDeps, type PluginRequest, prepareIptables, withPodIptables } from "./request.js";
 
 /** An unmeshed pod must hold none of our chains or jumps. */
@@ -24,14 +24,16 @@ async function strayRules(runner: IptablesRunner, families: Family[]): Promise<s
  * differences go in the error's details, one after another.
  */
 export async function check(request: PluginRequest, deps: PluginDeps): Promise<undefined> {
+  const named = namedPod(request, deps);
+  deps.checkNetns(request.env.netns);
   if (request.conf.linkerd.simulate) {
-    await lookupPod(request, deps);
+    if (named) await lookupPod(request, deps, named);
     return;
   }
   const preparing = prepareIptables(request, deps);
-  let decision: Awaited<ReturnType<typeof lookupPod>>;
+  let decision: Decision | undefined;
   try {
-    decision = await lookupPod(request, deps);
+    decision = named ? await lookupPod(request, deps, named) : undefined;
   } catch (error) {
     await discardIptables(preparing);
     throw error;

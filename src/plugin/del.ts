@@ -1,25 +1,35 @@
 import { removeOwnRules } from "../iptables/apply.js";
-import { NetnsGoneError } from "../netns/enter.js";
-import { familiesFor, type PluginDeps, type PluginRequest, prepareIptables, withPodIptables } from "./request.js";
+import { NetnsGoneError, OwnNetnsError } from "../netns/enter.js";
+import { familiesFor, type PluginDeps, type PluginRequest, prepareIptables, swept, withPodIptables } from "./request.js";
 
 /**
  * DEL: remove our chains and the jumps into them, without the API (it may be down, the
- * kubeconfig gone, the pod deleted). Nothing there, or no netns, is success.
+ * kubeconfig gone, the pod deleted), then the attachment's record. Nothing there, or no
+ * netns, is success. The rules belong to the netns while another attachment of the same
+ * container is recorded there (Multus's secondary networks), so they stay until its DEL.
  */
 export async function del(request: PluginRequest, deps: PluginDeps): Promise<undefined> {
   const { conf, env } = request;
   if (conf.linkerd.simulate) return;
-  deps.records(conf.state_dir).remove({ containerID: env.containerId, ifname: env.ifname });
-  if (!env.netns) {
-    deps.log.info("no CNI_NETNS: the netns is gone, nothing to remove");
-    return;
-  }
+  const records = deps.records(conf.state_dir);
+  swept(records.sweep(), deps);
+  const others = records.forContainer(env.containerId).filter((record) => record.ifname !== env.ifname && record.netns === env.netns);
+  if (!env.netns) deps.log.info("no CNI_NETNS: the netns is gone, nothing to remove");
+  else if (others.length > 0)
+    deps.log.info("keeping the redirect: other attachments of this netns remain", { ifnames: others.map((record) => record.ifname) });
+  else await removeRules(request, deps);
+  records.remove({ containerID: env.containerId, ifname: env.ifname });
+}
+
+async function removeRules(request: PluginRequest, deps: PluginDeps): Promise<void> {
   try {
     await withPodIptables(request, deps, prepareIptables(request, deps), async (runner) => {
-      for (const family of familiesFor(conf)) await removeOwnRules(runner, family);
+      for (const family of familiesFor(request.conf)) await removeOwnRules(runner, family);
     });
   } catch (error) {
-    if (!(error instanceof NetnsGoneError)) throw error;
-    deps.log.info("netns is gone, nothing to remove", { reason: error.message });
+    if (error instanceof NetnsGoneError) deps.log.info("netns is gone, nothing to remove", { reason: error.message });
+    // Never touch the host's tables; failing would leave the pod stuck in teardown for nothing.
+    else if (error instanceof OwnNetnsError) deps.log.warn("not removing rules", { reason: error.message });
+    else throw error;
   }
 }

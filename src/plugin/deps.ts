@@ -4,8 +4,8 @@ import { binaryAvailable, createIptablesRunner, hostSaveProbe } from "../iptable
 import { loadApiAccess } from "../kube/kubeconfig.js";
 import type { Logger } from "../log.js";
 import type { NetConf } from "../mesh/netconf.js";
-import { inNetns } from "../netns/enter.js";
-import { fileRecordStore } from "../state/records.js";
+import { checkPodNetns, inNetns } from "../netns/enter.js";
+import { fileRecordStore, locksDir } from "../state/records.js";
 import type { PluginDeps } from "./request.js";
 
 const backendOf = (conf: NetConf) => resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, fileDetectionCache(conf.state_dir));
@@ -18,8 +18,10 @@ export function productionDeps(log: Logger): PluginDeps {
     kubeReader: async (options) => (await import("../kube/pod-reader.js")).createKubeReader(options),
     checkKubeconfig: async (path) => void (await loadApiAccess(path)),
     backend: backendOf,
-    iptables: async (conf) => createIptablesRunner(await backendOf(conf), { wait: conf.linkerd["use-wait-flag"] }),
+    iptables: async (conf) =>
+      createIptablesRunner(await backendOf(conf), { wait: conf.linkerd["use-wait-flag"], lockDir: locksDir(conf.state_dir) }),
     binaryAvailable,
+    checkNetns: checkPodNetns,
     inNetns,
     records: fileRecordStore,
   };

@@ -27,16 +27,18 @@ export class PodLookupError extends Error {
 /** Bounds one API request, so a retry still fits within the deadline. */
 const attemptTimeoutMs = 10_000;
 
-/**
- * Looks the pod up and decides its firewall; undefined when the runtime named no pod.
- * Any API failure fails closed: a meshed pod must never start unredirected.
- */
-export async function lookupPod(request: PluginRequest, deps: PluginDeps): Promise<Decision | undefined> {
+/** The pod CNI_ARGS name; undefined (logged) for a container that is no Kubernetes pod. */
+export function namedPod(request: PluginRequest, deps: PluginDeps): PodKey | undefined {
   const identity = podIdentity(parseCniArgs(request.env.args));
-  if (!identity) {
-    deps.log.info("no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS: not a Kubernetes pod, passing through");
-    return undefined;
-  }
+  if (!identity) deps.log.info("no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS: not a Kubernetes pod, passing through");
+  return identity;
+}
+
+/**
+ * Looks the pod up and decides its firewall. Any API failure, and any answer that is not
+ * the pod asked for, fails closed: a meshed pod must never start unredirected.
+ */
+export async function lookupPod(request: PluginRequest, deps: PluginDeps, identity: PodKey): Promise<Decision> {
   const subject = formatPodKey(identity);
   const { kubeconfig, timeout_seconds } = request.conf.kubernetes;
   const deadline = AbortSignal.timeout(timeout_seconds * 1000);
@@ -60,8 +62,12 @@ export async function lookupPod(request: PluginRequest, deps: PluginDeps): Promi
   };
   try {
     const pod = await read(`pod ${subject}`, () => reader.readPod(identity.namespace, identity.name));
-    if (identity.uid && pod.metadata?.uid && identity.uid !== pod.metadata.uid) {
-      throw new PodLookupError(identity, `the API server has pod UID ${pod.metadata.uid}, the runtime asked for ${identity.uid}`);
+    // A pod recreated under the same name is another pod: its spec says nothing of this sandbox.
+    if (identity.uid && pod.metadata?.uid !== identity.uid) {
+      throw new PodLookupError(
+        identity,
+        `the API server has pod UID ${pod.metadata?.uid ?? "(none)"}, the runtime asked for ${identity.uid}`,
+      );
     }
     if (!isMeshed(pod)) return { pod, spec: undefined };
     const namespace = needsNamespaceAnnotations(pod)

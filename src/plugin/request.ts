@@ -29,6 +29,8 @@ export interface PluginDeps {
   iptables(conf: NetConf): Promise<IptablesRunner>;
   /** Whether an executable of that name is on the runner's search path. */
   binaryAvailable(name: string): boolean;
+  /** Throws unless `path` is a network namespace other than the plugin's own (the host's). */
+  checkNetns(path: string): void;
   inNetns<T>(path: string, action: () => Promise<T>): Promise<T>;
   records(stateDir: string): RecordStore;
 }
@@ -70,4 +72,9 @@ export async function withPodIptables<T>(
   } finally {
     runner.close();
   }
+}
+
+/** Logs what a sweep of abandoned temp and lock files removed. */
+export function swept(names: string[], deps: PluginDeps): void {
+  if (names.length > 0) deps.log.info("removed files killed plugin processes left behind", { files: names });
 }

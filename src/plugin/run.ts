@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { writeSync } from "node:fs";
 import { readCniEnv, type Verb } from "../cni/env.js";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { compareVersions, isSupportedVersion, latestVersion, versionInfo } from "../cni/version.js";
@@ -12,16 +12,48 @@ import { toCniError } from "./failure.js";
 import { gc } from "./gc.js";
 import type { PluginDeps, PluginRequest, VerbHandler } from "./request.js";
 import { status } from "./status.js";
+import { startWatchdog } from "./watchdog.js";
 
 /** The verbs that read a netconf; VERSION is answered before one is read. */
 const handlers: Record<Exclude<Verb, "VERSION">, VerbHandler> = { ADD: add, CHECK: check, DEL: del, STATUS: status, GC: gc };
 
-function readStdin(): string {
+/** Runtimes write the netconf and close stdin at once; a stdin that never closes must not hang the plugin. */
+const stdinTimeoutMs = 5000;
+const stdinMaxBytes = 16 << 20;
+/** Beyond the API's deadline, what the rest of an invocation may take (iptables' own limit is 10 s). */
+const watchdogSlackMs = 15_000;
+
+/** Reads stdin to its end, without blocking the event loop, within stdinTimeoutMs and stdinMaxBytes. */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const reading = (async () => {
+    for await (const chunk of process.stdin) {
+      size += (chunk as Buffer).length;
+      if (size > stdinMaxBytes)
+        throw new CniError(ErrorCode.decodeFailure, `network config on stdin is larger than ${stdinMaxBytes >> 20} MiB`);
+      chunks.push(chunk as Buffer);
+    }
+    return Buffer.concat(chunks).toString("utf8");
+  })();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // Its open handle would keep the process alive after the answer.
+      process.stdin.destroy();
+      reject(new CniError(ErrorCode.decodeFailure, `stdin was not closed within ${stdinTimeoutMs / 1000} s: no complete network config`));
+    }, stdinTimeoutMs);
+  });
   try {
-    return readFileSync(0, "utf8");
-  } catch {
-    return "";
+    return await Promise.race([reading, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
+}
+
+/** Writes the runtime's answer at once (synchronously), so even an exit right after it loses nothing. */
+function print(answer: Record<string, unknown>): void {
+  writeSync(1, `${JSON.stringify(answer)}\n`);
 }
 
 /** The cniVersion an error is reported in: the config's, when it named one we speak. */
@@ -50,12 +82,20 @@ export async function runVerb(request: PluginRequest, deps: PluginDeps): Promise
  * stderr and the netconf's log_file.
  */
 export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
-  const stdin = readStdin();
+  let stdin = "";
   let log = createLogger({ prefix: { command: env.CNI_COMMAND, containerId: env.CNI_CONTAINERID } });
+  const fail = (error: unknown) => {
+    const cniError = toCniError(error);
+    log.error(cniError.message, { code: cniError.code, ...(cniError.details ? { details: cniError.details } : {}) });
+    if (error !== cniError && error instanceof Error) log.debug("failure's stack", { stack: error.stack });
+    print(cniError.toJSON(errorVersion(stdin)));
+    return 1;
+  };
   try {
+    stdin = await readStdin();
     const cniEnv = readCniEnv(env);
     if (cniEnv.command === "VERSION") {
-      process.stdout.write(`${JSON.stringify(versionInfo(errorVersion(stdin)))}\n`);
+      print(versionInfo(errorVersion(stdin)));
       return 0;
     }
     const conf = parseNetConf(stdin);
@@ -65,15 +105,16 @@ export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
       prefix: { command: cniEnv.command, containerId: cniEnv.containerId || undefined },
     });
     const started = performance.now();
-    const output = await runVerb({ env: cniEnv, conf }, productionDeps(log));
+    const budgetMs = conf.kubernetes.timeout_seconds * 1000 + watchdogSlackMs;
+    const disarm = startWatchdog(budgetMs, () => {
+      // Whatever was midway stays recorded as such (an "adding" record); the runtime's DEL follows.
+      process.exit(fail(new CniError(ErrorCode.tryAgainLater, `meshcni did not finish ${cniEnv.command} within ${budgetMs / 1000} s`)));
+    });
+    const output = await runVerb({ env: cniEnv, conf }, productionDeps(log)).finally(disarm);
     log.debug("done", { ms: Math.round(performance.now() - started) });
-    if (output !== undefined) process.stdout.write(`${JSON.stringify(output)}\n`);
+    if (output !== undefined) print(output);
     return 0;
   } catch (error) {
-    const cniError = toCniError(error);
-    log.error(cniError.message, { code: cniError.code, ...(cniError.details ? { details: cniError.details } : {}) });
-    if (error !== cniError && error instanceof Error) log.debug("failure's stack", { stack: error.stack });
-    process.stdout.write(`${JSON.stringify(cniError.toJSON(errorVersion(stdin)))}\n`);
-    return 1;
+    return fail(error);
   }
 }

@@ -1,7 +1,7 @@
-import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { writeAtomic } from "../files.js";
+import { readRegularFile, removeFile, sha256, sweepAbandoned, writeAtomic } from "../files.js";
 import type { Backend } from "../iptables/backend.js";
 import type { RulePlan } from "../iptables/plan.js";
 import type { PodKey } from "../pod-key.js";
@@ -10,9 +10,14 @@ import type { PodKey } from "../pod-key.js";
  * What ADD did for a meshed pod, kept on the host so `meshcni audit` can tell a pod that
  * went through meshcni from one that did not, and check its rules without the netconf.
  * One file per attachment (container id + ifname); nothing secret is in it.
+ *
+ * ADD writes it as "adding" before it touches the netns and as "added" once every
+ * family's rules are in: an ADD killed in between leaves a record that says so, never
+ * rules that no record explains.
  */
 export interface AttachmentRecord {
   version: 1;
+  state: "adding" | "added";
   pod: Required<PodKey>;
   containerId: string;
   ifname: string;
@@ -34,16 +39,22 @@ export interface Attachment {
 /** The records of one state dir. */
 export interface RecordStore {
   write(record: NewRecord): void;
+  /** Removes an attachment's record; one already gone is fine, any other failure names its errno. */
   remove(attachment: Attachment): void;
   /** Every readable record; a file that is not one (or vanished) is skipped. */
   list(): AttachmentRecord[];
+  /** The records of one container's attachments (Multus gives a pod several). */
+  forContainer(containerID: string): AttachmentRecord[];
   /** GC: removes the records of attachments not in `valid`; returns how many. */
   collect(valid: Attachment[]): number;
+  /** Removes what killed plugin processes left here (temp files, lock files); returns their names. */
+  sweep(): string[];
 }
 
-// Records written before the fingerprint was dropped still parse: unknown keys are ignored.
+// Records written before the state and before the fingerprint was dropped still parse.
 const recordSchema = v.object({
   version: v.literal(1),
+  state: v.optional(v.picklist(["adding", "added"]), "added"),
   pod: v.object({ namespace: v.string(), name: v.string(), uid: v.string() }),
   containerId: v.string(),
   ifname: v.string(),
@@ -61,11 +72,19 @@ const recordSchema = v.object({
 
 export const defaultStateDir = "/var/run/meshcni";
 
-/** Container ids and ifnames are runtime-chosen; keep the file name to safe characters. */
-function fileName({ containerID, ifname }: Attachment): string {
-  return `${containerID}_${ifname}.json`.replace(/[^A-Za-z0-9_.-]/g, "-");
+/** Where per-process lock files go (legacy iptables' XTABLES_LOCKFILE), so a sweep finds abandoned ones. */
+export const locksDir = (stateDir: string) => join(stateDir, "locks");
+
+/**
+ * One part of a record's file name: the runtime's id as it is when it is short and plain
+ * (so an operator can find a container's file), else a hash of it. Neither form holds "_",
+ * which separates the parts, so no two attachments share a name.
+ */
+function namePart(id: string): string {
+  return /^[A-Za-z0-9.-]{1,100}$/.test(id) && !id.startsWith(".") ? id : `h-${sha256(id).slice(0, 32)}`;
 }
 
+const fileName = ({ containerID, ifname }: Attachment) => `${namePart(containerID)}_${namePart(ifname)}.json`;
 const attachmentOf = (record: { containerId: string; ifname: string }): Attachment => ({
   containerID: record.containerId,
   ifname: record.ifname,
@@ -74,23 +93,23 @@ const attachmentOf = (record: { containerId: string; ifname: string }): Attachme
 /** One JSON file per attachment under `<stateDir>/attachments`, each written atomically. */
 export function fileRecordStore(stateDir: string): RecordStore {
   const dir = join(stateDir, "attachments");
-  const list = (): AttachmentRecord[] => {
-    let names: string[];
+  const names = (): string[] => {
     try {
-      names = readdirSync(dir).filter((name) => name.endsWith(".json"));
+      return readdirSync(dir).filter((name) => name.endsWith(".json"));
     } catch {
       return [];
     }
-    return names.flatMap((name) => {
-      try {
-        const parsed = v.safeParse(recordSchema, JSON.parse(readFileSync(join(dir, name), "utf8")));
-        return parsed.success ? [parsed.output] : [];
-      } catch {
-        return [];
-      }
-    });
   };
-  const remove = (attachment: Attachment) => rmSync(join(dir, fileName(attachment)), { force: true });
+  const read = (name: string): AttachmentRecord[] => {
+    try {
+      const parsed = v.safeParse(recordSchema, JSON.parse(readRegularFile(join(dir, name), 1 << 20)));
+      return parsed.success ? [parsed.output] : [];
+    } catch {
+      return [];
+    }
+  };
+  const list = () => names().flatMap(read);
+  const remove = (attachment: Attachment) => removeFile(join(dir, fileName(attachment)));
   return {
     write(record) {
       mkdirSync(dir, { recursive: true, mode: 0o755 });
@@ -99,11 +118,19 @@ export function fileRecordStore(stateDir: string): RecordStore {
     },
     remove,
     list,
+    forContainer(containerID) {
+      const prefix = `${namePart(containerID)}_`;
+      return names()
+        .filter((name) => name.startsWith(prefix))
+        .flatMap(read)
+        .filter((record) => record.containerId === containerID);
+    },
     collect(valid) {
       const keep = new Set(valid.map(fileName));
       const stale = list().filter((record) => !keep.has(fileName(attachmentOf(record))));
       for (const record of stale) remove(attachmentOf(record));
       return stale.length;
     },
+    sweep: () => [...sweepAbandoned(dir), ...sweepAbandoned(locksDir(stateDir))],
   };
 }

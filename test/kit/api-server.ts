@@ -6,7 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /** What the server does for one path instead of answering from its store. */
-export type Fault = { status: number } | { hang: true };
+/**
+ * What the server does for one path instead of answering from its store: fail with a
+ * status, never answer, answer 200 with this raw body, or answer 200 with an endless body.
+ */
+export type Fault = { status: number } | { hang: true } | { body: string } | { endless: true };
 
 export interface RecordedRequest {
   method: string;
@@ -218,12 +222,33 @@ export class FakeApiServer {
       this.hanging.add(res);
       return;
     }
+    if (authorized && fault && "body" in fault) {
+      res.writeHead(200, { "content-type": "application/json" }).end(fault.body);
+      return;
+    }
+    if (authorized && fault && "endless" in fault) {
+      this.endless(res);
+      return;
+    }
     const reply = !authorized
       ? failure(401, "Unauthorized", "Unauthorized")
-      : fault
+      : fault && "status" in fault
         ? failure(fault.status, "InternalError", `injected fault ${fault.status}`)
         : this.route(method, path, query, body, res);
     if (reply) res.writeHead(reply.code, { "content-type": "application/json" }).end(JSON.stringify(reply.body));
+  }
+
+  /** A 200 whose body never ends: 1 MiB chunks of a string value, for as long as the client reads. */
+  private endless(res: ServerResponse): void {
+    const chunk = "a".repeat(1 << 20);
+    let sent = 0;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write('{"kind":"Pod","padding":"');
+    const more = () => {
+      while (!res.destroyed && sent < 1 << 30 && res.write(chunk)) sent += chunk.length;
+    };
+    res.on("drain", more);
+    more();
   }
 
   /** Answers one request from the store; undefined when it took the response over (a watch). */

@@ -1,5 +1,6 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import type { Verb } from "../../src/cni/env.js";
+import { errorMessage } from "../../src/errors.js";
 import type { Backend } from "../../src/iptables/backend.js";
 import { binaryName } from "../../src/iptables/backend.js";
 import { IptablesError, type IptablesRunner } from "../../src/iptables/exec.js";
@@ -8,7 +9,7 @@ import type { Family } from "../../src/iptables/types.js";
 import { ApiRequestError, type KubeReader } from "../../src/kube/pod-reader.js";
 import type { Logger } from "../../src/log.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
-import { NetnsGoneError } from "../../src/netns/enter.js";
+import { NetnsGoneError, OwnNetnsError } from "../../src/netns/enter.js";
 import type { PluginDeps, PluginRequest } from "../../src/plugin/request.js";
 import type { AttachmentRecord, RecordStore } from "../../src/state/records.js";
 import { podObject } from "./api-server.js";
@@ -89,6 +90,10 @@ export class FakeNode {
   /** Restores of a family fail with this stderr. */
   readonly failRestore: Partial<Record<Family, string>> = {};
   failRecordWrites = false;
+  /** Record removals fail with this errno name. */
+  failRecordRemoves: string | undefined;
+  /** What the verbs did, in order: record writes and removals, restores. */
+  readonly events: string[] = [];
   /** Made unusable: the kubeconfig's problem, for STATUS and lookups. */
   kubeconfigProblem: string | undefined;
   missingBinaries = new Set<string>();
@@ -134,11 +139,26 @@ export class FakeNode {
       save: async (family) => here(family).save(),
       restore: async (family, text) => {
         const stderr = this.failRestore[family];
-        if (stderr !== undefined) throw new IptablesError(binaryName(backend, family, "restore"), ["--noflush"], 1, stderr, undefined);
-        here(family).restore(text);
+        const refused = (message: string) =>
+          new IptablesError(binaryName(backend, family, "restore"), ["--noflush"], 1, message, undefined);
+        if (stderr !== undefined) throw refused(stderr);
+        try {
+          here(family).restore(text);
+        } catch (error) {
+          throw refused(errorMessage(error));
+        }
+        this.events.push(`restore ${family}`);
       },
       close: () => void this.openRunners--,
     };
+  }
+
+  /** The host's netns, as the plugin would see its own: refused like the real check does. */
+  static readonly ownNetns = "/proc/self/ns/net";
+
+  private checkNetns(path: string): void {
+    if (path === FakeNode.ownNetns) throw new OwnNetnsError(path);
+    if (!this.netns.has(path)) throw new NetnsGoneError(path, "ENOENT");
   }
 
   private reader(): KubeReader {
@@ -162,9 +182,16 @@ export class FakeNode {
       write: (record) => {
         if (this.failRecordWrites) throw new Error(`EACCES: permission denied, open '${stateDir}/attachments'`);
         this.records.set(key(record.containerId, record.ifname), { version: 1, ...record, time: new Date().toISOString() });
+        this.events.push(`record ${record.ifname} ${record.state}`);
       },
-      remove: ({ containerID, ifname }) => void this.records.delete(key(containerID, ifname)),
+      remove: ({ containerID, ifname }) => {
+        if (this.failRecordRemoves)
+          throw Object.assign(new Error(`${this.failRecordRemoves}: cannot unlink ${ifname}`), { code: this.failRecordRemoves });
+        if (this.records.delete(key(containerID, ifname))) this.events.push(`remove record ${ifname}`);
+      },
       list: () => mine().map(([, record]) => record),
+      forContainer: (containerID) => mine().flatMap(([, record]) => (record.containerId === containerID ? [record] : [])),
+      sweep: () => [],
       collect: (valid) => {
         const keep = new Set(valid.map(({ containerID, ifname }) => key(containerID, ifname)));
         const stale = mine().filter(([name]) => !keep.has(name));
@@ -189,8 +216,9 @@ export class FakeNode {
       backend,
       iptables: async (conf) => this.runner(await backend(conf)),
       binaryAvailable: (name) => !this.missingBinaries.has(name),
+      checkNetns: (path) => this.checkNetns(path),
       inNetns: async (path, action) => {
-        if (!this.netns.has(path)) throw new NetnsGoneError(path, "ENOENT");
+        this.checkNetns(path);
         const outside = this.current;
         this.current = path;
         try {

@@ -226,13 +226,26 @@ export class TestNetwork {
 
 /** Runs the compiled plugin the way a runtime does: env and stdin in, stdout and exit code out. */
 export async function invokePlugin(env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {
-  const result = await execa(meshcniBinary, [], {
+  return outcome(await startPlugin(env, stdin));
+}
+
+/**
+ * Starts the compiled plugin and returns its process (to kill it midway, say). With
+ * `inNetns` it runs inside that netns, as if it were the host's.
+ */
+export function startPlugin(env: Record<string, string>, stdin: string | object, options: { inNetns?: string } = {}) {
+  const [command, args] = options.inNetns ? ["ip", ["netns", "exec", options.inNetns, meshcniBinary]] : [meshcniBinary, []];
+  return execa(command as string, args as string[], {
     env: { PATH: process.env.PATH ?? "", ...env },
     extendEnv: false,
     input: typeof stdin === "string" ? stdin : JSON.stringify(stdin),
     reject: false,
   });
-  return outcome(result);
+}
+
+/** Runs the compiled plugin inside a netns, as if that were the host's. */
+export async function invokePluginIn(netns: string, env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {
+  return outcome(await startPlugin(env, stdin, { inNetns: netns }));
 }
 
 /** The nat table of a netns as one backend's iptables-save prints it. */

@@ -4,6 +4,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
 import { isRoot, meshcniNetconf, podArgs, sleep } from "../kit/common.js";
+import { expectCniError } from "../kit/expect-cni.js";
 import { invokePlugin, natRules, TestNetwork } from "../kit/network.js";
 
 /** Runs the binary directly so the CNI error object on stdout can be read whole. */
@@ -29,15 +30,6 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     api.faults.set("/api/v1/namespaces/demo/pods/web", fault);
     return kubeconfig;
   };
-
-  /** Every failure prints exactly one CNI error object on stdout, no stack. */
-  function expectCniError(result: Awaited<ReturnType<typeof invokePlugin>>, code: number, ...fragments: string[]) {
-    expect(result.exitCode).toBe(1);
-    expect(result.stdout.trim().split("\n")).toHaveLength(1);
-    expect(result.json).toMatchObject({ cniVersion: expect.any(String), code, details: expect.any(String) });
-    for (const fragment of fragments) expect(result.json?.msg).toContain(fragment);
-    expect(result.stdout).not.toMatch(/\n\s+at /);
-  }
 
   beforeAll(async () => {
     await api.start();

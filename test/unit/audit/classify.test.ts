@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { auditPods, newestRecordByUid, podsToAudit } from "../../../src/audit/classify.js";
+import { auditPods, newestRecordByUid, podsToAudit, unfinishedAdd } from "../../../src/audit/classify.js";
 import type { AttachmentRecord } from "../../../src/state/records.js";
 import { runningPod as pod } from "../../kit/fixtures.js";
 
 const record = (uid: string, time: string, netns = "/var/run/netns/x"): AttachmentRecord => ({
   version: 1,
+  state: "added",
   pod: { namespace: "shop", name: uid, uid },
   containerId: `c-${time}`,
   ifname: "eth0",
@@ -53,5 +54,23 @@ describe("which pods are audited", () => {
       ["cart", "missing"],
       ["web", "drifted"],
     ]);
+  });
+});
+
+describe("an ADD that did not finish", () => {
+  const web = pod("web");
+  const unfinished = { ...record(web.metadata!.uid!, "t"), state: "adding" as const };
+
+  it("says so first when its rules are partial", async () => {
+    const [audit] = await auditPods([web], [unfinished], async () => ({
+      status: "drifted",
+      details: ["ipv6: chain PROXY_INIT_OUTPUT is missing"],
+    }));
+    expect(audit).toMatchObject({ status: "drifted", details: [unfinishedAdd, "ipv6: chain PROXY_INIT_OUTPUT is missing"] });
+  });
+
+  it("is protected when every rule got in before it stopped", async () => {
+    const [audit] = await auditPods([web], [unfinished], async () => ({ status: "protected", details: [] }));
+    expect(audit).toMatchObject({ status: "protected", details: [] });
   });
 });

@@ -93,6 +93,7 @@ describe("annotations", () => {
     ["config.linkerd.io/skip-outbound-ports", "0", '"0"'],
     ["config.linkerd.io/skip-outbound-ports", "443-80", '"443-80"'],
     ["config.linkerd.io/skip-subnets", "10.0.0.0/8;10.1.0.0/16", '"10.0.0.0/8;10.1.0.0/16"'],
+    ["config.linkerd.io/skip-subnets", "10.0.0.0/08", '"10.0.0.0/08"'],
     ["config.linkerd.io/proxy-uid", "linkerd", '"linkerd"'],
     ["config.linkerd.io/proxy-gid", "4294967295", '"4294967295"'],
   ])("refuses %s=%j, naming pod, annotation and token; the plugin reports it with code 7", (key, value, token) => {

@@ -1,7 +1,9 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { IptablesError } from "../../../src/iptables/exec.js";
+import { OwnNetnsError } from "../../../src/netns/enter.js";
 import { add } from "../../../src/plugin/add.js";
-import { type FakeNode, nodeWithPods, pluginRequest, podNetns } from "../../kit/fake-node.js";
+import { toCniError } from "../../../src/plugin/failure.js";
+import { FakeNode, nodeWithPods, pluginRequest, podNetns } from "../../kit/fake-node.js";
 
 const netns = podNetns;
 const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.1.0.5/24", interface: 0 }] };
@@ -93,6 +95,25 @@ describe("ADD", () => {
       "cannot decide the redirect for pod shop/ghost: reading pod shop/ghost: 404 Not Found",
     );
     expect(node.rules(netns)).toEqual([]);
+    expect(node.openRunners).toBe(0);
+  });
+});
+
+describe("ADD's order and its guards", () => {
+  it("records the ADD as begun before touching the netns, and as done after every family", async () => {
+    const node = nodeWithPods();
+    await add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), node.deps());
+    expect(node.events).toEqual(["record eth0 adding", "restore ipv4", "restore ipv6", "record eth0 added"]);
+  });
+
+  it("refuses the plugin's own netns (the host's) before asking the API, with code 4", async () => {
+    const node = nodeWithPods();
+    const error = await add(pluginRequest("ADD", { pod: ["shop", "web"], netns: FakeNode.ownNetns }), node.deps()).catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(OwnNetnsError);
+    expect(toCniError(error)).toMatchObject({ code: 4, message: expect.stringContaining("CNI_NETNS") });
+    expect(node.apiReads).toEqual([]);
     expect(node.openRunners).toBe(0);
   });
 });

@@ -1,7 +1,8 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { add } from "../../../src/plugin/add.js";
+import { check } from "../../../src/plugin/check.js";
 import { del } from "../../../src/plugin/del.js";
-import { type FakeNode, nodeWithPods, pluginRequest, podNetns } from "../../kit/fake-node.js";
+import { FakeNode, nodeWithPods, pluginRequest, podNetns } from "../../kit/fake-node.js";
 
 const netns = podNetns;
 
@@ -46,5 +47,39 @@ describe("DEL", () => {
   it("fails when iptables does, so the runtime retries", async () => {
     node.failRestore.ipv4 = "iptables-restore: line 3 failed";
     await expect(del(pluginRequest("DEL", { pod: ["shop", "web"] }), node.deps())).rejects.toThrow("line 3 failed");
+  });
+});
+
+describe("DEL of one of several attachments (Multus)", () => {
+  const request = (command: "ADD" | "DEL" | "CHECK", ifname: string) => pluginRequest(command, { pod: ["shop", "web"], ifname });
+
+  it("keeps the redirect while another attachment of the netns is recorded, and removes it with the last", async () => {
+    const node = nodeWithPods();
+    await add(request("ADD", "eth0"), node.deps());
+    await add(request("ADD", "net1"), node.deps());
+    const rules = node.rules(podNetns);
+    await del(request("DEL", "net1"), node.deps());
+    expect(node.rules(podNetns)).toEqual(rules);
+    await expect(check(request("CHECK", "eth0"), node.deps())).resolves.toBeUndefined();
+    expect([...node.records.values()].map((record) => record.ifname)).toEqual(["eth0"]);
+    await del(request("DEL", "eth0"), node.deps());
+    expect(node.rules(podNetns)).toEqual([]);
+    expect(node.records.size).toBe(0);
+  });
+
+  it("removes the rules before the record, and reports a record it cannot remove with its errno", async () => {
+    const node = nodeWithPods();
+    await add(request("ADD", "eth0"), node.deps());
+    node.events.length = 0;
+    node.failRecordRemoves = "EPERM";
+    await expect(del(request("DEL", "eth0"), node.deps())).rejects.toThrow("EPERM");
+    expect(node.rules(podNetns)).toEqual([]);
+    expect(node.events).toEqual(["restore ipv4"]);
+  });
+
+  it("never touches the host's netns, and does not fail for it", async () => {
+    const node = nodeWithPods();
+    await expect(del(pluginRequest("DEL", { pod: ["shop", "web"], netns: FakeNode.ownNetns }), node.deps())).resolves.toBeUndefined();
+    expect(node.logs.find((entry) => entry.level === "warn")?.fields?.reason).toContain("meshcni's own");
   });
 });

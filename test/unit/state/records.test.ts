@@ -1,10 +1,12 @@
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { fileRecordStore, type NewRecord } from "../../../src/state/records.js";
+import { fileRecordStore, locksDir, type NewRecord } from "../../../src/state/records.js";
 
 const record = (containerId: string, ifname = "eth0"): NewRecord => ({
+  state: "added",
   pod: { namespace: "shop", name: "web", uid: "u1" },
   containerId,
   ifname,
@@ -47,9 +49,57 @@ describe("ADD records on disk", () => {
     expect(containerIds()).toEqual(["b"]);
   });
 
-  it("keeps runtime-chosen ids to safe file names", () => {
-    store().write(record("../../etc/passwd"));
-    expect(readdirSync(join(dir, "attachments"))).toEqual(["..-..-etc-passwd_eth0.json"]);
+  it("names a plain id's file after it, hashes any other (long, odd characters), and never mixes two up", () => {
+    const long = "c".repeat(300);
+    for (const [id, ifname] of [
+      ["3f2a9c", "eth0"],
+      ["../../etc/passwd", "eth0"],
+      [long, "net1"],
+      ["a_b", "c"],
+      ["a", "b_c"],
+    ] as const) {
+      store().write(record(id, ifname));
+    }
+    const names = readdirSync(join(dir, "attachments")).sort();
+    expect(names).toContain("3f2a9c_eth0.json");
+    expect(names).toHaveLength(5);
+    for (const name of names) expect(name).toMatch(/^[A-Za-z0-9.-]+_[A-Za-z0-9.-]+\.json$/);
+    expect(
+      store()
+        .forContainer(long)
+        .map((found) => found.ifname),
+    ).toEqual(["net1"]);
+    expect(
+      store()
+        .forContainer("a_b")
+        .map((found) => found.ifname),
+    ).toEqual(["c"]);
+    store().remove({ containerID: long, ifname: "net1" });
+    expect(containerIds()).not.toContain(long);
+  });
+
+  it("finds every attachment of one container", () => {
+    for (const ifname of ["eth0", "net1", "net2"]) store().write(record("pod-sandbox", ifname));
+    store().write(record("other"));
+    expect(
+      store()
+        .forContainer("pod-sandbox")
+        .map((found) => found.ifname)
+        .sort(),
+    ).toEqual(["eth0", "net1", "net2"]);
+  });
+
+  it("sweeps temp and lock files whose process is gone, never a live one's", () => {
+    store().write(record("a"));
+    const attachments = join(dir, "attachments");
+    const dead = spawnSync("true").pid!;
+    writeFileSync(join(attachments, `.a_eth0.json.meshcni-${dead}-0badc0de.tmp`), "{");
+    writeFileSync(join(attachments, `.b_eth0.json.meshcni-${process.ppid}-0badc0de.tmp`), "{");
+    mkdirSync(locksDir(dir));
+    writeFileSync(join(locksDir(dir), `xtables.meshcni-${dead}-0badc0de.lock`), "");
+    expect(store().sweep().sort()).toEqual([`.a_eth0.json.meshcni-${dead}-0badc0de.tmp`, `xtables.meshcni-${dead}-0badc0de.lock`]);
+    expect(readdirSync(attachments).sort()).toEqual([`.b_eth0.json.meshcni-${process.ppid}-0badc0de.tmp`, "a_eth0.json"]);
+    expect(readdirSync(locksDir(dir))).toEqual([]);
   });
 
   it("collects the records of attachments the runtime no longer lists", () => {
