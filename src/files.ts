@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import {
+  chmodSync,
   closeSync,
   constants,
+  copyFileSync,
   fstatSync,
   fsyncSync,
   openSync,
@@ -82,15 +84,16 @@ const tempName = (path: string) => join(dirname(path), `.${basename(path)}.meshc
 const tempPattern = /\.meshcni-(\d+)-[0-9a-f]+\.(tmp|lock)$/;
 
 /**
- * Writes through a temp file in the same directory and a rename, so a reader (the
- * runtime, a watcher) sees the old file or the new one, never half of either; the rename
- * is what containerd's watcher reacts to. The temp name does not end in .conf/.conflist.
+ * Makes `path` hold new content through a temp file in the same directory and a rename,
+ * so a reader (the runtime, a watcher) sees the old file or the new one, never half of
+ * either; the rename is what containerd's watcher reacts to. The temp name does not end
+ * in .conf/.conflist. `fill` writes the temp file.
  */
-export function writeAtomic(path: string, content: string | Buffer, mode = 0o644): void {
+function replaceAtomically(path: string, mode: number, fill: (temp: string, fd: number) => void): void {
   const temp = tempName(path);
   const fd = openSync(temp, "wx", mode);
   try {
-    writeFileSync(fd, content);
+    fill(temp, fd);
     fsyncSync(fd);
   } catch (error) {
     closeSync(fd);
@@ -103,6 +106,35 @@ export function writeAtomic(path: string, content: string | Buffer, mode = 0o644
   } catch (error) {
     removeFile(temp);
     throw error;
+  }
+}
+
+export function writeAtomic(path: string, content: string | Buffer, mode = 0o644): void {
+  replaceAtomically(path, mode, (_temp, fd) => writeFileSync(fd, content));
+}
+
+/** Copies a file atomically, in the kernel (copy_file_range): a large binary is never held in memory. */
+export function copyAtomic(source: string, path: string, mode: number): void {
+  replaceAtomically(path, mode, (temp) => {
+    copyFileSync(source, temp);
+    chmodSync(temp, mode);
+  });
+}
+
+/** Whether two files hold the same bytes, read a chunk at a time. */
+export function sameContent(a: string, b: string, chunkBytes = 1 << 20): boolean {
+  const [fa, fb] = [openSync(a, "r"), openSync(b, "r")];
+  try {
+    if (fstatSync(fa).size !== fstatSync(fb).size) return false;
+    const [ba, bb] = [Buffer.alloc(chunkBytes), Buffer.alloc(chunkBytes)];
+    for (;;) {
+      const read = readSync(fa, ba, 0, chunkBytes, null);
+      if (read === 0) return true;
+      if (readSync(fb, bb, 0, chunkBytes, null) !== read || !ba.subarray(0, read).equals(bb.subarray(0, read))) return false;
+    }
+  } finally {
+    closeSync(fa);
+    closeSync(fb);
   }
 }
 

@@ -3,7 +3,14 @@ import { isMeshed } from "../mesh/pod.js";
 import { formatPodKey, podKeyOf } from "../pod-key.js";
 import type { AttachmentRecord } from "../state/records.js";
 
-export type PodStatus = "protected" | "missing" | "drifted" | "unknown";
+/**
+ * A meshed pod's redirect as its netns holds it: protected (the plan, as recorded),
+ * adopted (the plan, set up without a meshcni record: linkerd-cni, an earlier install),
+ * missing (no redirect), drifted (rules differ from the plan), unknown (no netns found,
+ * or no plan can be made).
+ */
+export type PodStatus = "protected" | "adopted" | "missing" | "drifted" | "unknown";
+export const podStatuses: readonly PodStatus[] = ["protected", "adopted", "missing", "drifted", "unknown"];
 
 export interface PodAudit {
   namespace: string;
@@ -14,8 +21,20 @@ export interface PodAudit {
   details: string[];
 }
 
-/** What inspecting a recorded attachment's netns found. */
-export type Inspection = { status: "protected" | "unknown" | "drifted"; details: string[] };
+/** What looking into a pod's netns found, or why it could not be looked into. */
+export type Observation =
+  | { found: false; reason: string }
+  | {
+      found: true;
+      /** The netns as the host names it. */
+      netns: string;
+      /** How the netns's tables differ from the pod's plan; empty when they match. */
+      differences: string[];
+      /** Whether any chain or jump of the redirect is there at all. */
+      hasRedirect: boolean;
+    };
+
+export const unfinishedAdd = "ADD did not finish (the plugin was stopped midway); the runtime's DEL removes what it wrote";
 
 /**
  * The pods whose redirect can be judged: meshed, with a pod network (not hostNetwork),
@@ -41,29 +60,32 @@ export function newestRecordByUid(records: AttachmentRecord[]): Map<string, Atta
   return newest;
 }
 
-export async function auditPods(
-  pods: V1Pod[],
-  records: AttachmentRecord[],
-  inspect: (record: AttachmentRecord) => Promise<Inspection>,
-): Promise<PodAudit[]> {
-  const byUid = newestRecordByUid(records);
-  const audits: PodAudit[] = [];
-  for (const pod of podsToAudit(pods)) {
-    const base = { uid: "", ...podKeyOf(pod) };
-    const record = byUid.get(base.uid);
-    if (!record) {
-      audits.push({ ...base, status: "missing", details: ["no ADD record: the pod's network was set up without meshcni in the chain"] });
-      continue;
-    }
-    const inspection = await inspect(record);
-    // An ADD stopped midway (killed) left its record saying so: what it wrote may be partial.
-    if (record.state === "adding" && inspection.status === "drifted") inspection.details.unshift(unfinishedAdd);
-    audits.push({ ...base, ...inspection });
+/** Judges one pod from its record (if ADD made one) and what its netns holds. */
+export function classify(pod: V1Pod, record: AttachmentRecord | undefined, observation: Observation): PodAudit {
+  const base = { uid: "", ...podKeyOf(pod) };
+  if (!observation.found) return { ...base, status: "unknown", details: [observation.reason] };
+  const { differences, hasRedirect } = observation;
+  if (differences.length === 0) {
+    return record
+      ? { ...base, status: "protected", details: [] }
+      : {
+          ...base,
+          status: "adopted",
+          details: ["no meshcni record, but its netns holds meshcni's plan (set up by linkerd-cni or an earlier install)"],
+        };
   }
-  return audits.sort((a, b) => formatPodKey(a).localeCompare(formatPodKey(b)));
+  if (!hasRedirect) {
+    const why = record
+      ? "its netns holds none of the redirect ADD recorded"
+      : "no ADD record and no redirect in its netns: the pod's network was set up without meshcni in the chain";
+    return { ...base, status: "missing", details: [why] };
+  }
+  return { ...base, status: "drifted", details: [...(record?.state === "adding" ? [unfinishedAdd] : []), ...differences] };
 }
 
-export const unfinishedAdd = "ADD did not finish (the plugin was stopped midway); the runtime's DEL removes what it wrote";
+export function sortAudits<T extends PodAudit>(audits: T[]): T[] {
+  return audits.sort((a, b) => formatPodKey(a).localeCompare(formatPodKey(b)));
+}
 
 export function isUnprotected(audit: PodAudit): boolean {
   return audit.status === "missing" || audit.status === "drifted";

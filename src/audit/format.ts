@@ -1,39 +1,53 @@
-import type { PodAudit, PodStatus } from "./classify.js";
+import { podStatuses } from "./classify.js";
+import type { PodReport, SweepReport } from "./sweep.js";
 
-export interface AuditReport {
-  node: string;
-  pods: PodAudit[];
-  summary: Record<PodStatus, number>;
+function actionText(pod: PodReport): string {
+  if (pod.skipped) return "left alone";
+  if (!pod.action) return "";
+  const result = pod.result === undefined || pod.result === "done" ? "" : pod.result === "blocked" ? " (blocked)" : " (failed)";
+  return `${pod.action}${result}`;
 }
 
-export function report(node: string, pods: PodAudit[]): AuditReport {
-  const summary: Record<PodStatus, number> = { protected: 0, missing: 0, drifted: 0, unknown: 0 };
-  for (const pod of pods) summary[pod.status]++;
-  return { node, pods, summary };
-}
-
-/** One row per pod; a drifted pod's differences follow on indented lines. */
-export function renderTable(audit: AuditReport): string {
-  const rows = [
-    ["NAMESPACE", "POD", "STATUS", "DETAIL"],
-    ...audit.pods.map((pod) => [pod.namespace, pod.name, pod.status, pod.details[0] ?? ""]),
+/** What a pod's row says beyond its status: the differences, why it was left alone, what failed. */
+function notes(pod: PodReport): string[] {
+  return [
+    ...pod.details,
+    ...(pod.skipped ? [`left alone: ${pod.skipped}`] : []),
+    ...(typeof pod.result === "object" ? [`${pod.action} failed: ${pod.result.failed}`] : []),
+    ...(pod.result === "blocked" ? ["eviction blocked by a PodDisruptionBudget: tried again at the next sweep"] : []),
+    ...(pod.eventFailed ? [`no Event: ${pod.eventFailed}`] : []),
   ];
-  const widths = [0, 1, 2].map((column) => Math.max(...rows.map((row) => row[column]!.length)));
-  const lines: string[] = [];
-  rows.forEach((row, index) => {
-    lines.push(
-      row
-        .map((cell, column) => (column < 3 ? cell.padEnd(widths[column]!) : cell))
-        .join("  ")
-        .trimEnd(),
-    );
-    for (const more of index === 0 ? [] : audit.pods[index - 1]!.details.slice(1))
-      lines.push(`${" ".repeat(widths[0]! + widths[1]! + widths[2]! + 6)}${more}`);
+}
+
+/** One row per pod (with an ACTION column in a sweep); further notes follow on indented lines. */
+export function renderTable(report: SweepReport): string {
+  const withActions = report.pods.some((pod) => pod.action || pod.skipped);
+  const header = ["NAMESPACE", "POD", "STATUS", ...(withActions ? ["ACTION"] : []), "DETAIL"];
+  const rows = report.pods.map((pod) => [
+    pod.namespace,
+    pod.name,
+    pod.status,
+    ...(withActions ? [actionText(pod)] : []),
+    notes(pod)[0] ?? "",
+  ]);
+  const padded = header.length - 1;
+  const widths = header.slice(0, padded).map((_, column) => Math.max(...[header, ...rows].map((row) => row[column]!.length)));
+  const line = (row: string[]) =>
+    row
+      .map((cell, column) => (column < padded ? cell.padEnd(widths[column]!) : cell))
+      .join("  ")
+      .trimEnd();
+  const indent = " ".repeat(widths.reduce((sum, width) => sum + width + 2, 0));
+  const lines = [line(header)];
+  report.pods.forEach((pod, index) => {
+    lines.push(line(rows[index]!));
+    for (const more of notes(pod).slice(1)) lines.push(`${indent}${more}`);
   });
-  const { summary } = audit;
+  const counts = podStatuses.map((status) => `${report.summary[status]} ${status}`).join(", ");
+  const removed = report.recordsRemoved.podGone + report.recordsRemoved.netnsGone;
   lines.push(
     "",
-    `node ${audit.node}: ${audit.pods.length} meshed pods, ${summary.protected} protected, ${summary.missing} missing, ${summary.drifted} drifted, ${summary.unknown} unknown`,
+    `node ${report.node}: ${report.pods.length} meshed pods, ${counts}${removed > 0 ? `; ${removed} stale records removed` : ""}`,
   );
   return `${lines.join("\n")}\n`;
 }

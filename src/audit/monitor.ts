@@ -1,12 +1,14 @@
-import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { errorMessage } from "../errors.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
-import { formatPodKey, type PodKey, podName } from "../pod-key.js";
-import { isUnprotected, type PodAudit, podsToAudit } from "./classify.js";
-import type { AuditReport } from "./format.js";
-import { eventMessage, eventReason, type RepairPolicy, repairAction, unprotectedLabel } from "./repair.js";
+import { formatPodKey, podName } from "../pod-key.js";
+import { type PodStatus, podStatuses, podsToAudit } from "./classify.js";
+import type { RepairPolicy } from "./repair.js";
+import type { SweepReport } from "./sweep.js";
+
+/** A pod acted on is left alone this long, so a repair that does not hold is not repeated at every sweep. */
+export const actedMemoryMs = 10 * 60_000;
 
 export interface MonitorOptions {
   binary: string;
@@ -14,58 +16,94 @@ export interface MonitorOptions {
   kubeconfig: string;
   hostRoot: string;
   stateDir: string;
+  netDir: string;
+  netnsDirs: string[];
   policy: RepairPolicy;
-  self: PodKey | undefined;
+  maxEvictionsPerMinute: number;
+  excludeNamespaces: string[];
   auditSeconds: number;
 }
 
 export interface MonitorMetrics {
-  unprotected(status: string): void;
-  repaired(action: string): void;
+  /** The node's meshed pods by status, as the last sweeps found them. */
+  statuses(counts: Record<PodStatus, number>): void;
+  repaired(action: string, result: string): void;
+  recordsRemoved(reason: string, count: number): void;
   audited(seconds: number): void;
+}
+
+/** What the agent remembers across sweeps: pods acted on, evictions made. Pure but for the clock passed in. */
+export class SweepMemory {
+  private readonly acted = new Map<string, number>();
+  private evictions: number[] = [];
+  private readonly statuses = new Map<string, PodStatus>();
+
+  constructor(private readonly maxEvictionsPerMinute: number) {}
+
+  /** The UIDs a sweep must leave alone, and how many evictions it may make. */
+  limits(now: number): { skipUids: string[]; evictionsLeft: number } {
+    for (const [uid, at] of this.acted) if (now - at >= actedMemoryMs) this.acted.delete(uid);
+    this.evictions = this.evictions.filter((at) => now - at < 60_000);
+    return { skipUids: [...this.acted.keys()], evictionsLeft: Math.max(0, this.maxEvictionsPerMinute - this.evictions.length) };
+  }
+
+  /** Takes in a sweep's report (of every pod when `full`); returns the node's counts by status. */
+  learn(report: SweepReport, full: boolean, now: number): Record<PodStatus, number> {
+    if (full) this.statuses.clear();
+    for (const pod of report.pods) {
+      this.statuses.set(pod.uid, pod.status);
+      // A blocked eviction is retried; anything else done (or failed) is not repeated for a while.
+      if (pod.action && pod.result !== "blocked") this.acted.set(pod.uid, now);
+      if (pod.action === "evict" && pod.result === "done") this.evictions.push(now);
+    }
+    const counts = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
+    for (const status of this.statuses.values()) counts[status]++;
+    return counts;
+  }
+
+  forget(uid: string): void {
+    this.statuses.delete(uid);
+  }
 }
 
 /**
  * The agent's side of the audit: on every change to a meshed pod of the node (a watch),
- * and every auditSeconds for all of them, runs `meshcni audit` as a child process (so
- * entering pod netns never moves the agent's own thread, whose sockets must stay in the
- * host netns) and, for each unprotected pod, emits an Event and repairs it by policy,
- * once per pod UID.
+ * and every auditSeconds for all of them, runs `meshcni audit --repair` as a child
+ * process (so entering pod netns never moves the agent's own thread, whose sockets must
+ * stay in the host netns). The child acts and emits the Events; the agent keeps what
+ * must outlive one sweep (pods acted on, the eviction rate) and the metrics.
  */
 export class AuditMonitor {
-  private readonly pods = new Map<string, V1Pod>();
   private readonly pending = new Map<string, number>();
-  private readonly acted = new Set<string>();
+  private readonly memory: SweepMemory;
   private full = false;
   private running = false;
   private stopWatch: (() => Promise<void>) | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private api: NodeApi | undefined;
 
   constructor(
     private readonly options: MonitorOptions,
     private readonly log: Logger,
     private readonly metrics: MonitorMetrics,
-  ) {}
+  ) {
+    this.memory = new SweepMemory(options.maxEvictionsPerMinute);
+  }
 
   /** Starts, or restarts with new credentials (a rotated token means a new client). */
   async start(api: NodeApi): Promise<void> {
     await this.stopWatch?.();
-    this.api = api;
-    this.pods.clear();
     this.stopWatch = await api.watchPods({
       change: (pod) => {
-        this.pods.set(pod.metadata?.uid ?? "", pod);
-        if (podsToAudit([pod]).length > 0 && !this.acted.has(pod.metadata?.uid ?? "")) {
+        if (podsToAudit([pod]).length > 0) {
           this.pending.set(podName(pod), performance.now());
           this.kick();
         }
       },
-      remove: (pod) => this.pods.delete(pod.metadata?.uid ?? ""),
+      remove: (pod) => this.memory.forget(pod.metadata?.uid ?? ""),
       error: (error) => this.log.warn("pod watch failed; restarting it", { error: errorMessage(error) }),
     });
-    this.timer ??= setInterval(() => this.auditAll(), this.options.auditSeconds * 1000);
-    this.auditAll();
+    this.timer ??= setInterval(() => this.sweepAll(), this.options.auditSeconds * 1000);
+    this.sweepAll();
   }
 
   async stop(): Promise<void> {
@@ -74,7 +112,7 @@ export class AuditMonitor {
     this.stopWatch = undefined;
   }
 
-  private auditAll(): void {
+  private sweepAll(): void {
     this.full = true;
     this.kick();
   }
@@ -93,71 +131,45 @@ export class AuditMonitor {
       const batch = this.full ? undefined : new Map(this.pending);
       this.full = false;
       this.pending.clear();
-      const report = await this.audit(batch ? [...batch.keys()] : []);
-      for (const audit of report?.pods.filter(isUnprotected) ?? []) {
-        await this.act(audit, batch?.get(formatPodKey(audit)));
-      }
+      await this.sweep(batch);
     }
   }
 
-  private async audit(pods: string[]): Promise<AuditReport | undefined> {
+  /** One sweep, of the changed pods or (no batch) of all; what it did is logged and counted. */
+  private async sweep(batch: Map<string, number> | undefined): Promise<void> {
     const started = performance.now();
-    const { binary, node, kubeconfig, hostRoot, stateDir } = this.options;
-    const result = await execa(
-      binary,
-      [
-        "audit",
-        "--output",
-        "json",
-        "--node",
-        node,
-        "--kubeconfig",
-        kubeconfig,
-        "--host-root",
-        hostRoot,
-        "--state-dir",
-        stateDir,
-        ...pods.flatMap((pod) => ["--pod", pod]),
-      ],
-      { reject: false },
-    );
+    const { binary, node, kubeconfig, hostRoot, stateDir, netDir, netnsDirs, policy, excludeNamespaces } = this.options;
+    const { skipUids, evictionsLeft } = this.memory.limits(Date.now());
+    const args = [
+      ...["audit", "--output", "json", "--repair", policy, "--node", node, "--kubeconfig", kubeconfig, "--host-root", hostRoot],
+      ...["--state-dir", stateDir, "--net-dir", netDir, ...netnsDirs.flatMap((dir) => ["--netns-dir", dir])],
+      ...["--max-evictions", String(evictionsLeft), "--repair-exclude-namespaces", excludeNamespaces.join(",")],
+      ...skipUids.flatMap((uid) => ["--skip-uid", uid]),
+      ...[...(batch?.keys() ?? [])].flatMap((pod) => ["--pod", pod]),
+    ];
+    const result = await execa(binary, args, { reject: false });
     this.metrics.audited((performance.now() - started) / 1000);
     if (result.exitCode !== 0 && result.exitCode !== 1) {
       this.log.error("audit failed", { exitCode: result.exitCode, stderr: String(result.stderr).trim() });
-      return undefined;
-    }
-    return JSON.parse(String(result.stdout)) as AuditReport;
-  }
-
-  private async act(audit: PodAudit, changedAt: number | undefined): Promise<void> {
-    const pod = this.pods.get(audit.uid);
-    if (!pod || this.acted.has(audit.uid) || !this.api) return;
-    const action = repairAction(pod, this.options.policy, this.options.self);
-    const subject = formatPodKey(audit);
-    this.acted.add(audit.uid);
-    if (typeof action === "object") {
-      this.log.info("leaving an unprotected pod alone", { pod: subject, status: audit.status, reason: action.skip });
       return;
     }
-    this.metrics.unprotected(audit.status);
-    this.log.warn("meshed pod without its redirect", {
-      pod: subject,
-      status: audit.status,
-      action,
-      details: audit.details,
-      ...(changedAt === undefined ? {} : { detectedMs: Math.round(performance.now() - changedAt) }),
-    });
-    try {
-      await this.api.createPodEvent(pod, {
-        reason: eventReason,
-        type: "Warning",
-        message: eventMessage(audit, action, this.options.policy),
+    const report = JSON.parse(String(result.stdout)) as SweepReport;
+    this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()));
+    for (const [reason, count] of Object.entries(report.recordsRemoved)) if (count > 0) this.metrics.recordsRemoved(reason, count);
+    for (const pod of report.pods) {
+      const changedAt = batch?.get(formatPodKey(pod));
+      const fields = { pod: formatPodKey(pod), status: pod.status, details: pod.details };
+      // Left alone (recently acted on, excluded…): the gauge shows it; the log would repeat it every sweep.
+      if (pod.skipped) this.log.debug("leaving an unprotected pod alone", { ...fields, reason: pod.skipped });
+      if (!pod.action) continue;
+      const result = typeof pod.result === "object" ? "failed" : (pod.result ?? "done");
+      this.metrics.repaired(pod.action, result);
+      this.log.warn("meshed pod without its redirect", {
+        ...fields,
+        action: pod.action,
+        result: pod.result,
+        ...(changedAt === undefined ? {} : { detectedMs: Math.round(performance.now() - changedAt) }),
       });
-      if (action === "delete") await this.api.deletePod(pod);
-      if (action === "label") await this.api.labelPod(pod, unprotectedLabel, "true");
-      if (action !== "none") this.metrics.repaired(action);
-    } catch (error) {
-      this.log.error("could not report or repair the pod", { pod: subject, action, error: errorMessage(error) });
     }
   }
 }

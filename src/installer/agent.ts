@@ -1,12 +1,13 @@
 import { rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
-import { errorMessage } from "../errors.js";
+import { brokenConfigReason, isConfigName, parseConfig, readConfigFiles } from "../cni/config-dir.js";
+import { errorMessage, withTimeout } from "../errors.js";
 import { writeAtomic } from "../files.js";
+import { createNodeApi, kubeConfigFrom } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
 import { installBinary } from "./binary.js";
-import { readConfigFiles } from "./config-files.js";
-import { isConfigName, parseConfig, withoutEntry } from "./conflist.js";
+import { withoutEntry } from "./conflist.js";
 import { fightWindowMs } from "./fight.js";
 import { syncKubeconfig } from "./kubeconfig.js";
 import type { InstallerMetrics } from "./metrics.js";
@@ -16,6 +17,7 @@ import { type InstallerOptions, installerPaths } from "./options.js";
 import { checkReadiness, type Readiness } from "./readiness.js";
 import { serveProbes } from "./server.js";
 import { loadTemplate, type Template } from "./template.js";
+import { decideStop, removeInstalledFiles } from "./uninstall.js";
 import { DirWatcher } from "./watch.js";
 
 /**
@@ -33,6 +35,7 @@ export class InstallAgent {
   private memory: NetDirMemory = freshMemory;
   private server: Server | undefined;
   private stopped = false;
+  private readonly problems = new Map<string, string>();
   readiness: Readiness = { ready: false, reasons: ["starting"], active: undefined };
 
   constructor(
@@ -70,23 +73,35 @@ export class InstallAgent {
     this.reconcile(undefined);
   }
 
-  /** SIGTERM: take meshcni out of every config, remove the kubeconfig, keep the binary unless asked. */
+  /**
+   * SIGTERM: a restart (the DaemonSet stays) leaves everything in place; an uninstall
+   * takes meshcni out of every config, then removes the kubeconfig, the binary and the
+   * state dir (see decideStop).
+   */
   async stop(): Promise<void> {
     this.stopped = true;
+    const { uninstall, why } = await decideStop(this.options.onStop, this.options.self !== undefined, () => {
+      const self = this.options.self!;
+      const api = createNodeApi(kubeConfigFrom(this.paths.kubeconfig), this.options.node ?? "");
+      return withTimeout(api.ownerDaemonSet(self.namespace, self.name), 5000);
+    });
     await this.nodeTasks?.stop();
     this.watcher.stop();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    if (!uninstall) {
+      this.log.info("stopping; meshcni stays installed and chained", { why });
+      return;
+    }
     try {
       for (const file of readConfigFiles(this.paths.netDir)) {
         const text = withoutEntry(parseConfig(file));
         if (text !== undefined) this.removeEntry(file.name, text, "uninstalling");
       }
+      removeInstalledFiles(this.paths, this.template.ok ? this.template.binaryName : undefined);
+      this.log.info("uninstalled", { why });
     } catch (error) {
-      this.log.error("could not remove meshcni's entries", { error: errorMessage(error) });
+      this.log.error("could not uninstall everything", { error: errorMessage(error) });
     }
-    rmSync(this.paths.kubeconfig, { force: true });
-    if (this.options.removeBinary && this.template.ok) rmSync(join(this.paths.binDir, this.template.binaryName), { force: true });
-    this.log.info("uninstalled", { binaryKept: !this.options.removeBinary });
   }
 
   private installBinary(name: string): void {
@@ -116,8 +131,9 @@ export class InstallAgent {
           path: this.paths.kubeconfig,
         });
       }
+      this.standing("kubeconfig", undefined);
     } catch (error) {
-      this.log.error(errorMessage(error));
+      this.standing("kubeconfig", errorMessage(error));
     }
     try {
       if (this.template.ok) this.applyNetDir(this.template.entry, eventAt);
@@ -141,12 +157,16 @@ export class InstallAgent {
     const { plan, memory } = planNetDir(readConfigFiles(this.paths.netDir), entry, this.memory, this.now());
     if (plan.kind === "wait") {
       this.memory = memory;
-      this.log.debug("config file is not valid yet, retrying shortly", { files: plan.files });
+      this.log.debug("the active config is not valid yet, retrying shortly", { file: plan.file });
       this.watcher.schedule(eventAt, plan.retryInMs);
       return;
     }
-    for (const { name, reason } of plan.broken)
-      this.log.warn("ignoring an invalid CNI config, as the runtime does", { file: name, reason });
+    if (plan.kind === "broken") {
+      this.memory = memory;
+      this.standing("netdir", brokenConfigReason(plan.file, plan.reason));
+      return;
+    }
+    this.standing("netdir", undefined);
     for (const { name, text } of plan.removals) this.removeEntry(name, text, `${plan.active} is the active config`);
     if (plan.fight) {
       const { file, holdMs, started } = plan.fight;
@@ -173,6 +193,16 @@ export class InstallAgent {
       });
     }
     this.memory = memory;
+  }
+
+  /** Logs a standing problem once, and again only when it changes: not at every resync. */
+  private standing(topic: string, problem: string | undefined): void {
+    if (this.problems.get(topic) === problem) return;
+    if (problem === undefined) this.problems.delete(topic);
+    else {
+      this.problems.set(topic, problem);
+      this.log.warn(problem);
+    }
   }
 
   /** Writes a config without our entry (atomically). */

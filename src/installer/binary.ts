@@ -1,15 +1,14 @@
-import { existsSync, readFileSync, statSync } from "node:fs";
-import { writeAtomic } from "../files.js";
+import { existsSync, statSync } from "node:fs";
+import { copyAtomic, sameContent } from "../files.js";
 
 /**
  * Puts the agent's own binary into the CNI bin dir (temp file + rename, so the runtime
- * never execs half a binary); an identical one is left alone. Returns what it did.
+ * never execs half a binary); an identical one is left alone. Compared and copied a chunk
+ * at a time: the binary is over 100 MB, the agent's memory limit is not. Returns what it did.
  */
 export function installBinary(source: string, target: string): { installed: boolean; bytes: number } {
-  const content = readFileSync(source);
-  if (existsSync(target) && statSync(target).size === content.length && readFileSync(target).equals(content)) {
-    return { installed: false, bytes: content.length };
-  }
-  writeAtomic(target, content, 0o755);
-  return { installed: true, bytes: content.length };
+  const bytes = statSync(source).size;
+  if (existsSync(target) && sameContent(source, target)) return { installed: false, bytes };
+  copyAtomic(source, target, 0o755);
+  return { installed: true, bytes };
 }

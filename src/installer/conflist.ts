@@ -1,63 +1,9 @@
 /**
- * What the runtime reads in the CNI config dir, and how meshcni's entry goes in and out
- * of it. Pure: files in as text, files out as text.
+ * How meshcni's entry goes in and out of the active CNI config. Pure: configs in, text out.
  */
 
-import { errorMessage } from "../errors.js";
-
-/** Plugin types that are this agent's entry (an existing linkerd-cni entry is replaced). */
-export const ownTypes = new Set(["meshcni", "linkerd-cni"]);
-
-export type JsonObject = Record<string, unknown>;
-
-export interface ConfigFile {
-  name: string;
-  text: string;
-}
-
-export type ParsedConfig = { valid: true; kind: "conf" | "conflist"; json: JsonObject } | { valid: false; reason: string };
-
-export function isConfigName(name: string): boolean {
-  return name.endsWith(".conf") || name.endsWith(".conflist") || name.endsWith(".json");
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Reads a config the way libcni does: a .conflist needs plugins with types, a .conf a type. */
-export function parseConfig(file: ConfigFile): ParsedConfig {
-  let json: unknown;
-  try {
-    json = JSON.parse(file.text);
-  } catch (error) {
-    return { valid: false, reason: `not valid JSON (${errorMessage(error)})` };
-  }
-  if (!isObject(json)) return { valid: false, reason: "not a JSON object" };
-  if (file.name.endsWith(".conflist")) {
-    const plugins = json.plugins;
-    if (!Array.isArray(plugins) || plugins.length === 0) return { valid: false, reason: "a .conflist needs a non-empty plugins list" };
-    if (!plugins.every((plugin) => isObject(plugin) && typeof plugin.type === "string" && plugin.type !== "")) {
-      return { valid: false, reason: "every plugin needs a type" };
-    }
-    return { valid: true, kind: "conflist", json };
-  }
-  if (typeof json.type !== "string" || json.type === "") return { valid: false, reason: "a .conf needs a type" };
-  return { valid: true, kind: "conf", json };
-}
-
-/** The runtime's choice: the lexicographically first config file that loads. */
-export function activeConfig(files: ConfigFile[]): { file: ConfigFile; config: ParsedConfig & { valid: true } } | undefined {
-  for (const file of [...files].filter((f) => isConfigName(f.name)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-    const config = parseConfig(file);
-    if (config.valid) return { file, config };
-  }
-  return undefined;
-}
-
-export function isOwnEntry(plugin: unknown): boolean {
-  return isObject(plugin) && typeof plugin.type === "string" && ownTypes.has(plugin.type);
-}
+import { type ConfigFile, isObject, type JsonObject, type ParsedConfig } from "../cni/config-dir.js";
+import { isOwnEntry } from "../mesh/netconf.js";
 
 function render(json: JsonObject): string {
   return `${JSON.stringify(json, null, 2)}\n`;

@@ -39,6 +39,20 @@ export function renderKubeconfig(account: ServiceAccount, api: ApiEndpoint): str
   return `${JSON.stringify(config, null, 2)}\n`;
 }
 
+/**
+ * The projected service-account token, or why there is none usable: a kubeconfig with an
+ * empty token would make every pod start fail with 401.
+ */
+export function serviceAccountToken(serviceAccountDir: string): { ok: true; token: string } | { ok: false; problem: string } {
+  const path = join(serviceAccountDir, "token");
+  try {
+    const token = readRegularFile(path).trim();
+    return token ? { ok: true, token } : { ok: false, problem: `the service account token ${path} is empty` };
+  } catch (error) {
+    return { ok: false, problem: `no service account token at ${path} (${errnoCode(error) ?? errorMessage(error)})` };
+  }
+}
+
 /** Where and how the agent writes the plugin's kubeconfig. */
 export interface KubeconfigSource {
   path: string;
@@ -54,14 +68,10 @@ export interface KubeconfigSource {
  */
 export function syncKubeconfig(source: KubeconfigSource): "written" | "rewritten" | "unchanged" {
   if (!source.api) throw new Error("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are needed for the kubeconfig");
-  let token: string;
-  try {
-    token = readRegularFile(join(source.serviceAccountDir, "token")).trim();
-  } catch (error) {
-    throw new Error(`no service account token in ${source.serviceAccountDir} (${errnoCode(error) ?? errorMessage(error)})`);
-  }
+  const token = serviceAccountToken(source.serviceAccountDir);
+  if (!token.ok) throw new Error(token.problem);
   const caPem = source.caFile && existsSync(source.caFile) ? readRegularFile(source.caFile) : undefined;
-  const content = renderKubeconfig({ token, caPem }, source.api);
+  const content = renderKubeconfig({ token: token.token, caPem }, source.api);
   const current = existsSync(source.path) ? readRegularFile(source.path) : undefined;
   if (current === content) return "unchanged";
   writeAtomic(source.path, content, 0o600);

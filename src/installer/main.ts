@@ -2,7 +2,7 @@ import { errorMessage } from "../errors.js";
 import { createLogger } from "../log.js";
 import { InstallAgent } from "./agent.js";
 import { createInstallerMetrics } from "./metrics.js";
-import { type InstallerOptions, installerUsage, parseInstallerOptions } from "./options.js";
+import { type InstallerOptions, parseInstallerOptions } from "./options.js";
 import { checkReadiness } from "./readiness.js";
 import { loadTemplate } from "./template.js";
 
@@ -10,18 +10,18 @@ function options(argv: string[]): InstallerOptions | undefined {
   try {
     return parseInstallerOptions(argv, process.env, process.execPath);
   } catch (error) {
-    process.stderr.write(`meshcni: ${errorMessage(error)}\n\n${installerUsage}`);
+    process.stderr.write(`meshcni install: ${errorMessage(error)} (see meshcni install --help)\n`);
     return undefined;
   }
 }
 
-/** `meshcni install`: runs until SIGTERM/SIGINT, then uninstalls and exits 0. */
+/** `meshcni install`: runs until SIGTERM/SIGINT, then stops (uninstalling when the DaemonSet is gone) and exits 0. */
 export async function runInstall(argv: string[]): Promise<number> {
   const parsed = options(argv);
   if (!parsed) return 2;
   const log = createLogger({ level: process.env.LOG_LEVEL === "debug" ? "debug" : "info", prefix: { component: "install" } });
   const agent = new InstallAgent(parsed, log, createInstallerMetrics());
-  // Handlers first: a signal during start-up must still uninstall.
+  // Handlers first: a signal during start-up must still stop cleanly.
   const stopped = new Promise<number>((resolve) => {
     const shutdown = (signal: string) => {
       log.info("stopping", { signal });

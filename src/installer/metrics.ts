@@ -20,16 +20,22 @@ export function createInstallerMetrics() {
       help: "1 while the binary, the kubeconfig and the entry in the active CNI config are all in place.",
       registers: [registry],
     }),
-    unprotectedPods: new Counter({
-      name: "meshcni_unprotected_pods_total",
-      help: "Meshed pods of this node found running without meshcni's redirect (missing) or with it changed (drifted).",
+    meshedPods: new Gauge({
+      name: "meshcni_meshed_pods",
+      help: "This node's meshed pods by what their netns hold, as the last audits found them (protected, adopted, missing, drifted, unknown).",
       labelNames: ["status"],
       registers: [registry],
     }),
     repairs: new Counter({
       name: "meshcni_repairs_total",
-      help: "Unprotected pods repaired, by action (delete, label).",
-      labelNames: ["action"],
+      help: "Actions on unprotected meshed pods, by action (redirect, evict, label, none) and result (done, blocked, failed).",
+      labelNames: ["action", "result"],
+      registers: [registry],
+    }),
+    recordsRemoved: new Counter({
+      name: "meshcni_records_removed_total",
+      help: "ADD records removed because their pod left the node (podGone) or their netns is gone (netnsGone).",
+      labelNames: ["reason"],
       registers: [registry],
     }),
     auditSeconds: new Gauge({

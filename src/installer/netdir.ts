@@ -1,17 +1,8 @@
-import {
-  activeConfig,
-  type ConfigFile,
-  type EntryWrite,
-  entryCount,
-  hasEntry,
-  type JsonObject,
-  parseConfig,
-  withEntry,
-  withoutEntry,
-} from "./conflist.js";
+import { activeConfig, type ConfigFile, type JsonObject, parseConfig } from "../cni/config-dir.js";
+import { type EntryWrite, entryCount, hasEntry, withEntry, withoutEntry } from "./conflist.js";
 import { type FightState, noFight, noteRechain } from "./fight.js";
 
-/** A foreign file that stays invalid this long is taken as broken, not half-written. */
+/** An active config that stays invalid this long is taken as broken, not half-written. */
 export const halfWrittenGraceMs = 2000;
 export const halfWrittenRetryMs = 25;
 
@@ -19,7 +10,7 @@ export const halfWrittenRetryMs = 25;
 export interface NetDirMemory {
   /** Each config's text as it last held our entry (written by us, or found so). */
   readonly withEntry: ReadonlyMap<string, string>;
-  /** When each invalid file sorting before the active one was first seen invalid. */
+  /** Since when the active config has been invalid. */
   readonly invalidSince: ReadonlyMap<string, number>;
   readonly fight: FightState;
 }
@@ -27,12 +18,12 @@ export interface NetDirMemory {
 export const freshMemory: NetDirMemory = { withEntry: new Map(), invalidSince: new Map(), fight: noFight };
 
 export type NetDirPlan =
-  /** Files sorting before the active one are invalid and may be mid-write: look again shortly. */
-  | { kind: "wait"; files: string[]; retryInMs: number }
+  /** The active config is invalid and may be mid-write: look again shortly. */
+  | { kind: "wait"; file: string; retryInMs: number }
+  /** The active config stays invalid: the runtime cannot load it; nothing is written. */
+  | { kind: "broken"; file: string; reason: string }
   | {
       kind: "apply";
-      /** Invalid files past their grace: skipped, as the runtime skips them. */
-      broken: Array<{ name: string; reason: string }>;
       active: string | undefined;
       /** Other configs that hold our entry, as they are without it. */
       removals: Array<{ name: string; text: string }>;
@@ -43,10 +34,10 @@ export type NetDirPlan =
     };
 
 /**
- * Decides what to do with the net dir: which config the runtime uses, whether an
- * earlier file may be half-written, what to take our entry out of, what to write, and
- * whether this is a fight. Pure: files, memory and the time in; the plan and the memory
- * to keep once it is carried out.
+ * Decides what to do with the net dir: which config the runtime uses, whether it may be
+ * half-written, what to take our entry out of, what to write, and whether this is a
+ * fight. Pure: files, memory and the time in; the plan and the memory to keep once it is
+ * carried out.
  */
 export function planNetDir(
   files: ConfigFile[],
@@ -55,38 +46,37 @@ export function planNetDir(
   now: number,
 ): { plan: NetDirPlan; memory: NetDirMemory } {
   const active = activeConfig(files);
-  const invalid = files.flatMap((file) => {
-    const config = parseConfig(file);
-    return !config.valid && (!active || file.name < active.file.name) ? [{ name: file.name, reason: config.reason }] : [];
-  });
-  const invalidSince = new Map(invalid.map(({ name }) => [name, memory.invalidSince.get(name) ?? now]));
-  const waiting = invalid.filter(({ name }) => now - invalidSince.get(name)! < halfWrittenGraceMs);
-  if (waiting.length > 0) {
-    return {
-      plan: { kind: "wait", files: waiting.map(({ name }) => name), retryInMs: halfWrittenRetryMs },
-      memory: { ...memory, invalidSince },
-    };
+  const none = { kind: "apply" as const, active: undefined, removals: [], write: undefined, fight: undefined };
+  if (!active) return { plan: none, memory: { ...memory, invalidSince: new Map() } };
+  if (!active.config.valid) {
+    const name = active.file.name;
+    const since = memory.invalidSince.get(name) ?? now;
+    const kept = { ...memory, invalidSince: new Map([[name, since]]) };
+    return now - since < halfWrittenGraceMs
+      ? { plan: { kind: "wait", file: name, retryInMs: halfWrittenRetryMs }, memory: kept }
+      : { plan: { kind: "broken", file: name, reason: active.config.reason }, memory: kept };
   }
+  const config = active.config;
   const removals = files.flatMap((file) => {
-    const text = file.name === active?.file.name ? undefined : withoutEntry(parseConfig(file));
+    const text = file.name === active.file.name ? undefined : withoutEntry(parseConfig(file));
     return text === undefined ? [] : [{ name: file.name, text }];
   });
-  const base = { kind: "apply" as const, broken: invalid, active: active?.file.name, removals, write: undefined, fight: undefined };
+  const base = { ...none, active: active.file.name, removals };
   const remembered = new Map(memory.withEntry);
-  if (!active) return { plan: base, memory: { ...memory, invalidSince, withEntry: remembered } };
-  if (hasEntry(active.config, entry)) {
+  const settled = { ...memory, invalidSince: new Map<string, number>(), withEntry: remembered };
+  if (hasEntry(config, entry)) {
     remembered.set(active.file.name, active.file.text);
-    return { plan: base, memory: { ...memory, invalidSince, withEntry: remembered } };
+    return { plan: base, memory: settled };
   }
-  const written = withEntry(active.file, active.config, entry);
+  const written = withEntry(active.file, config, entry);
   // A re-chain: the file we write held our entry, and someone has changed it since.
   const rechain = memory.withEntry.has(written.name) && memory.withEntry.get(active.file.name) !== active.file.text;
   const verdict = rechain ? noteRechain(memory.fight, written.name, now) : { state: memory.fight };
   if (verdict.holdMs !== undefined) {
     const fight = { file: written.name, holdMs: verdict.holdMs, ...(verdict.started ? { started: verdict.started } : {}) };
-    return { plan: { ...base, fight }, memory: { withEntry: remembered, invalidSince, fight: verdict.state } };
+    return { plan: { ...base, fight }, memory: { ...settled, fight: verdict.state } };
   }
   remembered.set(written.name, written.text);
-  const write = { ...written, rechain, duplicates: entryCount(active.config) > 1 };
-  return { plan: { ...base, write }, memory: { withEntry: remembered, invalidSince, fight: verdict.state } };
+  const write = { ...written, rechain, duplicates: entryCount(config) > 1 };
+  return { plan: { ...base, write }, memory: { ...settled, fight: verdict.state } };
 }

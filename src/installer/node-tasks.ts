@@ -54,13 +54,29 @@ export class NodeTasks {
   }
 
   private createMonitor(): AuditMonitor {
-    const { sourceBinary, hostRoot, stateDir, repair, self, auditSeconds } = this.options;
+    const { sourceBinary, hostRoot, stateDir, netDir, netnsDirs, repair, maxEvictionsPerMinute, repairExcludeNamespaces, auditSeconds } =
+      this.options;
     return new AuditMonitor(
-      { binary: sourceBinary, node: this.node, kubeconfig: this.kubeconfigPath, hostRoot, stateDir, policy: repair, self, auditSeconds },
+      {
+        binary: sourceBinary,
+        node: this.node,
+        kubeconfig: this.kubeconfigPath,
+        hostRoot,
+        stateDir,
+        netDir,
+        netnsDirs,
+        policy: repair,
+        maxEvictionsPerMinute,
+        excludeNamespaces: repairExcludeNamespaces,
+        auditSeconds,
+      },
       this.log,
       {
-        unprotected: (status) => this.metrics.unprotectedPods.inc({ status }),
-        repaired: (action) => this.metrics.repairs.inc({ action }),
+        statuses: (counts) => {
+          for (const [status, count] of Object.entries(counts)) this.metrics.meshedPods.set({ status }, count);
+        },
+        repaired: (action, result) => this.metrics.repairs.inc({ action, result }),
+        recordsRemoved: (reason, count) => this.metrics.recordsRemoved.inc({ reason }, count),
         audited: (seconds) => this.metrics.auditSeconds.set(seconds),
       },
     );

@@ -5,6 +5,10 @@ import type { PodKey } from "../pod-key.js";
 import { defaultStateDir } from "../state/records.js";
 import { parseTaint, type TaintSpec } from "./taint.js";
 
+/** What a stop does: `auto` asks whether the agent's DaemonSet is still there (a restart) or gone (an uninstall). */
+export const stopModes = ["auto", "keep", "uninstall"] as const;
+export type StopMode = (typeof stopModes)[number];
+
 /**
  * The agent's settings: flags, else the environment variables Linkerd's installer reads
  * (so its DaemonSet env carries over), else defaults. Host paths are mounted under
@@ -19,8 +23,9 @@ export interface InstallerOptions {
   templateFile: string | undefined;
   serviceAccountDir: string;
   sourceBinary: string;
-  listen: string;
-  removeBinary: boolean;
+  /** Where /readyz and /metrics listen; undefined turns them off. */
+  listen: { host: string; port: number } | undefined;
+  onStop: StopMode;
   resyncSeconds: number;
   apiProtocol: string;
   apiHost: string | undefined;
@@ -30,11 +35,15 @@ export interface InstallerOptions {
   /** The node this agent runs on; audit, repair and the taint need it. */
   node: string | undefined;
   repair: RepairPolicy;
+  maxEvictionsPerMinute: number;
+  repairExcludeNamespaces: string[];
   startupTaint: TaintSpec | undefined;
   restoreTaint: boolean;
   auditSeconds: number;
   /** The plugin's state_dir, as the host sees it. */
   stateDir: string;
+  /** Where the runtime keeps pod netns, as the host sees them. */
+  netnsDirs: string[];
   self: PodKey | undefined;
 }
 
@@ -52,18 +61,45 @@ Options (environment variable in brackets):
   --source-binary PATH       the binary to install (this executable)
   --listen HOST:PORT         /readyz and /metrics; "" turns it off [MESHCNI_LISTEN] (127.0.0.1:9911)
   --resync-seconds N         re-check everything this often, besides watching (10)
-  --remove-binary            on SIGTERM also remove the binary (a full uninstall)
+  --on-stop MODE             on SIGTERM: auto (uninstall only when the agent's DaemonSet is gone or
+                             being deleted; a restart or rollout keeps everything), keep, uninstall (auto)
   --node NAME                this node [NODE_NAME]; without it, no audit and no taint
-  --repair POLICY            unprotected meshed pods: none, label or delete (delete)
+  --repair POLICY            unprotected meshed pods: ${repairPolicies.join(", ")} (redirect)
+  --max-evictions-per-minute N   with --repair evict, at most this many per minute on the node (2)
+  --repair-exclude-namespaces NS,NS   never act on pods of these namespaces
   --audit-seconds N          audit every pod of the node this often, besides the watch (60)
   --state-dir DIR            the plugin's state_dir on the host (${defaultStateDir})
+  --netns-dir DIR            where the runtime keeps pod netns on the host (repeatable; /var/run/netns)
   --startup-taint TAINT      remove key[=value][:Effect] from this node once ready
   --restore-taint            put the startup taint back while not ready
-Own pod (never repaired): POD_NAMESPACE and POD_NAME.
+Own pod (never repaired; its DaemonSet decides --on-stop auto): POD_NAMESPACE and POD_NAME.
 API address: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PROTOCOL (https);
 KUBE_CA_FILE overrides the CA, SKIP_TLS_VERIFY=true skips verification.
 `;
 
+/** HOST:PORT (an IPv6 host in brackets), or "" for none. */
+export function parseListen(text: string): InstallerOptions["listen"] {
+  if (text === "") return undefined;
+  const at = text.lastIndexOf(":");
+  const host = text.slice(0, at).replace(/^\[|\]$/g, "") || "0.0.0.0";
+  const port = /^\d{1,5}$/.test(text.slice(at + 1)) ? Number(text.slice(at + 1)) : Number.NaN;
+  if (at < 0 || !(port >= 0 && port <= 65535)) throw new Error(`--listen must be HOST:PORT, not ${JSON.stringify(text)}`);
+  return { host, port };
+}
+
+function number(flag: string, text: string, check: (value: number) => boolean, what: string): number {
+  const value = Number(text);
+  if (text.trim() === "" || !check(value)) throw new Error(`--${flag} must be ${what}, not ${JSON.stringify(text)}`);
+  return value;
+}
+
+function oneOf<T extends string>(flag: string, text: string, allowed: readonly T[]): T {
+  if (!(allowed as readonly string[]).includes(text))
+    throw new Error(`--${flag} must be one of ${allowed.join(", ")}, not ${JSON.stringify(text)}`);
+  return text as T;
+}
+
+/** Reads the flags and environment; throws one line naming the bad flag and value. */
 export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, execPath: string): InstallerOptions {
   const { values } = parseArgs({
     args: argv,
@@ -78,27 +114,20 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
       "service-account-dir": { type: "string" },
       "source-binary": { type: "string" },
       listen: { type: "string" },
-      "resync-seconds": { type: "string" },
-      "remove-binary": { type: "boolean", default: false },
+      "resync-seconds": { type: "string", default: "10" },
+      "on-stop": { type: "string", default: "auto" },
       node: { type: "string" },
-      repair: { type: "string" },
-      "audit-seconds": { type: "string" },
-      "state-dir": { type: "string" },
+      repair: { type: "string", default: "redirect" },
+      "max-evictions-per-minute": { type: "string", default: "2" },
+      "repair-exclude-namespaces": { type: "string", default: "" },
+      "audit-seconds": { type: "string", default: "60" },
+      "state-dir": { type: "string", default: defaultStateDir },
+      "netns-dir": { type: "string", multiple: true, default: ["/var/run/netns"] },
       "startup-taint": { type: "string" },
       "restore-taint": { type: "boolean", default: false },
     },
   });
-  const repair = (values.repair ?? "delete") as RepairPolicy;
-  if (!repairPolicies.includes(repair))
-    throw new Error(`--repair must be one of ${repairPolicies.join(", ")}, not ${JSON.stringify(values.repair)}`);
-  const auditSeconds = Number(values["audit-seconds"] ?? "60");
-  if (!Number.isFinite(auditSeconds) || auditSeconds <= 0) {
-    throw new Error(`--audit-seconds must be a positive number, not ${JSON.stringify(values["audit-seconds"])}`);
-  }
-  const resyncSeconds = Number(values["resync-seconds"] ?? "10");
-  if (!Number.isFinite(resyncSeconds) || resyncSeconds <= 0) {
-    throw new Error(`--resync-seconds must be a positive number, not ${JSON.stringify(values["resync-seconds"])}`);
-  }
+  const positive = (value: number) => Number.isFinite(value) && value > 0;
   const serviceAccountDir = values["service-account-dir"] ?? "/var/run/secrets/kubernetes.io/serviceaccount";
   return {
     hostRoot: values["host-root"] ?? env.CONTAINER_MOUNT_PREFIX ?? "/host",
@@ -109,32 +138,44 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
     templateFile: values["template-file"] ?? (env.CNI_NETWORK_CONFIG_FILE || undefined),
     serviceAccountDir,
     sourceBinary: values["source-binary"] ?? execPath,
-    listen: values.listen ?? env.MESHCNI_LISTEN ?? "127.0.0.1:9911",
-    removeBinary: values["remove-binary"] ?? false,
-    resyncSeconds,
+    listen: parseListen(values.listen ?? env.MESHCNI_LISTEN ?? "127.0.0.1:9911"),
+    onStop: oneOf("on-stop", values["on-stop"], stopModes),
+    resyncSeconds: number("resync-seconds", values["resync-seconds"], positive, "a positive number"),
     apiProtocol: env.KUBERNETES_SERVICE_PROTOCOL || "https",
     apiHost: env.KUBERNETES_SERVICE_HOST || undefined,
     apiPort: env.KUBERNETES_SERVICE_PORT || undefined,
     caFile: env.KUBE_CA_FILE || join(serviceAccountDir, "ca.crt"),
     skipTlsVerify: env.SKIP_TLS_VERIFY === "true",
     node: values.node ?? (env.NODE_NAME || undefined),
-    repair,
+    repair: oneOf("repair", values.repair, repairPolicies),
+    maxEvictionsPerMinute: number(
+      "max-evictions-per-minute",
+      values["max-evictions-per-minute"],
+      (n) => Number.isInteger(n) && n >= 0,
+      "a whole number",
+    ),
+    repairExcludeNamespaces: values["repair-exclude-namespaces"]
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean),
     startupTaint: values["startup-taint"] === undefined ? undefined : parseTaint(values["startup-taint"]),
-    restoreTaint: values["restore-taint"] ?? false,
-    auditSeconds,
-    stateDir: values["state-dir"] ?? defaultStateDir,
+    restoreTaint: values["restore-taint"],
+    auditSeconds: number("audit-seconds", values["audit-seconds"], positive, "a positive number"),
+    stateDir: values["state-dir"],
+    netnsDirs: values["netns-dir"],
     self: env.POD_NAMESPACE && env.POD_NAME ? { namespace: env.POD_NAMESPACE, name: env.POD_NAME } : undefined,
   };
 }
 
 /** Where the agent reads and writes, inside its container, and how configs name them. */
 export function installerPaths(options: InstallerOptions) {
-  const netDir = join(options.hostRoot || "/", options.netDir);
-  const kubeconfigOnHost = join(options.netDir, options.kubeconfigName);
+  const onHost = (path: string) => join(options.hostRoot || "/", path);
+  const netDir = onHost(options.netDir);
   return {
     netDir,
-    binDir: join(options.hostRoot || "/", options.binDir),
+    binDir: onHost(options.binDir),
     kubeconfig: join(netDir, options.kubeconfigName),
-    kubeconfigOnHost,
+    kubeconfigOnHost: join(options.netDir, options.kubeconfigName),
+    stateDir: onHost(options.stateDir),
   };
 }

@@ -1,8 +1,9 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { activeConfig, brokenConfigReason, readConfigFiles } from "../cni/config-dir.js";
 import { errorMessage } from "../errors.js";
-import { readConfigFiles } from "./config-files.js";
-import { activeConfig, hasEntry } from "./conflist.js";
+import { hasEntry } from "./conflist.js";
+import { serviceAccountToken } from "./kubeconfig.js";
 import { type InstallerOptions, installerPaths } from "./options.js";
 import type { Template } from "./template.js";
 
@@ -24,11 +25,14 @@ export function checkReadiness(options: InstallerOptions, template: Template): R
   const binary = join(paths.binDir, template.binaryName);
   if (!existsSync(binary) || (statSync(binary).mode & 0o111) === 0) reasons.push(`no executable ${binary}`);
   if (!existsSync(paths.kubeconfig)) reasons.push(`no kubeconfig ${paths.kubeconfig}`);
+  const token = serviceAccountToken(options.serviceAccountDir);
+  if (!token.ok) reasons.push(token.problem);
   let active: string | undefined;
   try {
     const found = activeConfig(readConfigFiles(paths.netDir));
     active = found?.file.name;
-    if (!found) reasons.push(`no valid CNI config in ${paths.netDir} (waiting for the primary CNI)`);
+    if (!found) reasons.push(`no CNI config in ${paths.netDir} (waiting for the primary CNI)`);
+    else if (!found.config.valid) reasons.push(brokenConfigReason(join(paths.netDir, found.file.name), found.config.reason));
     else if (!hasEntry(found.config, template.entry))
       reasons.push(`${join(paths.netDir, found.file.name)} does not end with meshcni's entry`);
   } catch (error) {

@@ -3,12 +3,11 @@ import type { InstallerMetrics } from "./metrics.js";
 import type { Readiness } from "./readiness.js";
 
 /** /readyz (200 or 503 with the reasons) and /metrics (Prometheus text). */
-export async function serveProbes(listen: string, readiness: () => Readiness, metrics: InstallerMetrics): Promise<Server> {
-  const at = listen.lastIndexOf(":");
-  const host = listen.slice(0, at).replace(/^\[|\]$/g, "") || "0.0.0.0";
-  const port = Number(listen.slice(at + 1));
-  if (at < 0 || !Number.isInteger(port) || port < 0 || port > 65535)
-    throw new Error(`--listen must be HOST:PORT, not ${JSON.stringify(listen)}`);
+export async function serveProbes(
+  { host, port }: { host: string; port: number },
+  readiness: () => Readiness,
+  metrics: InstallerMetrics,
+): Promise<Server> {
   const server = createServer((req, res) => {
     if (req.url === "/readyz") {
       const state = readiness();

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
+import type { JsonObject } from "../cni/config-dir.js";
 import { errorMessage } from "../errors.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
-import { isOwnEntry, type JsonObject } from "./conflist.js";
+import { isOwnEntry } from "../mesh/netconf.js";
 import { type InstallerOptions, installerPaths } from "./options.js";
 
 /** Linkerd's installer placeholder for where the kubeconfig lands on the host. */

@@ -2,7 +2,7 @@ import { diffTable } from "./diff.js";
 import { IptablesError, type IptablesRunner } from "./exec.js";
 import type { RulePlan } from "./plan.js";
 import { renderApply, renderCreate, renderRemove } from "./restore.js";
-import { parseNatTable } from "./save.js";
+import { hasOwnRules, parseNatTable } from "./save.js";
 import type { Family } from "./types.js";
 
 /**
@@ -26,14 +26,19 @@ export async function applyPlan(runner: IptablesRunner, plan: RulePlan): Promise
   return true;
 }
 
-/** How each family's nat table differs from its plan, each difference led by the family. */
-export async function diffPlans(runner: IptablesRunner, plans: RulePlan[]): Promise<string[]> {
+/**
+ * How each family's nat table differs from its plan (each difference led by the family),
+ * and whether any of the redirect is there at all.
+ */
+export async function inspectPlans(runner: IptablesRunner, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }> {
   const differences: string[] = [];
+  let hasRedirect = false;
   for (const plan of plans) {
-    const problems = diffTable(plan, parseNatTable(await runner.save(plan.family)));
-    differences.push(...problems.map((problem) => `${plan.family}: ${problem}`));
+    const table = parseNatTable(await runner.save(plan.family));
+    differences.push(...diffTable(plan, table).map((problem) => `${plan.family}: ${problem}`));
+    hasRedirect ||= hasOwnRules(table);
   }
-  return differences;
+  return { differences, hasRedirect };
 }
 
 /** Removes our chains and every jump into them from one family; nothing there is fine. */

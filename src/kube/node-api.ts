@@ -1,10 +1,13 @@
 import {
+  ApiException,
+  AppsV1Api,
   CoreV1Api,
   type CoreV1Event,
   KubeConfig,
   makeInformer,
   PatchStrategy,
   setHeaderOptions,
+  type V1Namespace,
   type V1Pod,
   type V1Taint,
 } from "@kubernetes/client-node";
@@ -17,8 +20,18 @@ export interface NodeApi {
   watchPods(handlers: { change(pod: V1Pod): void; remove(pod: V1Pod): void; error(error: unknown): void }): Promise<() => Promise<void>>;
   createPodEvent(pod: V1Pod, event: { reason: string; message: string; type: "Normal" | "Warning" }): Promise<void>;
   labelPod(pod: V1Pod, key: string, value: string): Promise<void>;
-  /** Deletes the pod only while it is still the same pod (UID precondition). */
-  deletePod(pod: V1Pod): Promise<void>;
+  readNamespace(name: string): Promise<V1Namespace>;
+  /**
+   * Asks the Eviction API to evict the pod (still the same pod: UID precondition), so its
+   * PodDisruptionBudgets hold: "blocked" when one would be violated (429).
+   */
+  evictPod(pod: V1Pod): Promise<"evicted" | "blocked">;
+  /**
+   * The DaemonSet owning this pod: "present", "deleted" (gone, being deleted, or the pod
+   * has none) or "denied" (401/403: its ServiceAccount or permissions are gone). Any other
+   * failure throws.
+   */
+  ownerDaemonSet(namespace: string, podName: string): Promise<"present" | "deleted" | "denied">;
   nodeTaints(): Promise<{ taints: V1Taint[]; resourceVersion: string }>;
   /** Replaces the node's taints if the node has not changed since resourceVersion. */
   setNodeTaints(taints: V1Taint[], resourceVersion: string): Promise<void>;
@@ -37,6 +50,7 @@ export function kubeConfigFrom(path: string | undefined): KubeConfig {
 
 export function createNodeApi(config: KubeConfig, nodeName: string, component = "meshcni"): NodeApi {
   const api = config.makeApiClient(CoreV1Api);
+  const apps = config.makeApiClient(AppsV1Api);
   const fieldSelector = `spec.nodeName=${nodeName}`;
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
   return {
@@ -89,12 +103,35 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
         setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
       );
     },
-    async deletePod(pod) {
-      await api.deleteNamespacedPod({
-        name: pod.metadata!.name!,
-        namespace: pod.metadata!.namespace!,
-        body: { preconditions: { uid: pod.metadata!.uid! } },
-      });
+    readNamespace: (name) => api.readNamespace({ name }),
+    async evictPod(pod) {
+      const name = pod.metadata!.name!;
+      const namespace = pod.metadata!.namespace!;
+      const uid = pod.metadata!.uid!;
+      try {
+        await api.createNamespacedPodEviction({
+          name,
+          namespace,
+          body: { apiVersion: "policy/v1", kind: "Eviction", metadata: { name, namespace }, deleteOptions: { preconditions: { uid } } },
+        });
+        return "evicted";
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 429) return "blocked";
+        throw error;
+      }
+    },
+    async ownerDaemonSet(namespace, podName) {
+      try {
+        const pod = await api.readNamespacedPod({ name: podName, namespace });
+        const owner = pod.metadata?.ownerReferences?.find((reference) => reference.kind === "DaemonSet")?.name;
+        if (!owner) return "deleted";
+        const daemonSet = await apps.readNamespacedDaemonSet({ name: owner, namespace });
+        return daemonSet.metadata?.deletionTimestamp ? "deleted" : "present";
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 404) return "deleted";
+        if (error instanceof ApiException && (error.code === 401 || error.code === 403)) return "denied";
+        throw error;
+      }
     },
     async nodeTaints() {
       const node = await api.readNode({ name: nodeName });

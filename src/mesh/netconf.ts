@@ -92,3 +92,12 @@ export function parseNetConf(stdin: string): NetConf {
   }
   return { ...parsed.output, cniVersion };
 }
+
+/** Plugin types that are meshcni's entry in a conflist (an existing linkerd-cni entry is replaced). */
+export const ownTypes = new Set(["meshcni", "linkerd-cni"]);
+
+/** Whether a conflist's plugin entry is meshcni's. */
+export function isOwnEntry(plugin: unknown): boolean {
+  const type = (plugin as { type?: unknown } | null)?.type;
+  return typeof type === "string" && ownTypes.has(type);
+}

@@ -1,5 +1,5 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
-import type { FirewallSpec } from "../iptables/types.js";
+import type { Family, FirewallSpec } from "../iptables/types.js";
 import { podName } from "../pod-key.js";
 import type { LinkerdConf } from "./netconf.js";
 import { type Parsed, parseIdToken, parsePortToken, parseSubnetToken, splitList } from "./tokens.js";
@@ -91,4 +91,9 @@ export function firewallSpecFor(conf: LinkerdConf, pod: V1Pod, namespace: V1Name
     outboundPortsToIgnore: [...skipOutbound, ...apiPorts],
     subnetsToIgnore: [...new Set([...conf["subnets-to-ignore"], ...skipSubnets])],
   };
+}
+
+/** IPv4 always; IPv6 too when the netconf asks or the pod has an IPv6 address. */
+export function redirectFamilies(conf: LinkerdConf, addresses: string[]): Family[] {
+  return conf.ipv6 || addresses.some((address) => address.includes(":")) ? ["ipv4", "ipv6"] : ["ipv4"];
 }

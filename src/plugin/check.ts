@@ -1,5 +1,5 @@
 import { CniError, ErrorCode } from "../cni/errors.js";
-import { diffPlans } from "../iptables/apply.js";
+import { inspectPlans } from "../iptables/apply.js";
 import type { IptablesRunner } from "../iptables/exec.js";
 import { planRules } from "../iptables/plan.js";
 import { hasOwnRules, parseNatTable } from "../iptables/save.js";
@@ -40,12 +40,14 @@ export async function check(request: PluginRequest, deps: PluginDeps): Promise<u
   }
   const spec = decision?.spec;
   const families = familiesFor(request.conf);
-  const differences = await withPodIptables(request, deps, preparing, (runner) =>
+  const differences = await withPodIptables(request, deps, preparing, async (runner) =>
     spec
-      ? diffPlans(
-          runner,
-          families.map((family) => planRules(spec, family)),
-        )
+      ? (
+          await inspectPlans(
+            runner,
+            families.map((family) => planRules(spec, family)),
+          )
+        ).differences
       : strayRules(runner, families),
   );
   if (differences.length > 0) {

@@ -6,6 +6,7 @@ import type { Family } from "../iptables/types.js";
 import type { KubeReader, KubeReaderOptions } from "../kube/pod-reader.js";
 import type { Logger } from "../log.js";
 import type { NetConf } from "../mesh/netconf.js";
+import { redirectFamilies } from "../mesh/pod.js";
 import type { RecordStore } from "../state/records.js";
 
 /** One invocation: what the runtime passed. */
@@ -38,10 +39,9 @@ export interface PluginDeps {
 /** A verb: what it prints on success (a result, or nothing), or it throws. */
 export type VerbHandler = (request: PluginRequest, deps: PluginDeps) => Promise<Record<string, unknown> | undefined>;
 
-/** IPv4 always; IPv6 too when the netconf asks or the pod got an IPv6 address. */
+/** The families to redirect: by the netconf and the addresses the primary CNI gave the pod. */
 export function familiesFor(conf: NetConf): Family[] {
-  const hasIpv6 = resultAddresses(conf.prevResult).some((address) => address.includes(":"));
-  return conf.linkerd.ipv6 || hasIpv6 ? ["ipv4", "ipv6"] : ["ipv4"];
+  return redirectFamilies(conf.linkerd, resultAddresses(conf.prevResult));
 }
 
 /**

@@ -101,8 +101,32 @@ export class FakeNode {
   openRunners = 0;
   private current: string | undefined;
 
-  addNetns(path: string): void {
+  /** How many times each netns was entered. */
+  readonly entries = new Map<string, number>();
+  /** The addresses of each netns, as getifaddrs there would list them. */
+  readonly addresses = new Map<string, string[]>();
+
+  addNetns(path: string, addresses: string[] = []): void {
     this.netns.set(path, { ipv4: new FakeNatTable(), ipv6: new FakeNatTable() });
+    this.addresses.set(path, ["127.0.0.1", ...addresses]);
+  }
+
+  /** Runs `action` "inside" a netns: runners and addresses() then see that one. */
+  async enter<T>(path: string, action: () => Promise<T>): Promise<T> {
+    this.checkNetns(path);
+    this.entries.set(path, (this.entries.get(path) ?? 0) + 1);
+    const outside = this.current;
+    this.current = path;
+    try {
+      return await action();
+    } finally {
+      this.current = outside;
+    }
+  }
+
+  /** The addresses of the netns entered. */
+  currentAddresses(): string[] {
+    return this.current === undefined ? [] : (this.addresses.get(this.current) ?? []);
   }
 
   table(path: string, family: Family = "ipv4"): FakeNatTable {
@@ -128,7 +152,8 @@ export class FakeNode {
     return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
   }
 
-  private runner(backend: Backend): IptablesRunner {
+  /** A runner over the nat tables of the netns the caller is in (see enter). */
+  runner(backend: Backend): IptablesRunner {
     const here = (family: Family) => {
       if (this.current === undefined) throw new Error("fake iptables used outside a pod netns");
       return this.table(this.current, family);
@@ -175,7 +200,7 @@ export class FakeNode {
     };
   }
 
-  private recordStore(stateDir: string): RecordStore {
+  recordStore(stateDir: string): RecordStore {
     const key = (containerId: string, ifname: string) => `${stateDir}:${containerId}_${ifname}`;
     const mine = () => [...this.records].filter(([name]) => name.startsWith(`${stateDir}:`));
     return {
@@ -217,16 +242,7 @@ export class FakeNode {
       iptables: async (conf) => this.runner(await backend(conf)),
       binaryAvailable: (name) => !this.missingBinaries.has(name),
       checkNetns: (path) => this.checkNetns(path),
-      inNetns: async (path, action) => {
-        this.checkNetns(path);
-        const outside = this.current;
-        this.current = path;
-        try {
-          return await action();
-        } finally {
-          this.current = outside;
-        }
-      },
+      inNetns: (path, action) => this.enter(path, action),
       records: (stateDir) => this.recordStore(stateDir),
     };
   }

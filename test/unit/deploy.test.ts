@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { DaemonSet, type IDaemonSet } from "kubernetes-models/apps/v1";
-import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, ServiceAccount } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
@@ -15,6 +15,8 @@ const models: Record<string, new (data: never) => { validate(): void }> = {
   DaemonSet: DaemonSet as never,
   ClusterRole: ClusterRole as never,
   ClusterRoleBinding: ClusterRoleBinding as never,
+  Role: Role as never,
+  RoleBinding: RoleBinding as never,
   ConfigMap: ConfigMap as never,
   Namespace: Namespace as never,
   ServiceAccount: ServiceAccount as never,
@@ -83,10 +85,16 @@ describe("deploy/ manifests", () => {
       "metadata.namespace",
     ]);
     const options = agentOptions(container.args);
-    expect(options).toMatchObject({ repair: "delete", startupTaint: { key: "meshcni.io/not-ready", effect: "NoSchedule" } });
+    expect(options).toMatchObject({
+      repair: "redirect",
+      onStop: "auto",
+      startupTaint: { key: "meshcni.io/not-ready", effect: "NoSchedule" },
+    });
     const mounts = Object.fromEntries(container.volumeMounts!.map((mount) => [mount.mountPath, mount]));
+    // The sweep writes records (adopted, repaired) and removes stale ones.
     expect(mounts[`${options.hostRoot}${options.stateDir}`]).toBeDefined();
-    expect(mounts[`${options.hostRoot}/var/run/netns`]).toMatchObject({ mountPropagation: "HostToContainer" });
+    expect(mounts[`${options.hostRoot}${options.stateDir}`]!.readOnly).toBeFalsy();
+    for (const dir of options.netnsDirs) expect(mounts[`${options.hostRoot}${dir}`]).toMatchObject({ mountPropagation: "HostToContainer" });
     expect(container.securityContext!.capabilities!.add).toEqual(["SYS_ADMIN", "NET_ADMIN", "NET_RAW"]);
   });
 
@@ -104,12 +112,17 @@ describe("deploy/ manifests", () => {
   it("grants the service account exactly what the plugin and the agent use", () => {
     const role = byKind("ClusterRole")[0] as unknown as { rules: unknown[] };
     expect(role.rules).toEqual([
-      { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "patch", "delete"] },
+      { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "patch"] },
+      { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] },
       { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
       { apiGroups: [""], resources: ["events"], verbs: ["create"] },
       { apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] },
     ]);
-    const binding = byKind("ClusterRoleBinding")[0] as unknown as { subjects: Array<{ name: string; namespace: string }> };
-    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: podSpec.serviceAccountName, namespace: kustomization.namespace }]);
+    const ownNamespace = byKind("Role")[0] as unknown as { rules: unknown[] };
+    expect(ownNamespace.rules).toEqual([{ apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] }]);
+    for (const kind of ["ClusterRoleBinding", "RoleBinding"]) {
+      const binding = byKind(kind)[0] as unknown as { subjects: Array<{ name: string; namespace: string }> };
+      expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: podSpec.serviceAccountName, namespace: kustomization.namespace }]);
+    }
   });
 });

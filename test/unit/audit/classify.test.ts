@@ -1,18 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { auditPods, newestRecordByUid, podsToAudit, unfinishedAdd } from "../../../src/audit/classify.js";
+import { classify, newestRecordByUid, podsToAudit, unfinishedAdd } from "../../../src/audit/classify.js";
 import type { AttachmentRecord } from "../../../src/state/records.js";
 import { runningPod as pod } from "../../kit/fixtures.js";
 
-const record = (uid: string, time: string, netns = "/var/run/netns/x"): AttachmentRecord => ({
+const record = (uid: string, time: string, state: AttachmentRecord["state"] = "added"): AttachmentRecord => ({
   version: 1,
-  state: "added",
+  state,
   pod: { namespace: "shop", name: uid, uid },
   containerId: `c-${time}`,
   ifname: "eth0",
-  netns,
+  netns: "/var/run/netns/x",
   backend: "nft",
   plans: [],
   time,
+});
+const found = (differences: string[] = [], hasRedirect = true) => ({
+  found: true as const,
+  netns: "/var/run/netns/x",
+  differences,
+  hasRedirect,
 });
 
 describe("which pods are audited", () => {
@@ -33,44 +39,39 @@ describe("which pods are audited", () => {
   });
 
   it("uses a pod's newest record", () => {
-    expect(
-      newestRecordByUid([
-        record("u", "2026-01-01T00:00:00Z"),
-        record("u", "2026-01-02T00:00:00Z"),
-        record("v", "2026-01-01T00:00:00Z"),
-      ]).get("u")?.time,
-    ).toBe("2026-01-02T00:00:00Z");
-  });
-
-  it("calls a pod without a record missing and asks the inspector about the others", async () => {
-    const web = pod("web");
-    const seen: string[] = [];
-    const audits = await auditPods([pod("cart"), web], [record(web.metadata!.uid!, "t")], async (found) => {
-      seen.push(found.pod.uid);
-      return { status: "drifted", details: ["ipv4: chain PROXY_INIT_OUTPUT is missing"] };
-    });
-    expect(seen).toEqual([web.metadata!.uid]);
-    expect(audits.map((audit) => [audit.name, audit.status])).toEqual([
-      ["cart", "missing"],
-      ["web", "drifted"],
-    ]);
+    const records = [record("u", "2026-01-01T00:00:00Z"), record("u", "2026-01-02T00:00:00Z"), record("v", "2026-01-01T00:00:00Z")];
+    expect(newestRecordByUid(records).get("u")?.time).toBe("2026-01-02T00:00:00Z");
   });
 });
 
-describe("an ADD that did not finish", () => {
+describe("classifying by what the netns holds", () => {
   const web = pod("web");
-  const unfinished = { ...record(web.metadata!.uid!, "t"), state: "adding" as const };
+  const recorded = record(web.metadata!.uid!, "t");
 
-  it("says so first when its rules are partial", async () => {
-    const [audit] = await auditPods([web], [unfinished], async () => ({
-      status: "drifted",
-      details: ["ipv6: chain PROXY_INIT_OUTPUT is missing"],
-    }));
-    expect(audit).toMatchObject({ status: "drifted", details: [unfinishedAdd, "ipv6: chain PROXY_INIT_OUTPUT is missing"] });
+  it("protected: the recorded plan is there; adopted: the plan is there without a record", () => {
+    expect(classify(web, recorded, found())).toMatchObject({ status: "protected", details: [] });
+    expect(classify(web, undefined, found())).toMatchObject({ status: "adopted", details: [expect.stringContaining("linkerd-cni")] });
   });
 
-  it("is protected when every rule got in before it stopped", async () => {
-    const [audit] = await auditPods([web], [unfinished], async () => ({ status: "protected", details: [] }));
-    expect(audit).toMatchObject({ status: "protected", details: [] });
+  it("missing: no redirect at all, with or without a record", () => {
+    expect(classify(web, undefined, found(["ipv4: chain PROXY_INIT_OUTPUT is missing"], false))).toMatchObject({
+      status: "missing",
+      details: [expect.stringContaining("set up without meshcni")],
+    });
+    expect(classify(web, recorded, found(["ipv4: chain PROXY_INIT_OUTPUT is missing"], false)).status).toBe("missing");
+  });
+
+  it("drifted: some of it, listed; an unfinished ADD says so first", () => {
+    const differences = ["ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo -j RETURN"];
+    expect(classify(web, recorded, found(differences))).toMatchObject({ status: "drifted", details: differences });
+    expect(classify(web, record(web.metadata!.uid!, "t", "adding"), found(differences)).details).toEqual([unfinishedAdd, ...differences]);
+    expect(classify(web, record(web.metadata!.uid!, "t", "adding"), found()).status).toBe("protected");
+  });
+
+  it("unknown: no netns, saying why", () => {
+    expect(classify(web, undefined, { found: false, reason: "no netns holds 10.0.0.9" })).toMatchObject({
+      status: "unknown",
+      details: ["no netns holds 10.0.0.9"],
+    });
   });
 });

@@ -1,36 +1,52 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { eventMessage, repairAction } from "../../../src/audit/repair.js";
+import { eventMessage, type RepairLimits, repairAction } from "../../../src/audit/repair.js";
 import { podObject } from "../../kit/api-server.js";
 import { runningPod as pod } from "../../kit/fixtures.js";
 
-describe("repair decisions", () => {
-  const self = { namespace: "meshcni", name: "agent" };
+const limits = (more: Partial<RepairLimits> = {}): RepairLimits => ({
+  self: { namespace: "meshcni", name: "agent" },
+  excludeNamespaces: new Set(),
+  skipUids: new Set(),
+  evictionsLeft: 2,
+  ...more,
+});
 
-  it("deletes a pod with a controller, labels one without, by policy", () => {
-    expect(repairAction(pod("a", { owned: true }), "delete", self)).toBe("delete");
-    expect(repairAction(pod("b"), "delete", self)).toBe("label");
-    expect(repairAction(pod("c", { owned: true }), "label", self)).toBe("label");
-    expect(repairAction(pod("d", { owned: true }), "none", self)).toBe("none");
+describe("repair decisions", () => {
+  it("acts by policy; evict needs a controller (else it labels) and a budget", () => {
+    expect(repairAction(pod("a"), "redirect", limits())).toBe("redirect");
+    expect(repairAction(pod("a", { owned: true }), "evict", limits())).toBe("evict");
+    expect(repairAction(pod("b"), "evict", limits())).toBe("label");
+    expect(repairAction(pod("c", { owned: true }), "evict", limits({ evictionsLeft: 0 }))).toEqual({
+      skip: expect.stringContaining("rate limit"),
+    });
+    expect(repairAction(pod("d"), "label", limits())).toBe("label");
+    expect(repairAction(pod("e"), "none", limits())).toBe("none");
   });
 
-  it("leaves a pod an earlier agent already labelled", () => {
-    expect(repairAction(pod("f", { owned: true, labels: { "meshcni.io/unprotected": "true" } }), "delete", self)).toEqual({
+  it("leaves alone its own pod, a pod being deleted, one already labelled, one acted on recently, an excluded namespace", () => {
+    expect(repairAction(podObject("meshcni", "agent") as V1Pod, "redirect", limits())).toEqual({ skip: "the agent's own pod" });
+    expect(repairAction(pod("f", { deleting: true }), "redirect", limits())).toEqual({ skip: "already being deleted" });
+    expect(repairAction(pod("g", { labels: { "meshcni.io/unprotected": "true" } }), "redirect", limits())).toEqual({
       skip: "already labelled meshcni.io/unprotected=true",
+    });
+    expect(repairAction(pod("h"), "redirect", limits({ skipUids: new Set(["uid-shop-h"]) }))).toEqual({ skip: "acted on recently" });
+    expect(repairAction(pod("i"), "redirect", limits({ excludeNamespaces: new Set(["shop"]) }))).toEqual({
+      skip: "namespace shop is excluded from repair",
     });
   });
 
-  it("never touches its own pod or a pod already being deleted", () => {
-    expect(repairAction(podObject("meshcni", "agent", { owned: true }) as V1Pod, "delete", self)).toEqual({ skip: "the agent's own pod" });
-    expect(repairAction(pod("e", { owned: true, deleting: true }), "delete", self)).toEqual({ skip: "already being deleted" });
-  });
-
-  it("says in the event why and what happens next", () => {
-    const audit = { namespace: "shop", name: "a", uid: "u", status: "missing" as const, details: ["no ADD record"] };
-    expect(eventMessage(audit, "delete", "delete")).toBe(
-      "This pod started without meshcni's iptables redirect (no ADD record), so its TCP traffic can bypass the mesh proxy; meshcni deletes it so its controller recreates it with the redirect.",
+  it("says in the Event what was found, what was done, and what happens next", () => {
+    const missing = { namespace: "shop", name: "a", uid: "u", status: "missing" as const, details: ["no redirect in its netns"] };
+    expect(eventMessage(missing, "redirect", "redirect", "done")).toBe(
+      "This pod runs without meshcni's redirect, so its TCP traffic bypasses the mesh proxy (no redirect in its netns). meshcni wrote the planned rules into its netns: new connections go through the proxy; connections opened before stay outside the mesh until they reconnect.",
     );
-    expect(eventMessage(audit, "label", "delete")).toContain("labels it meshcni.io/unprotected=true instead of deleting it");
-    expect(eventMessage(audit, "none", "none")).toContain("restart the pod");
+    const drifted = { ...missing, status: "drifted" as const, details: ["ipv4: a"] };
+    expect(eventMessage(drifted, "redirect", "redirect", { failed: "EPERM" })).toContain(
+      "differs from meshcni's plan, so some of its TCP traffic can bypass the mesh proxy (ipv4: a). meshcni could not write the planned rules into its netns (EPERM)",
+    );
+    expect(eventMessage(missing, "evict", "evict", "done")).toContain("through the Eviction API (PodDisruptionBudgets hold)");
+    expect(eventMessage(missing, "label", "evict", "done")).toContain("instead of evicting it: no controller would recreate it");
+    expect(eventMessage(missing, "none", "none", "done")).toContain("restart the pod");
   });
 });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { activeConfig, entryCount, hasEntry, parseConfig, withEntry, withoutEntry } from "../../../src/installer/conflist.js";
+import { parseConfig } from "../../../src/cni/config-dir.js";
+import { entryCount, hasEntry, withEntry, withoutEntry } from "../../../src/installer/conflist.js";
 
 const entry = { name: "meshcni", type: "meshcni", kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } };
 const file = (name: string, json: unknown) => ({ name, text: typeof json === "string" ? json : JSON.stringify(json) });
@@ -8,29 +9,6 @@ const calico = {
   name: "k8s-pod-network",
   plugins: [{ type: "calico" }, { type: "portmap", capabilities: { portMappings: true } }],
 };
-
-describe("choosing the active config", () => {
-  it("takes the lexicographically first file that loads, as the runtime does", () => {
-    const files = [
-      file("10-calico.conflist", calico),
-      file("05-broken.conflist", "{"),
-      file("00-notes.txt", "x"),
-      file("07-empty.conflist", { plugins: [] }),
-    ];
-    expect(activeConfig(files)?.file.name).toBe("10-calico.conflist");
-    expect(activeConfig([...files, file("01-bridge.conf", { type: "bridge" })])?.file.name).toBe("01-bridge.conf");
-    expect(activeConfig([file("a.conf", { name: "x" })])).toBeUndefined();
-  });
-
-  it("says why a file does not load", () => {
-    expect(parseConfig(file("a.conflist", "{"))).toMatchObject({ valid: false, reason: expect.stringContaining("not valid JSON") });
-    expect(parseConfig(file("a.conflist", { plugins: [{ name: "no type" }] }))).toMatchObject({
-      valid: false,
-      reason: "every plugin needs a type",
-    });
-    expect(parseConfig(file("a.conf", []))).toMatchObject({ valid: false, reason: "not a JSON object" });
-  });
-});
 
 describe("chaining", () => {
   it("appends the entry last and keeps every other plugin and key", () => {

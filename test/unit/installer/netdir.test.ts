@@ -33,16 +33,17 @@ describe("planning the net dir", () => {
     expect(applied(rewritten.plan).write).toMatchObject({ rechain: true });
   });
 
-  it("waits out a half-written file that sorts first, and takes it as broken after the grace", () => {
+  it("waits out a half-written file that sorts first, then says the runtime cannot load it, touching nothing", () => {
     const files = [{ name: "05-cilium.conflist", text: '{"cniVersion": "1.0' }, conflist("10-calico.conflist", ["calico", "meshcni"])];
     const first = planNetDir(files, entry, freshMemory, 1000);
-    expect(first.plan).toEqual({ kind: "wait", files: ["05-cilium.conflist"], retryInMs: 25 });
+    expect(first.plan).toEqual({ kind: "wait", file: "05-cilium.conflist", retryInMs: 25 });
     const stillWaiting = planNetDir(files, entry, first.memory, 1000 + halfWrittenGraceMs - 1);
     expect(stillWaiting.plan.kind).toBe("wait");
-    const past = applied(planNetDir(files, entry, stillWaiting.memory, 1000 + halfWrittenGraceMs).plan);
-    expect(past.broken).toEqual([{ name: "05-cilium.conflist", reason: expect.stringContaining("not valid JSON") }]);
-    expect(past.active).toBe("10-calico.conflist");
-    expect(past.write).toBeUndefined();
+    expect(planNetDir(files, entry, stillWaiting.memory, 1000 + halfWrittenGraceMs).plan).toEqual({
+      kind: "broken",
+      file: "05-cilium.conflist",
+      reason: expect.stringContaining("not valid JSON"),
+    });
   });
 
   it("restarts the grace when a file became valid in between", () => {
@@ -99,7 +100,6 @@ describe("planning the net dir", () => {
   it("does nothing without a valid config, never writing one of its own", () => {
     expect(planNetDir([], entry, freshMemory, 0).plan).toEqual({
       kind: "apply",
-      broken: [],
       active: undefined,
       removals: [],
       write: undefined,

@@ -1,0 +1,227 @@
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import { errorMessage } from "../errors.js";
+import type { Backend } from "../iptables/backend.js";
+import type { RulePlan } from "../iptables/plan.js";
+import type { NodeApi } from "../kube/node-api.js";
+import type { NetConf } from "../mesh/netconf.js";
+import { needsNamespaceAnnotations } from "../mesh/pod.js";
+import { podKeyOf, podName } from "../pod-key.js";
+import type { AttachmentRecord, RecordStore } from "../state/records.js";
+import {
+  classify,
+  isUnprotected,
+  newestRecordByUid,
+  type Observation,
+  type PodAudit,
+  type PodStatus,
+  podStatuses,
+  podsToAudit,
+  sortAudits,
+} from "./classify.js";
+import { plansFor, podIps } from "./expectation.js";
+import {
+  eventMessage,
+  eventReasons,
+  type RepairAction,
+  type RepairLimits,
+  type RepairPolicy,
+  type RepairResult,
+  repairAction,
+  unprotectedLabel,
+} from "./repair.js";
+import type { ScanTarget } from "./scan.js";
+
+/** A record younger than this is never taken as stale: its pod may not be listed yet. */
+export const recordGraceMs = 30_000;
+
+/** A sweep's I/O, passed in: the API, the records, the netns. */
+export interface SweepIo {
+  api: Pick<NodeApi, "listPods" | "readNamespace" | "createPodEvent" | "labelPod" | "evictPod">;
+  records: RecordStore;
+  /** meshcni's netconf from the active config (for pods without a record); throws why there is none. */
+  netconf(): NetConf;
+  backend(conf: NetConf): Promise<Backend>;
+  apiServerPort(conf: NetConf): Promise<number>;
+  scan(targets: ScanTarget[]): Promise<Map<string, Observation>>;
+  /** Writes the plans into a netns (a host path), atomically per family. */
+  redirect(netns: string, backend: Backend, plans: RulePlan[]): Promise<void>;
+  netnsExists(netns: string): boolean;
+  now(): number;
+}
+
+export interface SweepOptions {
+  node: string;
+  /** Only these pods (`namespace/name`); all of the node's when empty. */
+  only: ReadonlySet<string>;
+  /** Undefined: audit only, change nothing. */
+  policy: RepairPolicy | undefined;
+  limits: RepairLimits;
+}
+
+/** One pod in the report: its audit and, in a sweep, what was done about it. */
+export interface PodReport extends PodAudit {
+  action?: RepairAction;
+  result?: RepairResult;
+  /** Why an unprotected pod was left alone. */
+  skipped?: string;
+  /** Why its Event could not be created. */
+  eventFailed?: string;
+}
+
+export interface SweepReport {
+  node: string;
+  pods: PodReport[];
+  summary: Record<PodStatus, number>;
+  /** Records removed because what they described is gone. */
+  recordsRemoved: { podGone: number; netnsGone: number };
+}
+
+/** What a pod is compared with: its record's plan, or the one ADD would compute now. */
+interface Expected {
+  pod: V1Pod;
+  record: AttachmentRecord | undefined;
+  target: ScanTarget | undefined;
+  /** Why no plan could be made. */
+  problem?: string;
+}
+
+/** Records whose pod is gone from the node, or whose netns is: host state must not outlive what it describes. */
+export function staleRecords(
+  records: AttachmentRecord[],
+  podUids: ReadonlySet<string>,
+  netnsExists: (netns: string) => boolean,
+  now: number,
+): Array<{ record: AttachmentRecord; reason: "podGone" | "netnsGone" }> {
+  return records.flatMap((record) => {
+    if (now - Date.parse(record.time) < recordGraceMs) return [];
+    const reason = !podUids.has(record.pod.uid) ? "podGone" : netnsExists(record.netns) ? undefined : "netnsGone";
+    return reason ? [{ record, reason }] : [];
+  });
+}
+
+async function expectations(pods: V1Pod[], records: AttachmentRecord[], io: SweepIo): Promise<Expected[]> {
+  const byUid = newestRecordByUid(records);
+  const namespaces = new Map<string, Promise<V1Namespace>>();
+  let netconf: { conf: NetConf; backend: Backend; port: number } | undefined;
+  const expected: Expected[] = [];
+  for (const pod of pods) {
+    const uid = pod.metadata?.uid ?? "";
+    const ips = podIps(pod);
+    const record = byUid.get(uid);
+    if (record) {
+      expected.push({ pod, record, target: { uid, recordedNetns: record.netns, ips, plans: record.plans, backend: record.backend } });
+      continue;
+    }
+    try {
+      if (!netconf) {
+        const conf = io.netconf();
+        netconf = { conf, backend: await io.backend(conf), port: await io.apiServerPort(conf) };
+      }
+      const name = pod.metadata?.namespace ?? "";
+      if (needsNamespaceAnnotations(pod) && !namespaces.has(name)) namespaces.set(name, io.api.readNamespace(name));
+      const namespace = needsNamespaceAnnotations(pod) ? await namespaces.get(name) : undefined;
+      const plans = plansFor(netconf.conf, pod, namespace, netconf.port);
+      expected.push({ pod, record, target: { uid, recordedNetns: undefined, ips, plans, backend: netconf.backend } });
+    } catch (error) {
+      expected.push({ pod, record, target: undefined, problem: `cannot compute meshcni's plan: ${errorMessage(error)}` });
+    }
+  }
+  return expected;
+}
+
+/** Records a pod's redirect as found (adopted) or written (repaired) in `netns`. */
+function record(
+  io: SweepIo,
+  entry: Expected,
+  target: ScanTarget,
+  netns: string,
+  attachment: { containerId: string; ifname: string },
+): void {
+  io.records.write({
+    state: "added",
+    pod: { uid: "", ...podKeyOf(entry.pod) },
+    ...attachment,
+    netns,
+    backend: target.backend,
+    plans: target.plans,
+  });
+}
+
+/** Carries out one repair; what the Event reports. */
+async function act(action: RepairAction, entry: Expected, target: ScanTarget, netns: string, io: SweepIo): Promise<RepairResult> {
+  try {
+    if (action === "redirect") {
+      await io.redirect(netns, target.backend, target.plans);
+      record(io, entry, target, netns, entry.record ?? { containerId: `repaired-${target.uid}`, ifname: "eth0" });
+    }
+    if (action === "evict" && (await io.api.evictPod(entry.pod)) === "blocked") return "blocked";
+    if (action === "label") await io.api.labelPod(entry.pod, unprotectedLabel, "true");
+    return "done";
+  } catch (error) {
+    return { failed: errorMessage(error) };
+  }
+}
+
+/**
+ * One pass over the node's meshed pods: classify each by what its netns holds; with a
+ * policy, also record adopted pods, repair unprotected ones (an Event on each, saying
+ * what was found and done), and remove records whose pod or netns is gone.
+ */
+export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepReport> {
+  // Read before the pods are listed: a record written meanwhile belongs to a listed pod.
+  const records = io.records.list();
+  const allPods = await io.api.listPods();
+  const pods = podsToAudit(allPods).filter((pod) => options.only.size === 0 || options.only.has(podName(pod)));
+  const expected = await expectations(pods, records, io);
+  const observations = await io.scan(expected.flatMap((entry) => (entry.target ? [entry.target] : [])));
+  const reports: PodReport[] = [];
+  const limits = { ...options.limits };
+  for (const entry of expected) {
+    const observation: Observation = observations.get(entry.pod.metadata?.uid ?? "") ?? {
+      found: false,
+      reason: entry.problem ?? "not looked into",
+    };
+    const audit: PodReport = entry.problem
+      ? { uid: "", ...podKeyOf(entry.pod), status: "unknown", details: [entry.problem] }
+      : classify(entry.pod, entry.record, observation);
+    reports.push(audit);
+    if (!options.policy || !entry.target || !observation.found) continue;
+    if (audit.status === "adopted")
+      record(io, entry, entry.target, observation.netns, { containerId: `adopted-${audit.uid}`, ifname: "eth0" });
+    if (!isUnprotected(audit)) continue;
+    const decision = repairAction(entry.pod, options.policy, limits);
+    if (typeof decision === "object") {
+      audit.skipped = decision.skip;
+      continue;
+    }
+    audit.action = decision;
+    audit.result = await act(decision, entry, entry.target, observation.netns, io);
+    if (decision === "evict" && audit.result === "done") limits.evictionsLeft--;
+    // A blocked eviction is tried again at the next sweep, without an Event each time.
+    if (audit.result === "blocked") continue;
+    const message = eventMessage(audit, decision, options.policy, audit.result);
+    await io.api
+      .createPodEvent(entry.pod, { reason: eventReasons[audit.status as "missing" | "drifted"], type: "Warning", message })
+      .catch((error: unknown) => {
+        audit.eventFailed = errorMessage(error);
+      });
+  }
+  const removed = { podGone: 0, netnsGone: 0 };
+  if (options.policy) {
+    const podUids = new Set(allPods.map((pod) => pod.metadata?.uid ?? ""));
+    for (const { record, reason } of staleRecords(records, podUids, (netns) => io.netnsExists(netns), io.now())) {
+      io.records.remove({ containerID: record.containerId, ifname: record.ifname });
+      removed[reason]++;
+    }
+  }
+  const summary = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
+  for (const report of reports) summary[report.status]++;
+  return { node: options.node, pods: sortAudits(reports), summary, recordsRemoved: removed };
+}
+
+/** Whether the node ends the sweep protected: every pod protected, adopted, or redirected now. */
+export function allProtected(report: SweepReport): boolean {
+  return report.pods.every(
+    (pod) => pod.status === "protected" || pod.status === "adopted" || (pod.action === "redirect" && pod.result === "done"),
+  );
+}

@@ -1,0 +1,76 @@
+/**
+ * What the runtime reads in the CNI config dir: which files, which of them it loads, and
+ * what makes one valid (libcni's rules). Pure but for readConfigFiles.
+ */
+
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { errnoCode, errorMessage } from "../errors.js";
+import { readRegularFile } from "../files.js";
+
+export type JsonObject = Record<string, unknown>;
+
+export interface ConfigFile {
+  name: string;
+  text: string;
+}
+
+export type ParsedConfig = { valid: true; kind: "conf" | "conflist"; json: JsonObject } | { valid: false; reason: string };
+
+export function isConfigName(name: string): boolean {
+  return name.endsWith(".conf") || name.endsWith(".conflist") || name.endsWith(".json");
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Reads a config the way libcni does: a .conflist needs plugins with types, a .conf a type. */
+export function parseConfig(file: ConfigFile): ParsedConfig {
+  let json: unknown;
+  try {
+    json = JSON.parse(file.text);
+  } catch (error) {
+    return { valid: false, reason: `not valid JSON (${errorMessage(error)})` };
+  }
+  if (!isObject(json)) return { valid: false, reason: "not a JSON object" };
+  if (file.name.endsWith(".conflist")) {
+    const plugins = json.plugins;
+    if (!Array.isArray(plugins) || plugins.length === 0) return { valid: false, reason: "a .conflist needs a non-empty plugins list" };
+    if (!plugins.every((plugin) => isObject(plugin) && typeof plugin.type === "string" && plugin.type !== "")) {
+      return { valid: false, reason: "every plugin needs a type" };
+    }
+    return { valid: true, kind: "conflist", json };
+  }
+  if (typeof json.type !== "string" || json.type === "") return { valid: false, reason: "a .conf needs a type" };
+  return { valid: true, kind: "conf", json };
+}
+
+/**
+ * The config the runtime loads: the lexicographically first config file. containerd 1.6
+ * does not skip one that does not load: its whole CNI load fails until it is fixed (see
+ * the README), so an invalid first file is the runtime's choice all the same.
+ */
+export function activeConfig(files: ConfigFile[]): { file: ConfigFile; config: ParsedConfig } | undefined {
+  const [file] = [...files].filter((f) => isConfigName(f.name)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return file && { file, config: parseConfig(file) };
+}
+
+/** Why the runtime cannot load an invalid active config, for logs and readiness. */
+export function brokenConfigReason(name: string, reason: string): string {
+  return `${name} is not a valid CNI config (${reason}): containerd fails to load the CNI config dir until it is fixed or removed`;
+}
+
+/** The config files in the net dir as they are now; one vanishing mid-read is skipped. */
+export function readConfigFiles(netDir: string): ConfigFile[] {
+  return readdirSync(netDir)
+    .filter(isConfigName)
+    .flatMap((name) => {
+      try {
+        return [{ name, text: readRegularFile(join(netDir, name)) }];
+      } catch (error) {
+        if (errnoCode(error) === "ENOENT") return [];
+        throw error;
+      }
+    });
+}

@@ -1,0 +1,67 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { scanNetns } from "../../src/audit/scan.js";
+import type { SweepIo } from "../../src/audit/sweep.js";
+import { applyPlan, inspectPlans } from "../../src/iptables/apply.js";
+import { parseNetConf } from "../../src/mesh/netconf.js";
+import type { FakeNode } from "./fake-node.js";
+
+export const stateDir = "/state";
+export const netnsDir = "/var/run/netns";
+
+/** What the fake API saw a sweep do. */
+export interface ApiWrites {
+  events: Array<{ pod: string; reason: string; message: string }>;
+  labels: string[];
+  evictions: string[];
+}
+
+/**
+ * A sweep's I/O over a FakeNode: its pods and namespaces as the API, its records, its
+ * netns (scanned by the real scanNetns, inspected and repaired by the real iptables
+ * planning over the fake tables). `blockEvictions` answers 429 for those pods.
+ */
+export function fakeSweepIo(
+  node: FakeNode,
+  options: { blockEvictions?: Set<string>; now?: () => number; netconf?: Record<string, unknown> } = {},
+) {
+  const writes: ApiWrites = { events: [], labels: [], evictions: [] };
+  const name = (pod: V1Pod) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+  const io: SweepIo = {
+    api: {
+      listPods: async () => [...node.pods.values()].map((pod) => structuredClone(pod)),
+      readNamespace: async (namespace) => node.namespaces.get(namespace) ?? { metadata: { name: namespace } },
+      createPodEvent: async (pod, event) => void writes.events.push({ pod: name(pod), reason: event.reason, message: event.message }),
+      labelPod: async (pod) => void writes.labels.push(name(pod)),
+      evictPod: async (pod) => {
+        if (options.blockEvictions?.has(name(pod))) return "blocked";
+        writes.evictions.push(name(pod));
+        node.pods.delete(name(pod));
+        return "evicted";
+      },
+    },
+    records: node.recordStore(stateDir),
+    netconf: () => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "k8s", type: "meshcni", ...options.netconf })),
+    backend: async () => "nft",
+    apiServerPort: async () => 6443,
+    scan: (targets) =>
+      scanNetns(
+        targets,
+        { hostRoot: "/", netnsDirs: [netnsDir] },
+        {
+          inNetns: (path, action) => node.enter(path, action),
+          runner: async (backend) => node.runner(backend),
+          addresses: () => node.currentAddresses(),
+          exists: (path) => node.netns.has(path),
+          list: (dir) => [...node.netns.keys()].filter((path) => path.startsWith(`${dir}/`)).map((path) => path.slice(dir.length + 1)),
+          inspect: inspectPlans,
+        },
+      ),
+    redirect: (netns, backend, plans) =>
+      node.enter(netns, async () => {
+        for (const plan of plans) await applyPlan(node.runner(backend), plan);
+      }),
+    netnsExists: (netns) => node.netns.has(netns),
+    now: options.now ?? (() => Date.now()),
+  };
+  return { io, writes };
+}

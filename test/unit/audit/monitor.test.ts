@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { actedMemoryMs, SweepMemory } from "../../../src/audit/monitor.js";
+import type { PodReport, SweepReport } from "../../../src/audit/sweep.js";
+
+const report = (pods: Array<Partial<PodReport> & { uid: string }>): SweepReport => ({
+  node: "n1",
+  pods: pods.map((pod) => ({ namespace: "shop", name: pod.uid, status: "missing", details: [], ...pod })),
+  summary: { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 },
+  recordsRemoved: { podGone: 0, netnsGone: 0 },
+});
+
+describe("what the agent remembers across sweeps", () => {
+  it("leaves a pod acted on alone for a while, but retries a blocked eviction", () => {
+    const memory = new SweepMemory(2);
+    memory.learn(
+      report([
+        { uid: "a", action: "redirect", result: "done" },
+        { uid: "b", action: "evict", result: "blocked" },
+      ]),
+      true,
+      0,
+    );
+    expect(memory.limits(1000).skipUids).toEqual(["a"]);
+    expect(memory.limits(actedMemoryMs).skipUids).toEqual([]);
+  });
+
+  it("allows at most the evictions per minute", () => {
+    const memory = new SweepMemory(2);
+    memory.learn(report([{ uid: "a", action: "evict", result: "done" }]), false, 0);
+    expect(memory.limits(10_000).evictionsLeft).toBe(1);
+    memory.learn(report([{ uid: "b", action: "evict", result: "done" }]), false, 20_000);
+    expect(memory.limits(30_000).evictionsLeft).toBe(0);
+    expect(memory.limits(60_001).evictionsLeft).toBe(1);
+    expect(memory.limits(80_001).evictionsLeft).toBe(2);
+  });
+
+  it("counts the node's pods by status: a full sweep replaces, a partial one updates, a deleted pod leaves", () => {
+    const memory = new SweepMemory(2);
+    expect(
+      memory.learn(
+        report([
+          { uid: "a", status: "protected" },
+          { uid: "b", status: "missing" },
+        ]),
+        true,
+        0,
+      ),
+    ).toMatchObject({ protected: 1, missing: 1 });
+    expect(memory.learn(report([{ uid: "b", status: "protected" }]), false, 0)).toMatchObject({ protected: 2, missing: 0 });
+    memory.forget("a");
+    expect(memory.learn(report([{ uid: "c", status: "drifted" }]), true, 0)).toMatchObject({ protected: 0, drifted: 1 });
+  });
+});

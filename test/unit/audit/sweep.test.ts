@@ -1,0 +1,191 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { beforeEach, describe, expect, it } from "vitest";
+import { plansFor } from "../../../src/audit/expectation.js";
+import { allProtected, recordGraceMs, type SweepOptions, staleRecords, sweep } from "../../../src/audit/sweep.js";
+import { applyPlan } from "../../../src/iptables/apply.js";
+import { parseNetConf } from "../../../src/mesh/netconf.js";
+import { add } from "../../../src/plugin/add.js";
+import { type PodOptions, podObject } from "../../kit/api-server.js";
+import { FakeNode, pluginRequest } from "../../kit/fake-node.js";
+import { fakeSweepIo, netnsDir, stateDir } from "../../kit/fake-sweep.js";
+
+const conf = parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "k8s", type: "meshcni" }));
+const options = (policy: SweepOptions["policy"], more: Partial<SweepOptions["limits"]> = {}): SweepOptions => ({
+  node: "n1",
+  only: new Set(),
+  policy,
+  limits: { self: undefined, excludeNamespaces: new Set(), skipUids: new Set(), evictionsLeft: 2, ...more },
+});
+
+describe("a sweep", () => {
+  let node: FakeNode;
+  let ip = 10;
+  /** A running meshed pod with a netns holding its IP (the runtime's, not meshcni's: no rules yet). */
+  const startPod = (name: string, podOptions: PodOptions = {}) => {
+    const podIP = `10.1.0.${ip++}`;
+    const pod = podObject("shop", name, { proxy: "container", nodeName: "n1", podIP, ...podOptions }) as V1Pod;
+    node.addPod(pod);
+    node.addNetns(`${netnsDir}/cni-${name}`, [podIP]);
+    return { pod, netns: `${netnsDir}/cni-${name}` };
+  };
+  /** Rules as linkerd-cni (or meshcni without its record) would have written them. */
+  const writeRules = async (pod: V1Pod, netns: string) =>
+    node.enter(netns, async () => {
+      for (const plan of plansFor(conf, pod, undefined, 6443)) await applyPlan(node.runner("nft"), plan);
+    });
+  /** A pod that went through meshcni's ADD, record and all. */
+  const addedPod = async (name: string, podOptions: PodOptions = {}) => {
+    const { pod, netns } = startPod(name, podOptions);
+    await add(pluginRequest("ADD", { pod: ["shop", name], netns, containerId: `c-${name}`, conf: { state_dir: stateDir } }), node.deps());
+    return { pod, netns };
+  };
+
+  beforeEach(() => {
+    node = new FakeNode();
+  });
+
+  it("calls ADDed pods protected and linkerd-cni's pods adopted; a sweep records the adopted, and writes nothing to the API", async () => {
+    await addedPod("checkout");
+    const legacy = startPod("cart");
+    await writeRules(legacy.pod, legacy.netns);
+    const { io, writes } = fakeSweepIo(node);
+    const audit = await sweep(options(undefined), io);
+    expect(audit.pods.map((pod) => [pod.name, pod.status])).toEqual([
+      ["cart", "adopted"],
+      ["checkout", "protected"],
+    ]);
+    expect(node.records.size).toBe(1);
+    const swept = await sweep(options("redirect"), io);
+    expect(swept.pods.map((pod) => [pod.name, pod.status])).toEqual([
+      ["cart", "adopted"],
+      ["checkout", "protected"],
+    ]);
+    expect([...node.records.values()].find((record) => record.pod.name === "cart")).toMatchObject({
+      containerId: "adopted-uid-shop-cart",
+      netns: legacy.netns,
+    });
+    expect(writes).toEqual({ events: [], labels: [], evictions: [] });
+    expect((await sweep(options(undefined), io)).pods.map((pod) => pod.status)).toEqual(["protected", "protected"]);
+  });
+
+  it("enters each netns once, finding a pod without a record by its IP", async () => {
+    for (const name of ["a", "b", "c"]) await addedPod(name);
+    startPod("d");
+    startPod("e");
+    const { io } = fakeSweepIo(node);
+    node.entries.clear();
+    const report = await sweep(options(undefined), io);
+    expect(report.summary).toMatchObject({ protected: 3, missing: 2 });
+    expect([...node.entries.values()].every((count) => count === 1)).toBe(true);
+    expect(node.entries.size).toBe(5);
+  });
+
+  it("redirect: writes the plan into a missing pod's netns and records it; the Event says what was done", async () => {
+    const { pod, netns } = startPod("cart");
+    const { io, writes } = fakeSweepIo(node);
+    const report = await sweep(options("redirect"), io);
+    expect(report.pods[0]).toMatchObject({ name: "cart", status: "missing", action: "redirect", result: "done" });
+    expect(allProtected(report)).toBe(true);
+    node.entries.clear();
+    expect((await sweep(options(undefined), io)).pods[0]!.status).toBe("protected");
+    expect(node.rules(netns)).toContain(
+      "PROXY_INIT_REDIRECT -p tcp -m comment --comment proxy-init/redirect-all-incoming-to-proxy-port -j REDIRECT --to-ports 4143",
+    );
+    expect(writes.events).toEqual([
+      { pod: "shop/cart", reason: "MeshRedirectMissing", message: expect.stringContaining("meshcni wrote the planned rules") },
+    ]);
+    expect(pod.metadata?.uid).toBe("uid-shop-cart");
+  });
+
+  it("redirect: restores a drifted pod's recorded plan; the Event's reason says drifted", async () => {
+    const { netns } = await addedPod("search");
+    const planned = node.rules(netns);
+    node.table(netns).restore("*nat\n-D PROXY_INIT_OUTPUT -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN\nCOMMIT\n");
+    const { io, writes } = fakeSweepIo(node);
+    const report = await sweep(options("redirect"), io);
+    expect(report.pods[0]).toMatchObject({ status: "drifted", action: "redirect", result: "done" });
+    expect(node.rules(netns).sort()).toEqual(planned.sort());
+    expect(writes.events[0]?.reason).toBe("MeshRedirectDrifted");
+  });
+
+  it("evict: through the Eviction API within the budget; a 429 is no Event and no budget spent; no controller: a label", async () => {
+    for (const name of ["a", "b", "c"]) startPod(name, { owned: true });
+    startPod("bare");
+    const { io, writes } = fakeSweepIo(node, { blockEvictions: new Set(["shop/a"]) });
+    const report = await sweep(options("evict", { evictionsLeft: 1 }), io);
+    const byName = Object.fromEntries(report.pods.map((pod) => [pod.name, pod]));
+    expect(byName.a).toMatchObject({ action: "evict", result: "blocked" });
+    expect(byName.b).toMatchObject({ action: "evict", result: "done" });
+    expect(byName.c).toMatchObject({ skipped: expect.stringContaining("rate limit") });
+    expect(byName.bare).toMatchObject({ action: "label", result: "done" });
+    expect(writes.evictions).toEqual(["shop/b"]);
+    expect(writes.labels).toEqual(["shop/bare"]);
+    expect(writes.events.map((event) => event.pod).sort()).toEqual(["shop/b", "shop/bare"]);
+  });
+
+  it("audits without a policy and changes nothing", async () => {
+    startPod("cart");
+    const { io, writes } = fakeSweepIo(node);
+    const report = await sweep(options(undefined), io);
+    expect(report.pods[0]).toMatchObject({ status: "missing" });
+    expect(report.pods[0]!.action).toBeUndefined();
+    expect(node.records.size).toBe(0);
+    expect(writes.events).toEqual([]);
+    expect(allProtected(report)).toBe(false);
+  });
+
+  it("calls a pod whose IP no netns holds unknown, and one whose plan cannot be made unknown, saying why", async () => {
+    node.addPod(podObject("shop", "ghost", { proxy: "container", nodeName: "n1", podIP: "10.9.9.9" }) as V1Pod);
+    const { pod } = startPod("odd", { annotations: { "config.linkerd.io/skip-subnets": "everything" } });
+    const { io } = fakeSweepIo(node);
+    const report = await sweep(options("redirect"), io);
+    expect(report.pods.map((found) => [found.name, found.status, found.details[0]])).toEqual([
+      ["ghost", "unknown", "no netns in /var/run/netns holds the pod's IP 10.9.9.9"],
+      [
+        "odd",
+        "unknown",
+        expect.stringContaining("cannot compute meshcni's plan: pod shop/odd: pod annotation config.linkerd.io/skip-subnets"),
+      ],
+    ]);
+    expect(pod.metadata?.name).toBe("odd");
+  });
+
+  it("removes records whose pod left the node or whose netns is gone, never a young one", async () => {
+    const { netns } = await addedPod("gone-netns");
+    await addedPod("gone-pod");
+    await addedPod("stays");
+    node.netns.delete(netns);
+    node.pods.delete("shop/gone-pod");
+    const later = Date.now() + recordGraceMs + 1000;
+    expect((await sweep(options("redirect"), fakeSweepIo(node).io)).recordsRemoved).toEqual({ podGone: 0, netnsGone: 0 });
+    const report = await sweep(options("redirect"), fakeSweepIo(node, { now: () => later }).io);
+    expect(report.recordsRemoved).toEqual({ podGone: 1, netnsGone: 1 });
+    expect([...node.records.values()].map((record) => record.pod.name)).toEqual(["stays"]);
+  });
+
+  it("finds stale records by pod and netns (pure)", () => {
+    const record = (uid: string, netns: string, time: string) => ({
+      version: 1 as const,
+      state: "added" as const,
+      pod: { namespace: "shop", name: uid, uid },
+      containerId: uid,
+      ifname: "eth0",
+      netns,
+      backend: "nft" as const,
+      plans: [],
+      time,
+    });
+    const old = "2026-01-01T00:00:00Z";
+    const now = Date.parse(old) + recordGraceMs;
+    const found = staleRecords(
+      [record("a", "/n/a", old), record("b", "/n/b", old), record("c", "/n/gone", old)],
+      new Set(["b", "c"]),
+      (netns) => netns !== "/n/gone",
+      now,
+    );
+    expect(found.map(({ record: stale, reason }) => [stale.pod.uid, reason])).toEqual([
+      ["a", "podGone"],
+      ["c", "netnsGone"],
+    ]);
+  });
+});

@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { parseInstallerOptions, parseListen } from "../../../src/installer/options.js";
+
+const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseInstallerOptions(argv, env, "/meshcni");
+
+describe("the agent's flags", () => {
+  it("has safe defaults: redirect repair, a small eviction rate, auto stop, loopback probes", () => {
+    expect(parse([])).toMatchObject({
+      repair: "redirect",
+      maxEvictionsPerMinute: 2,
+      onStop: "auto",
+      listen: { host: "127.0.0.1", port: 9911 },
+      netnsDirs: ["/var/run/netns"],
+      repairExcludeNamespaces: [],
+    });
+  });
+
+  it("reads HOST:PORT, an IPv6 host in brackets, or nothing", () => {
+    expect(parseListen("[::1]:9911")).toEqual({ host: "::1", port: 9911 });
+    expect(parseListen(":0")).toEqual({ host: "0.0.0.0", port: 0 });
+    expect(parseListen("")).toBeUndefined();
+  });
+
+  it.each([
+    [["--listen", "localhost"], '--listen must be HOST:PORT, not "localhost"'],
+    [["--listen", "1.2.3.4:99999"], "--listen must be HOST:PORT"],
+    [["--repair", "delete"], '--repair must be one of redirect, evict, label, none, not "delete"'],
+    [["--on-stop", "maybe"], "--on-stop must be one of auto, keep, uninstall"],
+    [["--max-evictions-per-minute=-1"], "--max-evictions-per-minute must be a whole number"],
+    [["--audit-seconds", "0"], "--audit-seconds must be a positive number"],
+    [["--resync-seconds", ""], "--resync-seconds must be a positive number"],
+  ])("refuses %j, naming the flag and the value", (argv, message) => {
+    expect(() => parse(argv)).toThrow(message);
+  });
+
+  it("takes lists and repeats", () => {
+    expect(
+      parse([
+        "--repair-exclude-namespaces",
+        "kube-system, linkerd",
+        "--netns-dir",
+        "/run/netns",
+        "--netns-dir",
+        "/var/lib/containerd/netns",
+      ]),
+    ).toMatchObject({
+      repairExcludeNamespaces: ["kube-system", "linkerd"],
+      netnsDirs: ["/run/netns", "/var/lib/containerd/netns"],
+    });
+  });
+});
