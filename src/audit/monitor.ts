@@ -91,6 +91,9 @@ export class AuditMonitor {
 
   /** Starts, or restarts with new credentials (a rotated token means a new client). */
   async start(api: NodeApi): Promise<void> {
+    // The periodic sweep first: it must not wait for the watch to be established.
+    this.timer ??= setInterval(() => this.sweepAll(), this.options.auditSeconds * 1000);
+    this.sweepAll();
     await this.stopWatch?.();
     this.stopWatch = await api.watchPods({
       change: (pod) => {
@@ -102,8 +105,6 @@ export class AuditMonitor {
       remove: (pod) => this.memory.forget(pod.metadata?.uid ?? ""),
       error: (error) => this.log.warn("pod watch failed; restarting it", { error: errorMessage(error) }),
     });
-    this.timer ??= setInterval(() => this.sweepAll(), this.options.auditSeconds * 1000);
-    this.sweepAll();
   }
 
   async stop(): Promise<void> {
@@ -147,6 +148,7 @@ export class AuditMonitor {
       ...skipUids.flatMap((uid) => ["--skip-uid", uid]),
       ...[...(batch?.keys() ?? [])].flatMap((pod) => ["--pod", pod]),
     ];
+    this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
     const result = await execa(binary, args, { reject: false });
     this.metrics.audited((performance.now() - started) / 1000);
     if (result.exitCode !== 0 && result.exitCode !== 1) {
@@ -159,6 +161,8 @@ export class AuditMonitor {
     for (const pod of report.pods) {
       const changedAt = batch?.get(formatPodKey(pod));
       const fields = { pod: formatPodKey(pod), status: pod.status, details: pod.details };
+      if (pod.status === "adopted")
+        this.log.info("adopted a pod whose redirect was set up without meshcni (recorded now)", { pod: formatPodKey(pod) });
       // Left alone (recently acted on, excluded…): the gauge shows it; the log would repeat it every sweep.
       if (pod.skipped) this.log.debug("leaving an unprotected pod alone", { ...fields, reason: pod.skipped });
       if (!pod.action) continue;

@@ -21,7 +21,7 @@ export function isConfigName(name: string): boolean {
   return name.endsWith(".conf") || name.endsWith(".conflist") || name.endsWith(".json");
 }
 
-export function isObject(value: unknown): value is JsonObject {
+function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 

@@ -1,7 +1,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { afterEach, describe, expect, it } from "vitest";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness, conflist } from "../kit/agent.js";
+import { FakeApiServer, podObject } from "../kit/api-server.js";
 import { isRoot, sleep } from "../kit/common.js";
 import { meshcniBinary } from "../kit/network.js";
 
@@ -127,28 +129,65 @@ describe("meshcni install", () => {
     expect(host.stderr.join("\n")).not.toMatch(/token-(one|two)/);
   });
 
-  it("on SIGTERM restores every config in meaning, removes the kubeconfig, keeps the binary, exits 0", async () => {
+  it("uninstalls on SIGTERM outside a pod: every config restored in meaning, kubeconfig, binary and state dir removed, exit 0", async () => {
     const bridge = { cniVersion: "1.0.0", name: "mynet", type: "bridge" };
     await started({ "10-calico.conflist": calico() });
     await host.waitFor(chainedIn("10-calico.conflist"));
     writeFileSync(host.path("05-mynet.conf"), JSON.stringify(bridge));
     await host.waitFor(chainedIn("05-mynet.conflist"));
+    mkdirSync(join(host.stateDir, "attachments"), { recursive: true });
     expect(await host.stop("SIGTERM")).toBe(0);
     expect(host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
     expect(host.json("05-mynet.conflist")).toEqual({ cniVersion: "1.0.0", name: "mynet", plugins: [bridge] });
     expect(readdirSync(host.netDir).sort()).toEqual(["05-mynet.conflist", "10-calico.conflist"]);
-    expect(readdirSync(host.binDir)).toEqual(["meshcni"]);
+    expect(readdirSync(host.binDir)).toEqual([]);
+    expect(existsSync(host.stateDir)).toBe(false);
+    expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toContain("not running in a pod");
   });
 
-  it("removes the binary too with --remove-binary", async () => {
-    await started({ "10-calico.conflist": calico() }, ["--remove-binary"]);
+  it("keeps everything on SIGTERM with --on-stop keep", async () => {
+    await started({ "10-calico.conflist": calico() }, ["--on-stop", "keep"]);
     await host.waitFor(chainedIn("10-calico.conflist"));
     expect(await host.stop("SIGINT")).toBe(0);
-    expect(readdirSync(host.binDir)).toEqual([]);
+    expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
+    expect(readdirSync(host.binDir)).toEqual(["meshcni"]);
+    expect(host.kubeconfig()).toContain('"token": "token-one"');
+  });
+
+  describe("in a pod (--on-stop auto)", () => {
+    const api = new FakeApiServer();
+    const self = { POD_NAMESPACE: "meshcni", POD_NAME: "meshcni-x7k2p" };
+    beforeAll(async () => {
+      await api.start();
+      api.addPod(podObject("meshcni", "meshcni-x7k2p", { proxy: false, daemonSet: "meshcni" }));
+    });
+    afterAll(() => api.stop());
+
+    it("keeps everything while its DaemonSet stays (a rollout), and uninstalls once it is deleted", async () => {
+      api.addDaemonSet("meshcni", "meshcni");
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      await host.startWithApi(api, [], self);
+      await host.waitFor(chainedIn("10-calico.conflist"));
+      expect(await host.stop()).toBe(0);
+      expect(host.logs.find((line) => line.msg.startsWith("stopping; meshcni stays"))?.why).toBe(
+        "the DaemonSet stays: a restart or rollout",
+      );
+      expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
+      expect(readdirSync(host.binDir)).toEqual(["meshcni"]);
+      expect(host.kubeconfig()).not.toBe("");
+      api.daemonSets.clear();
+      await host.startWithApi(api, [], self);
+      expect(await host.stop()).toBe(0);
+      expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toBe("the DaemonSet is deleted");
+      expect(host.types("10-calico.conflist")).toEqual(["calico", "portmap"]);
+      expect(readdirSync(host.binDir)).toEqual([]);
+      expect(host.kubeconfig()).toBe("");
+    });
   });
 
   it("restarts idempotently: no rewrite of the binary or the config", async () => {
-    await started({ "10-calico.conflist": calico() });
+    await started({ "10-calico.conflist": calico() }, ["--on-stop", "keep"]);
     await host.waitFor(chainedIn("10-calico.conflist"));
     await host.waitFor(async () => (await host.readyz()).status === 200);
     expect(await host.stop()).toBe(0);
@@ -192,7 +231,7 @@ describe("meshcni install", () => {
   describe("bad input: a clear log line, not ready, nothing damaged", () => {
     it("waits with no config at all, never writing a standalone one", async () => {
       await started({});
-      await host.waitFor(async () => (await host.readyz()).body.includes("no valid CNI config"));
+      await host.waitFor(async () => (await host.readyz()).body.includes("no CNI config"));
       expect(readdirSync(host.netDir)).toEqual(["ZZZ-meshcni-kubeconfig"]);
       writeFileSync(host.path("10-calico.conflist"), calico());
       await host.waitFor(chainedIn("10-calico.conflist"));
@@ -240,9 +279,34 @@ describe("meshcni install", () => {
 
     it("refuses a conflist it cannot parse without touching it", async () => {
       await started({ "10-calico.conflist": "{ this is not json" });
-      await host.waitFor(() => host.logs.some((line) => line.msg.includes("ignoring an invalid CNI config")), 5000);
+      await host.waitFor(() => host.logs.some((line) => line.msg.includes("10-calico.conflist is not a valid CNI config")), 5000);
       expect(host.read("10-calico.conflist")).toBe("{ this is not json");
       expect((await host.readyz()).status).toBe(503);
+    });
+
+    it("reports an invalid first config as containerd sees it: the whole load fails, so not ready, naming it", async () => {
+      await started({ "05-broken.conflist": "{", "10-calico.conflist": calico() });
+      await host.waitFor(async () => (await host.readyz()).body.includes("05-broken.conflist is not a valid CNI config"), 5000);
+      const body = (await host.readyz()).body;
+      expect(body).toContain("containerd fails to load the CNI config dir until it is fixed or removed");
+      expect(host.read("10-calico.conflist")).toBe(calico());
+      expect(ready().stdout).toContain("05-broken.conflist is not a valid CNI config");
+      // Past the half-written grace, logged once, not at every resync.
+      await host.waitFor(() => host.logs.some((line) => line.msg.includes("05-broken.conflist is not a valid")), 5000);
+      await sleep(300);
+      expect(host.logs.filter((line) => line.msg.includes("05-broken.conflist is not a valid"))).toHaveLength(1);
+    });
+
+    it("writes no kubeconfig from an empty token: not ready, saying so once", async () => {
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      host.rotateToken("");
+      await host.start();
+      await host.waitFor(async () => (await host.readyz()).body.includes("service account token"), 5000);
+      expect((await host.readyz()).body).toContain(`the service account token ${host.serviceAccountDir}/token is empty`);
+      expect(host.kubeconfig()).toBe("");
+      expect(ready().status).toBe(1);
+      expect(host.logs.filter((line) => line.msg.includes("token") && line.msg.includes("is empty"))).toHaveLength(1);
     });
   });
 });
@@ -253,8 +317,20 @@ describe("meshcni install --help", () => {
     for (const name of ["DEST_CNI_NET_DIR", "DEST_CNI_BIN_DIR", "CNI_NETWORK_CONFIG", "KUBECONFIG_FILE_NAME"]) expect(help).toContain(name);
   });
 
-  it("refuses unknown flags with exit 2", () => {
-    mkdirSync("/tmp", { recursive: true });
-    expect(spawnSync(meshcniBinary, ["install", "--bogus"]).status).toBe(2);
-  });
+  it.each([["--bogus"], ["--listen", "localhost"], ["--repair", "delete"], ["--audit-seconds", "soon"]])(
+    "refuses %j with one line and exit 2, before installing anything",
+    (...flags) => {
+      const probe = new AgentHarness();
+      try {
+        const result = spawnSync(meshcniBinary, ["install", ...probe.args(flags)], { env: probe.env, encoding: "utf8" });
+        expect(result.status).toBe(2);
+        expect(result.stderr.trim().split("\n")).toHaveLength(1);
+        expect(result.stderr).toMatch(/^meshcni install: .*\(see meshcni install --help\)$/m);
+        expect(readdirSync(probe.binDir)).toEqual([]);
+        expect(readdirSync(probe.netDir)).toEqual([]);
+      } finally {
+        void probe.cleanup();
+      }
+    },
+  );
 });

@@ -75,8 +75,14 @@ export class AgentHarness {
     }
   }
 
+  /** The plugin's state dir as the agent sees it (the host's /var/run/meshcni is never touched). */
+  get stateDir(): string {
+    return this.onHost ? join(this.root, "state") : join(this.hostRoot, "/var/run/meshcni");
+  }
+
   args(extra: string[] = []): string[] {
-    const dirs = this.onHost ? ["--net-dir", this.netDir, "--bin-dir", this.binDir] : [];
+    const dirs = this.onHost ? ["--net-dir", this.netDir, "--bin-dir", this.binDir, "--state-dir", this.stateDir] : [];
+    // Flags given later (extra) win over these.
     return ["--host-root", this.hostRoot, ...dirs, "--service-account-dir", this.serviceAccountDir, ...extra];
   }
 

@@ -87,6 +87,10 @@ export class FakeApiServer {
   readonly pods = new Map<string, KubeObject>();
   readonly namespaces = new Map<string, KubeObject>();
   readonly nodes = new Map<string, KubeObject>();
+  /** DaemonSets by `namespace/name`. */
+  readonly daemonSets = new Map<string, KubeObject>();
+  /** Pods (`namespace/name`) whose eviction a PodDisruptionBudget refuses (429). */
+  readonly disruptionBudgetBlocks = new Set<string>();
   readonly events: KubeObject[] = [];
   readonly faults = new Map<string, Fault>();
   readonly requests: RecordedRequest[] = [];
@@ -176,6 +180,13 @@ export class FakeApiServer {
     this.namespaces.set(namespace.metadata?.name ?? "", { apiVersion: "v1", kind: "Namespace", ...namespace });
   }
 
+  addDaemonSet(namespace: string, name: string): void {
+    this.daemonSets.set(
+      `${namespace}/${name}`,
+      this.stamp({ apiVersion: "apps/v1", kind: "DaemonSet", metadata: { namespace, name, uid: `uid-ds-${name}` } }),
+    );
+  }
+
   addNode(node: KubeObject): void {
     this.nodes.set(node.metadata?.name ?? "", this.stamp({ apiVersion: "v1", kind: "Node", ...node }));
   }
@@ -257,7 +268,8 @@ export class FakeApiServer {
     if (path === "/api/v1/pods" && method === "GET") {
       const nodeName = /(?:^|,)spec\.nodeName=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
       if (query.watch === "true") {
-        res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" });
+        // As the API server does: the headers go at once, the events as they come.
+        res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" }).flushHeaders();
         const watcher = { res, nodeName };
         this.watchers.add(watcher);
         res.on("close", () => this.watchers.delete(watcher));
@@ -287,6 +299,24 @@ export class FakeApiServer {
         this.notify("DELETED", found);
         return ok(found);
       }
+    }
+    const eviction = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/eviction$/.exec(path);
+    if (eviction && method === "POST") {
+      const key = `${eviction[1]}/${eviction[2]}`;
+      const found = this.pods.get(key);
+      if (!found) return failure(404, "NotFound", `pods "${eviction[2]}" not found`);
+      if (this.disruptionBudgetBlocks.has(key))
+        return failure(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.");
+      const uid = (body as { deleteOptions?: { preconditions?: { uid?: string } } } | undefined)?.deleteOptions?.preconditions?.uid;
+      if (uid && uid !== (found.metadata as { uid?: string }).uid) return failure(409, "Conflict", "precondition failed: UID");
+      this.pods.delete(key);
+      this.notify("DELETED", found);
+      return ok({ kind: "Status", apiVersion: "v1", status: "Success" }, 201);
+    }
+    const daemonSet = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
+    if (daemonSet && method === "GET") {
+      const found = this.daemonSets.get(`${daemonSet[1]}/${daemonSet[2]}`);
+      return found ? ok(found) : failure(404, "NotFound", `daemonsets.apps "${daemonSet[2]}" not found`);
     }
     const events = /^\/api\/v1\/namespaces\/([^/]+)\/events$/.exec(path);
     if (events && method === "POST") {
@@ -323,6 +353,8 @@ export interface PodOptions {
   podIP?: string;
   /** A controller owning the pod (a ReplicaSet), so deleting it gets it recreated. */
   owned?: boolean;
+  /** The DaemonSet owning the pod (the agent's own). */
+  daemonSet?: string;
   deleting?: boolean;
 }
 
@@ -340,6 +372,13 @@ export function podObject(namespace: string, name: string, options: PodOptions =
       uid: `uid-${namespace}-${name}`,
       annotations: options.annotations ?? {},
       labels: options.labels ?? {},
+      ...(options.daemonSet
+        ? {
+            ownerReferences: [
+              { apiVersion: "apps/v1", kind: "DaemonSet", name: options.daemonSet, uid: `uid-ds-${options.daemonSet}`, controller: true },
+            ],
+          }
+        : {}),
       ...(options.owned
         ? { ownerReferences: [{ apiVersion: "apps/v1", kind: "ReplicaSet", name: `${name}-rs`, uid: `uid-rs-${name}`, controller: true }] }
         : {}),

@@ -106,6 +106,11 @@ export class TestNetwork {
   /** The primary CNI's conflist for this network: Debian's bridge + host-local. */
   primaryConflist(network: string, cniVersion = "1.0.0"): { cniVersion: string; name: string; plugins: Array<Record<string, unknown>> } {
     this.networks.add(network);
+    // host-local keeps its allocations per network name: each network gets its own range of
+    // the subnet, so pods of two networks on this bridge never share an IP (as on a node).
+    const block = [...this.networks].indexOf(network);
+    if (block > 7) throw new Error("a TestNetwork has ranges for 8 networks");
+    const prefix = this.subnet.replace(/\.0\/24$/, "");
     return {
       cniVersion,
       name: network,
@@ -115,7 +120,11 @@ export class TestNetwork {
           bridge: this.bridge,
           isGateway: false,
           ipMasq: false,
-          ipam: { type: "host-local", subnet: this.subnet, dataDir: join(this.dir, "ipam") },
+          ipam: {
+            type: "host-local",
+            ranges: [[{ subnet: this.subnet, rangeStart: `${prefix}.${block * 32 + 2}`, rangeEnd: `${prefix}.${block * 32 + 31}` }]],
+            dataDir: join(this.dir, "ipam"),
+          },
         },
       ],
     };

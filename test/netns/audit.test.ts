@@ -1,16 +1,19 @@
-import { writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
 import { deleteLoopbackRule, isRoot, loopbackRule } from "../kit/common.js";
 import { PodFleet } from "../kit/fleet.js";
+import { writeLinkerdCniRules } from "../kit/linkerd.js";
 import { meshcniBinary, TestNetwork } from "../kit/network.js";
 
 /**
  * `meshcni audit` on a node with a pod of each kind: protected (ADDed through meshcni),
- * missing (ADDed through a chain without it, as at node start), drifted (a rule deleted
- * by hand), unknown (netns gone), and pods it must not judge.
+ * adopted (linkerd-cni's rules, no record), missing (ADDed through a chain without it, as
+ * at node start), drifted (a rule deleted by hand), unknown (netns gone), and pods it must
+ * not judge. It changes nothing without --repair.
  */
 describe.skipIf(!isRoot)("meshcni audit", () => {
   const api = new FakeApiServer();
@@ -21,7 +24,9 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
     (await net.startPod(api, { namespace: "shop", name, network, node, options })).netns;
 
   const audit = (...args: string[]) =>
-    execa(meshcniBinary, ["audit", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, ...args], { reject: false });
+    execa(meshcniBinary, ["audit", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", net.confDir, ...args], {
+      reject: false,
+    });
 
   beforeAll(async () => {
     await api.start();
@@ -30,6 +35,8 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
     writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
     await startPod("checkout", "mesh");
     await startPod("cart", "plain");
+    const legacy = await startPod("legacy", "plain");
+    await writeLinkerdCniRules(legacy, api.pods.get("shop/legacy") as V1Pod);
     const search = await startPod("search", "mesh");
     await deleteLoopbackRule(search);
     await net.removeNetns(await startPod("gone", "mesh"));
@@ -54,20 +61,25 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
       ["cart", "missing"],
       ["checkout", "protected"],
       ["gone", "unknown"],
+      ["legacy", "adopted"],
       ["search", "drifted"],
     ]);
     const drifted = report.pods.find((pod: { name: string }) => pod.name === "search");
     expect(drifted.details).toEqual([`ipv4: PROXY_INIT_OUTPUT: missing rule: ${loopbackRule}`]);
-    expect(report.summary).toEqual({ protected: 1, missing: 1, drifted: 1, unknown: 1 });
+    expect(report.summary).toEqual({ protected: 1, adopted: 1, missing: 1, drifted: 1, unknown: 1 });
     expect(api.requestsTo("GET", /^\/api\/v1\/pods$/).at(-1)?.query.fieldSelector).toBe("spec.nodeName=node-a");
+    // An audit without --repair changes nothing: no record for the adopted pod, no API write.
+    expect(readdirSync(join(net.stateDir, "attachments")).some((name) => name.startsWith("adopted-"))).toBe(false);
+    expect(api.requests.filter((request) => request.method !== "GET")).toEqual([]);
   });
 
   it("prints a table naming each pod's status and reason", async () => {
     const { stdout } = await audit("--node", "node-a");
     expect(stdout).toMatch(/^NAMESPACE\s+POD\s+STATUS\s+DETAIL$/m);
-    expect(stdout).toMatch(/^shop\s+cart\s+missing\s+no ADD record/m);
+    expect(stdout).toMatch(/^shop\s+cart\s+missing\s+no ADD record and no redirect in its netns/m);
+    expect(stdout).toMatch(/^shop\s+legacy\s+adopted\s+no meshcni record, but its netns holds meshcni's plan/m);
     expect(stdout).toMatch(/^shop\s+search\s+drifted\s+ipv4: PROXY_INIT_OUTPUT: missing rule/m);
-    expect(stdout).toContain("node node-a: 4 meshed pods, 1 protected, 1 missing, 1 drifted, 1 unknown");
+    expect(stdout).toContain("node node-a: 5 meshed pods, 1 protected, 1 adopted, 1 missing, 1 drifted, 1 unknown");
     process.stdout.write(`\nmeshcni audit --node node-a\n${stdout}`);
   });
 
@@ -95,7 +107,7 @@ describe.skipIf(!isRoot)("meshcni audit at scale", () => {
     const elapsed = performance.now() - started;
     expect(result.exitCode, result.stderr).toBe(0);
     const report = JSON.parse(result.stdout);
-    expect(report.summary).toEqual({ protected: 200, missing: 0, drifted: 0, unknown: 0 });
+    expect(report.summary).toEqual({ protected: 200, adopted: 0, missing: 0, drifted: 0, unknown: 0 });
     process.stdout.write(`\naudit of 200 pods: ${Math.round(elapsed)} ms (npm run bench measures it properly)\n`);
   }, 120_000);
 });

@@ -1,7 +1,7 @@
-import { writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent.js";
-import { FakeApiServer } from "../kit/api-server.js";
+import { FakeApiServer, podObject } from "../kit/api-server.js";
 import { agentTemplate, isRoot, podArgs } from "../kit/common.js";
 import { natRules, TestNetwork } from "../kit/network.js";
 
@@ -59,5 +59,66 @@ describe.skipIf(!isRoot)("meshcni install feeding real cnitool", () => {
     await host.waitFor(() => host.types("05-newcomer.conflist").at(-1) === "meshcni");
     expect(await addMeshedPod("newcomer", "newcomer")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
     expect(host.types("10-primary.conflist")).toEqual(["bridge"]);
+  });
+});
+
+/**
+ * A DaemonSet rollout stops the agent while its DaemonSet stays: meshcni stays chained,
+ * so a pod started while no agent runs is redirected; deleting the DaemonSet uninstalls.
+ */
+describe.skipIf(!isRoot)("meshcni install across a rollout, then an uninstall", () => {
+  const api = new FakeApiServer();
+  const net = new TestNetwork(31);
+  const self = { POD_NAMESPACE: "meshcni", POD_NAME: "meshcni-abcde" };
+  let host: AgentHarness;
+  const pods: Array<{ netns: string; args: string }> = [];
+  const start = () => host.startWithApi(api, ["--template", agentTemplate(net.stateDir), "--state-dir", net.stateDir], self);
+
+  beforeAll(async () => {
+    host = new AgentHarness({ onHost: true });
+    await api.start();
+    api.addPod(podObject("meshcni", "meshcni-abcde", { proxy: false, daemonSet: "meshcni" }));
+    api.addDaemonSet("meshcni", "meshcni");
+    writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
+    await start();
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+  });
+
+  afterAll(async () => {
+    for (const pod of pods) await net.cnitool("del", "primary", pod.netns, pod.args, { conf: host.netDir, bin: host.binDir });
+    await host.cleanup();
+    await net.cleanup();
+    await api.stop();
+  });
+
+  async function addMeshedPod(name: string): Promise<string[]> {
+    const { netns } = await net.startPod(api, {
+      namespace: "demo",
+      name,
+      network: "primary",
+      dirs: { conf: host.netDir, bin: host.binDir },
+    });
+    pods.push({ netns, args: podArgs("demo", name) });
+    return natRules(netns, "nft");
+  }
+
+  it("keeps meshcni chained while the agent restarts: a pod started in between is redirected", async () => {
+    expect(await host.stop()).toBe(0);
+    expect(host.types("10-primary.conflist").at(-1)).toBe("meshcni");
+    expect(await addMeshedPod("between")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    await start();
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    expect(await addMeshedPod("after")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+  });
+
+  it("uninstalls once the DaemonSet is deleted: entry, kubeconfig, binary and state dir gone; pods still DEL", async () => {
+    api.daemonSets.clear();
+    expect(await host.stop()).toBe(0);
+    expect(host.types("10-primary.conflist")).toEqual(["bridge"]);
+    expect(readdirSync(host.binDir)).toEqual([]);
+    expect(host.kubeconfig()).toBe("");
+    expect(existsSync(net.stateDir)).toBe(false);
+    for (const pod of pods.splice(0))
+      expect((await net.cnitool("del", "primary", pod.netns, pod.args, { conf: host.netDir, bin: host.binDir })).exitCode).toBe(0);
   });
 });

@@ -1,67 +1,58 @@
-import { writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
 import { agentTemplate, deleteLoopbackRule, isRoot, loopbackRule, sleep } from "../kit/common.js";
-import { TestNetwork } from "../kit/network.js";
+import { writeLinkerdCniRules } from "../kit/linkerd.js";
+import { natRules, TestNetwork } from "../kit/network.js";
 
 const node = "node-r";
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
 const otherTaint = { key: "dedicated", value: "mesh", effect: "NoExecute" };
 
 /**
- * A node where pods started before meshcni was chained (the node-start race): the agent
- * comes up, lifts the startup taint, finds those pods with `meshcni audit`, emits an
- * Event for each and repairs them by policy.
+ * A node where pods started before meshcni was chained (the node-start race) or without
+ * it: the agent comes up, finds them by what their netns hold, and repairs them by policy.
  */
-function scenario(policy: "delete" | "label" | "none", subnet: number) {
+function scenario(subnet: number) {
   const api = new FakeApiServer();
   const net = new TestNetwork(subnet);
   let host: AgentHarness;
+  let client = "";
   const agentDirs = () => ({ conf: host.netDir, bin: host.binDir });
 
+  /** A pod through the plain network (no meshcni) or the agent's chain. */
   const startPod = async (name: string, via: "plain" | "agent", options: PodOptions = {}) =>
-    (
-      await net.startPod(api, {
-        namespace: "shop",
-        name,
-        network: via === "plain" ? "plain" : "primary",
-        node,
-        options,
-        ...(via === "plain" ? {} : { dirs: agentDirs() }),
-      })
-    ).netns;
-
+    net.startPod(api, {
+      namespace: "shop",
+      name,
+      network: via === "plain" ? "plain" : "primary",
+      node,
+      options,
+      ...(via === "plain" ? {} : { dirs: agentDirs() }),
+    });
   const eventsFor = (name: string) => api.events.filter((event) => (event.involvedObject as { name: string }).name === name);
-  const setup = async (auditSeconds = 60) => {
+  const hasRedirect = async (netns: string) => (await natRules(netns, "nft")).includes(":PROXY_INIT_REDIRECT - [0:0]");
+
+  /** Starts the API and the network; `before` runs before the agent (pods of the node-start race). */
+  const setup = async (agentArgs: string[], before: () => Promise<void> = async () => undefined) => {
     host = new AgentHarness({ onHost: true });
     await api.start();
     api.addNode({ metadata: { name: node }, spec: { taints: [otherTaint, taint] } });
     writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
-    // Pods that started before the agent chained meshcni.
-    await startPod("owned-early", "plain", { owned: true });
-    await startPod("bare-early", "plain");
-    await startPod("leaving", "plain", { owned: true, deleting: true });
-    api.addPod(podObject("meshcni", "agent-self", { proxy: "container", nodeName: node, podIP: "10.251.0.250", owned: true }));
+    client = (await net.startPod(api, { namespace: "shop", name: "client", network: "plain", node, options: { proxy: false } })).netns;
+    await before();
+    api.addPod(podObject("meshcni", "agent-self", { proxy: "container", nodeName: node, podIP: "10.251.0.250", daemonSet: "meshcni" }));
     await host.startWithApi(
       api,
-      [
-        "--template",
-        agentTemplate(net.stateDir),
-        "--node",
-        node,
-        "--repair",
-        policy,
-        "--state-dir",
-        net.stateDir,
-        "--startup-taint",
-        "meshcni.io/not-ready:NoSchedule",
-        "--audit-seconds",
-        String(auditSeconds),
-      ],
-      { POD_NAMESPACE: "meshcni", POD_NAME: "agent-self" },
+      ["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir, "--audit-seconds", "1", ...agentArgs],
+      {
+        POD_NAMESPACE: "meshcni",
+        POD_NAME: "agent-self",
+      },
     );
   };
   const teardown = async () => {
@@ -75,16 +66,28 @@ function scenario(policy: "delete" | "label" | "none", subnet: number) {
     get host() {
       return host;
     },
+    get client() {
+      return client;
+    },
     startPod,
     eventsFor,
+    hasRedirect,
     setup,
     teardown,
   };
 }
 
-describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
-  const s = scenario("delete", 50);
-  beforeAll(() => s.setup(1));
+describe.skipIf(!isRoot)("the agent's repair, policy redirect (the default)", () => {
+  const s = scenario(50);
+  let early = { netns: "", ip: "" };
+  beforeAll(() =>
+    s.setup(["--startup-taint", "meshcni.io/not-ready:NoSchedule"], async () => {
+      early = await s.startPod("early", "plain", { owned: true });
+      // The app and the proxy listen before the repair: the pod is never restarted.
+      await s.net.serve(early.netns, { 4143: "proxy-inbound", 8080: "app" });
+      await s.startPod("leaving", "plain", { owned: true, deleting: true });
+    }),
+  );
   afterAll(() => s.teardown());
 
   it("removes the startup taint once ready, keeping the node's other taints", async () => {
@@ -97,78 +100,149 @@ describe.skipIf(!isRoot)("the agent's repair, policy delete", () => {
     });
   });
 
-  it("emits MeshRedirectMissing and deletes a pod that started without meshcni and has a controller", async () => {
-    await s.host.waitFor(() => s.api.requestsTo("DELETE", /\/pods\/owned-early$/).length === 1, 10_000);
-    const [event] = s.eventsFor("owned-early");
-    expect(event).toMatchObject({
+  it("writes the redirect into a pod that started without meshcni: a real TCP connection lands on 4143, the pod keeps running", async () => {
+    await s.host.waitFor(() => s.hasRedirect(early.netns), 10_000);
+    expect(await s.net.connect(s.client, early.ip, 8080)).toBe("proxy-inbound");
+    expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
+    expect(s.api.requestsTo("POST", /\/eviction$/)).toEqual([]);
+    await s.host.waitFor(() => s.eventsFor("early").length === 1, 5000);
+    expect(s.eventsFor("early")[0]).toMatchObject({
       reason: "MeshRedirectMissing",
       type: "Warning",
-      involvedObject: { kind: "Pod", namespace: "shop", uid: "uid-shop-owned-early" },
+      involvedObject: { kind: "Pod", uid: "uid-shop-early" },
     });
-    expect(event!.message).toContain("started without meshcni's iptables redirect");
-    expect(event!.message).toContain("deletes it so its controller recreates it");
-    expect(s.api.requestsTo("DELETE", /\/pods\/owned-early$/)[0]!.body).toMatchObject({ preconditions: { uid: "uid-shop-owned-early" } });
+    expect(s.eventsFor("early")[0]!.message).toContain("connections opened before stay outside the mesh until they reconnect");
+    expect(readdirSync(join(s.net.stateDir, "attachments")).some((name) => name.startsWith("repaired-uid-shop-early"))).toBe(true);
   });
 
-  it("labels, never deletes, a pod without a controller", async () => {
-    await s.host.waitFor(() => s.api.requestsTo("PATCH", /\/pods\/bare-early$/).length === 1, 10_000);
-    expect(s.api.requestsTo("PATCH", /\/pods\/bare-early$/)[0]!.body).toEqual({
-      metadata: { labels: { "meshcni.io/unprotected": "true" } },
-    });
-    expect(s.eventsFor("bare-early")[0]!.message).toContain("no controller would recreate it");
-    expect(s.api.requestsTo("DELETE", /\/pods\/bare-early$/)).toEqual([]);
+  it("repairs a pod started without meshcni after the agent is up, and says how long it took", async () => {
+    const late = await s.startPod("late", "plain", { owned: true });
+    const runningAt = performance.now(); // the pod shows its IP in the API: its sandbox's network is up
+    while (!(await s.hasRedirect(late.netns))) {
+      if (performance.now() - runningAt > 10_000) throw new Error(`no redirect in ${late.netns}; agent log:\n${s.host.stderr.join("\n")}`);
+      await sleep(5);
+    }
+    process.stdout.write(
+      `\nrepair latency: pod running in the API -> redirect in its netns: ${Math.round(performance.now() - runningAt)} ms\n`,
+    );
+    await s.host.waitFor(() => s.eventsFor("late").length === 1, 5000);
   });
 
-  it("detects a pod started without meshcni after the agent is up, and says how long it took", async () => {
-    await s.startPod("late", "plain", { owned: true });
-    const runningAt = performance.now(); // the pod has its IP in the API: its sandbox's network is up
-    await s.host.waitFor(() => s.eventsFor("late").length === 1, 10_000);
-    const eventAt = s.api
-      .requestsTo("POST", /\/events$/)
-      .find((request) => (request.body as { involvedObject: { name: string } }).involvedObject.name === "late")!.at;
-    expect(eventAt).toBeGreaterThan(runningAt);
-    process.stdout.write(`\ndetection: pod running in the API -> MeshRedirectMissing event: ${Math.round(eventAt - runningAt)} ms\n`);
-    await s.host.waitFor(() => s.api.requestsTo("DELETE", /\/pods\/late$/).length === 1, 10_000);
-  });
-
-  it("finds a protected pod's redirect drifted once a rule is deleted by hand", async () => {
-    const netns = await s.startPod("drifting", "agent", { owned: true });
+  it("restores a drifted pod's redirect, with an Event saying it drifted", async () => {
+    const drifting = await s.startPod("drifting", "agent", { owned: true });
     await sleep(1500);
     expect(s.eventsFor("drifting")).toEqual([]);
-    await deleteLoopbackRule(netns);
+    await deleteLoopbackRule(drifting.netns);
     await s.host.waitFor(() => s.eventsFor("drifting").length === 1, 10_000);
-    expect(s.eventsFor("drifting")[0]!.message).toContain(
-      `differs from meshcni's plan (ipv4: PROXY_INIT_OUTPUT: missing rule: ${loopbackRule}`,
+    expect(s.eventsFor("drifting")[0]).toMatchObject({ reason: "MeshRedirectDrifted" });
+    expect(s.eventsFor("drifting")[0]!.message).toContain(`missing rule: ${loopbackRule}`);
+    expect(await natRules(drifting.netns, "nft")).toContain(
+      '-A PROXY_INIT_OUTPUT -o lo -m comment --comment "proxy-init/ignore-loopback" -j RETURN',
     );
   });
 
-  it("never acts on its own pod, a pod being deleted, or twice on one pod", async () => {
-    await sleep(2500); // two more periodic audits
+  it("never acts on its own pod or a pod being deleted, and counts what it did", async () => {
+    await sleep(2500); // two more periodic sweeps
     expect(s.eventsFor("agent-self")).toEqual([]);
     expect(s.eventsFor("leaving")).toEqual([]);
-    expect(s.api.requestsTo("DELETE", /\/pods\/leaving$/)).toEqual([]);
-    expect(s.eventsFor("bare-early")).toHaveLength(1);
-    expect(s.api.requestsTo("PATCH", /\/pods\/bare-early$/)).toHaveLength(1);
-    expect(await s.host.metric('meshcni_unprotected_pods_total{status="missing"}')).toBe(3);
-    expect(await s.host.metric('meshcni_repairs_total{action="delete"}')).toBe(3);
+    expect(s.eventsFor("early")).toHaveLength(1);
+    expect(await s.host.metric('meshcni_repairs_total{action="redirect",result="done"}')).toBe(3);
+    expect(await s.host.metric('meshcni_meshed_pods{status="protected"}')).toBe(3);
+    // Left alone: the pod being deleted; no netns on this node holds the agent's own (fake) pod's IP.
+    expect(await s.host.metric('meshcni_meshed_pods{status="missing"}')).toBe(1);
+    expect(await s.host.metric('meshcni_meshed_pods{status="unknown"}')).toBe(1);
   });
 });
 
-describe.skipIf(!isRoot).each([
-  ["label", 51, "PATCH"],
-  ["none", 52, undefined],
-] as const)("the agent's repair, policy %s", (policy, subnet, method) => {
-  const s = scenario(policy, subnet);
-  beforeAll(() => s.setup());
+describe.skipIf(!isRoot)("the agent's repair, policy evict", () => {
+  const s = scenario(53);
+  const evictionsOf = (name: string) => s.api.requestsTo("POST", new RegExp(`/pods/${name}/eviction$`));
+  beforeAll(() =>
+    s.setup(["--repair", "evict", "--max-evictions-per-minute", "1"], async () => {
+      // Swept in this order: the guarded pod's 429 spends no budget; the first eviction does.
+      await s.startPod("guarded", "plain", { owned: true });
+      s.api.disruptionBudgetBlocks.add("shop/guarded");
+      for (const name of ["first", "second"]) await s.startPod(name, "plain", { owned: true });
+      await s.startPod("bare", "plain");
+    }),
+  );
   afterAll(() => s.teardown());
 
-  it(`emits the event and ${method ? "labels" : "leaves"} a pod with a controller, deleting nothing`, async () => {
+  it("evicts through the Eviction API at most once a minute, never forces past a PodDisruptionBudget, labels a pod without a controller", async () => {
+    await s.host.waitFor(() => s.api.requestsTo("PATCH", /\/pods\/bare$/).length === 1, 10_000);
+    await sleep(2500); // more sweeps: the budget stays spent for the minute
+    expect(evictionsOf("first")).toHaveLength(1);
+    expect(evictionsOf("first")[0]!.body).toMatchObject({ kind: "Eviction", deleteOptions: { preconditions: { uid: "uid-shop-first" } } });
+    expect(evictionsOf("second")).toEqual([]);
+    expect(evictionsOf("guarded").length).toBeGreaterThanOrEqual(1);
+    expect(s.api.pods.has("shop/guarded")).toBe(true);
+    expect(s.eventsFor("guarded")).toEqual([]);
+    expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
+    expect(s.eventsFor("first")[0]!.message).toContain("evicted it through the Eviction API (PodDisruptionBudgets hold)");
+    expect(s.eventsFor("bare")[0]!.message).toContain("instead of evicting it: no controller would recreate it");
+    expect(await s.host.metric('meshcni_repairs_total{action="evict",result="blocked"}')).toBeGreaterThanOrEqual(1);
+    expect(await s.host.metric('meshcni_repairs_total{action="evict",result="done"}')).toBe(1);
+  });
+});
+
+describe.skipIf(!isRoot)("the agent's repair, policy evict, a PodDisruptionBudget that holds", () => {
+  const s = scenario(55);
+  beforeAll(() =>
+    s.setup(["--repair", "evict"], async () => {
+      await s.startPod("guarded", "plain", { owned: true });
+      s.api.disruptionBudgetBlocks.add("shop/guarded");
+    }),
+  );
+  afterAll(() => s.teardown());
+
+  it("tries again at later sweeps, never forcing it and without an Event each time", async () => {
+    await s.host.waitFor(() => s.api.requestsTo("POST", /\/pods\/guarded\/eviction$/).length >= 3, 10_000);
+    expect(s.api.pods.has("shop/guarded")).toBe(true);
+    expect(s.eventsFor("guarded")).toEqual([]);
+    expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
+  });
+});
+
+describe.skipIf(!isRoot).each(["label", "none"] as const)("the agent's repair, policy %s", (policy) => {
+  const s = scenario(policy === "label" ? 51 : 52);
+  beforeAll(() => s.setup(["--repair", policy], () => s.startPod("owned-early", "plain", { owned: true }).then(() => undefined)));
+  afterAll(() => s.teardown());
+
+  it(`emits the Event and ${policy === "label" ? "labels" : "leaves"} the pod, writing no rules`, async () => {
     await s.host.waitFor(() => s.eventsFor("owned-early").length === 1, 10_000);
     await sleep(300);
     expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
-    expect(s.api.requestsTo("PATCH", /\/pods\/owned-early$/)).toHaveLength(method ? 1 : 0);
+    expect(s.api.requestsTo("PATCH", /\/pods\/owned-early$/)).toHaveLength(policy === "label" ? 1 : 0);
     expect(s.eventsFor("owned-early")[0]!.message).toContain(
-      policy === "none" ? "takes no action" : "labels it meshcni.io/unprotected=true",
+      policy === "none" ? "takes no action" : "labelled it meshcni.io/unprotected=true",
     );
+  });
+});
+
+describe.skipIf(!isRoot)("a node migrating from linkerd-cni", () => {
+  const s = scenario(54);
+  const names = ["web", "api", "worker"];
+  beforeAll(() =>
+    s.setup([], async () => {
+      for (const name of names) {
+        const { netns } = await s.startPod(name, "plain", { owned: true });
+        await writeLinkerdCniRules(netns, s.api.pods.get(`shop/${name}`) as V1Pod);
+      }
+    }),
+  );
+  afterAll(() => s.teardown());
+
+  it("adopts every pod linkerd-cni set up: no repair, no API write, a record for each", async () => {
+    const adopted = () => s.host.logs.filter((line) => line.msg.startsWith("adopted a pod")).map((line) => line.pod);
+    await s.host.waitFor(() => adopted().length === names.length, 10_000);
+    expect(adopted().sort()).toEqual(names.map((name) => `shop/${name}`).sort());
+    await sleep(1500);
+    expect(s.api.requests.filter((request) => request.method !== "GET")).toEqual([]);
+    expect(
+      readdirSync(join(s.net.stateDir, "attachments"))
+        .filter((name) => name.startsWith("adopted-"))
+        .sort(),
+    ).toEqual(names.map((name) => `adopted-uid-shop-${name}_eth0.json`).sort());
+    expect(await s.host.metric('meshcni_meshed_pods{status="protected"}')).toBe(names.length);
   });
 });
