@@ -1,5 +1,6 @@
 // `npm run bench`: prints each section's figures and writes them to bench/results/.
 import { isRoot } from "../test/kit/common.js";
+import { benchAgentMemory } from "./agent-memory.js";
 import { benchAudit } from "./audit.js";
 import { benchInstaller } from "./installer.js";
 import { benchPlugin } from "./plugin.js";
@@ -11,4 +12,5 @@ if (!isRoot) {
 const only = process.argv[2];
 if (!only || only === "plugin") await benchPlugin();
 if (!only || only === "installer") await benchInstaller();
+if (!only || only === "agent-memory") await benchAgentMemory();
 if (!only || only === "audit") await benchAudit();

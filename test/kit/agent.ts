@@ -123,6 +123,12 @@ export class AgentHarness {
     await this.start(extra, { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port), ...env });
   }
 
+  /** The agent's peak resident set so far (VmHWM), in MB. */
+  peakRssMb(): number {
+    const status = readFileSync(`/proc/${this.child?.pid}/status`, "utf8");
+    return Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024;
+  }
+
   /** Sends a signal and returns the exit code. */
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
     this.child?.kill(signal);
