@@ -165,7 +165,8 @@ async function act(action: RepairAction, entry: Expected, target: ScanTarget, ne
 /**
  * One pass over the node's meshed pods: classify each by what its netns holds; with a
  * policy, also record adopted pods, repair unprotected ones (an Event on each, saying
- * what was found and done), and remove records whose pod or netns is gone.
+ * what was found and done), and remove records whose pod or netns is gone and the files
+ * killed plugin processes left.
  */
 export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepReport> {
   // Read before the pods are listed: a record written meanwhile belongs to a listed pod.
@@ -208,6 +209,7 @@ export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepRe
   }
   const removed = { podGone: 0, netnsGone: 0 };
   if (options.policy) {
+    io.records.sweep();
     const podUids = new Set(allPods.map((pod) => pod.metadata?.uid ?? ""));
     for (const { record, reason } of staleRecords(records, podUids, (netns) => io.netnsExists(netns), io.now())) {
       io.records.remove({ containerID: record.containerId, ifname: record.ifname });

@@ -52,3 +52,13 @@ export function cniErrorCode(action: () => unknown): number | undefined {
 /** A meshed pod running on node n1, as the API returns it. */
 export const runningPod = (name: string, options: PodOptions = {}) =>
   podObject("shop", name, { proxy: "container", nodeName: "n1", podIP: "10.0.0.9", ...options }) as V1Pod;
+
+/** A config file as the agent reads it from the net dir; a string is taken as the text itself. */
+export const configFile = (name: string, json: unknown) => ({ name, text: typeof json === "string" ? json : JSON.stringify(json) });
+
+/** Calico's conflist, as it writes it. */
+export const calicoConflist = {
+  cniVersion: "1.0.0",
+  name: "k8s-pod-network",
+  plugins: [{ type: "calico" }, { type: "portmap", capabilities: { portMappings: true } }],
+};

@@ -233,6 +233,16 @@ export class TestNetwork {
   }
 }
 
+/** The env a runtime gives the plugin for an ADD of a pod's eth0; `extra` overrides (CNI_COMMAND…). */
+export function pluginEnv(
+  netnsPath: string,
+  containerId: string,
+  args: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return { CNI_COMMAND: "ADD", CNI_CONTAINERID: containerId, CNI_NETNS: netnsPath, CNI_IFNAME: "eth0", CNI_ARGS: args, ...extra };
+}
+
 /** Runs the compiled plugin the way a runtime does: env and stdin in, stdout and exit code out. */
 export async function invokePlugin(env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {
   return outcome(await startPlugin(env, stdin));

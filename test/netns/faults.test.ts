@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
 import { isRoot, meshcniNetconf, podArgs, sleep } from "../kit/common.js";
 import { expectCniError } from "../kit/expect-cni.js";
-import { invokePlugin, natRules, TestNetwork } from "../kit/network.js";
+import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
 
 /** Runs the binary directly so the CNI error object on stdout can be read whole. */
 describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
@@ -14,14 +14,7 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
   let kubeconfig = "";
   let foreignCa = "";
   let pod = "";
-  const env = (extra: Record<string, string> = {}) => ({
-    CNI_COMMAND: "ADD",
-    CNI_CONTAINERID: "faults",
-    CNI_NETNS: net.netnsPath(pod),
-    CNI_IFNAME: "eth0",
-    CNI_ARGS: podArgs("demo", "web"),
-    ...extra,
-  });
+  const env = (extra: Record<string, string> = {}) => pluginEnv(net.netnsPath(pod), "faults", podArgs("demo", "web"), extra);
   const conf = (overrides: Record<string, unknown> = {}, linkerd: Record<string, unknown> = {}) =>
     meshcniNetconf({ stateDir: net.stateDir, linkerd }, { kubernetes: { kubeconfig, timeout_seconds: 3 }, ...overrides });
 

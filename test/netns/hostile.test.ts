@@ -8,7 +8,7 @@ import { logFileMaxBytes } from "../../src/log.js";
 import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
 import { isRoot, meshcniNetconf, podArgs, sleep } from "../kit/common.js";
 import { expectCniError } from "../kit/expect-cni.js";
-import { invokePlugin, invokePluginIn, meshcniBinary, natRules, startPlugin, TestNetwork } from "../kit/network.js";
+import { invokePlugin, invokePluginIn, meshcniBinary, natRules, pluginEnv, startPlugin, TestNetwork } from "../kit/network.js";
 
 /**
  * What a hostile probe of the compiled plugin found (issue 9), one describe per finding:
@@ -20,14 +20,7 @@ describe.skipIf(!isRoot)("meshcni under hostile input", () => {
   const podPath = "/api/v1/namespaces/demo/pods/web";
   let kubeconfig = "";
   let pod = "";
-  const env = (extra: Record<string, string> = {}) => ({
-    CNI_COMMAND: "ADD",
-    CNI_CONTAINERID: "hostile",
-    CNI_NETNS: net.netnsPath(pod),
-    CNI_IFNAME: "eth0",
-    CNI_ARGS: podArgs("demo", "web"),
-    ...extra,
-  });
+  const env = (extra: Record<string, string> = {}) => pluginEnv(net.netnsPath(pod), "hostile", podArgs("demo", "web"), extra);
   const conf = (extra: Record<string, unknown> = {}, linkerd: Record<string, unknown> = {}) =>
     meshcniNetconf({ stateDir: net.stateDir, linkerd }, { kubernetes: { kubeconfig, timeout_seconds: 3 }, ...extra });
   const records = () => (existsSync(join(net.stateDir, "attachments")) ? readdirSync(join(net.stateDir, "attachments")) : []);
