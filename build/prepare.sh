@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the demo, the tests and the benchmark need on a fresh Debian 12 machine,
-# idempotently: npm packages, Debian's iptables/iproute2/CNI plugins, and cnitool built
-# from Debian's libcni source (cached in .cache/). Needs root for apt-get.
+# idempotently: npm packages, Debian's iptables/iproute2/CNI plugins/containerd, and
+# cnitool built from Debian's libcni source (cached in .cache/). Needs root for apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -12,7 +12,9 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 
-packages=(iptables iproute2 util-linux containernetworking-plugins golang-go openssl xz-utils)
+# containerd (with runc) is the runtime of the CRI tests; gcc and libc6-dev build their static
+# pause program; e2fsprogs has chattr (a test makes a record immutable).
+packages=(iptables iproute2 util-linux containernetworking-plugins golang-go openssl xz-utils containerd gcc libc6-dev e2fsprogs)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -41,8 +41,9 @@ export async function inspectPlans(runner: IptablesRunner, plans: RulePlan[]): P
   return { differences, hasRedirect };
 }
 
-/** Removes our chains and every jump into them from one family; nothing there is fine. */
-export async function removeOwnRules(runner: IptablesRunner, family: Family): Promise<void> {
+/** Removes our chains and every jump into them from one family; nothing there is fine. Returns whether anything was. */
+export async function removeOwnRules(runner: IptablesRunner, family: Family): Promise<boolean> {
   const removal = renderRemove(parseNatTable(await runner.save(family)));
   if (removal) await runner.restore(family, removal);
+  return removal !== undefined;
 }

@@ -24,7 +24,10 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<und
 async function removeRules(request: PluginRequest, deps: PluginDeps): Promise<void> {
   try {
     await withPodIptables(request, deps, prepareIptables(request, deps), async (runner) => {
-      for (const family of familiesFor(request.conf)) await removeOwnRules(runner, family);
+      for (const family of familiesFor(request.conf)) {
+        const removed = await removeOwnRules(runner, family);
+        deps.log.info(removed ? "redirect removed" : "no redirect to remove", { family, backend: runner.backend });
+      }
     });
   } catch (error) {
     if (error instanceof NetnsGoneError) deps.log.info("netns is gone, nothing to remove", { reason: error.message });

@@ -9,12 +9,21 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 /** CNI_ARGS naming a pod, as a runtime passes them. */
 export const podArgs = (namespace: string, name: string) => `K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name}`;
 
+/**
+ * The command prefix that runs a command in a netns: a name `ip netns` knows, or a path
+ * (a runtime's netns mount, /proc/<pid>/ns/net) entered with nsenter.
+ */
+export function inNetnsCommand(netns: string): string[] {
+  return netns.startsWith("/") ? ["nsenter", `--net=${netns}`] : ["ip", "netns", "exec", netns];
+}
+
 /** The loopback bypass meshcni writes, as CHECK and the audit name it when it is missing. */
 export const loopbackRule = "-o lo -m comment --comment proxy-init/ignore-loopback -j RETURN";
 
 /** Deletes the loopback bypass from a pod netns by hand, so its redirect drifts from the plan. */
 export async function deleteLoopbackRule(netns: string, backend: "nft" | "legacy" = "nft"): Promise<void> {
-  await execa("ip", ["netns", "exec", netns, `iptables-${backend}`, "-t", "nat", "-D", "PROXY_INIT_OUTPUT", ...loopbackRule.split(" ")]);
+  const [command, ...args] = inNetnsCommand(netns);
+  await execa(command!, [...args, `iptables-${backend}`, "-t", "nat", "-D", "PROXY_INIT_OUTPUT", ...loopbackRule.split(" ")]);
 }
 
 /** meshcni's netconf as a test writes it: its own state dir and kubeconfig, the nft backend unless said. */

@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { plansFor } from "../../src/audit/expectation.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
+import { inNetnsCommand } from "./common.js";
 
 /**
  * Writes a pod's redirect the way linkerd-cni does (one `iptables -t nat` process per
@@ -12,7 +13,8 @@ export async function writeLinkerdCniRules(netns: string, pod: V1Pod, backend: "
   const chart = parseNetConf(
     JSON.stringify({ cniVersion: "1.0.0", name: "linkerd-cni", type: "linkerd-cni", linkerd: { "iptables-mode": backend } }),
   );
-  const iptables = (args: string[]) => execa("ip", ["netns", "exec", netns, `iptables-${backend}`, "-t", "nat", ...args]);
+  const [command, ...prefix] = inNetnsCommand(netns);
+  const iptables = (args: string[]) => execa(command!, [...prefix, `iptables-${backend}`, "-t", "nat", ...args]);
   for (const plan of plansFor(chart, pod, undefined, 443)) {
     for (const chain of Object.keys(plan.chains)) await iptables(["-N", chain]);
     for (const [chain, rules] of Object.entries(plan.chains)) for (const rule of rules) await iptables(["-A", chain, ...rule]);

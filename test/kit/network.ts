@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { type FakeApiServer, type PodOptions, podObject } from "./api-server.js";
-import { podArgs } from "./common.js";
+import { inNetnsCommand, podArgs } from "./common.js";
 
 export const projectRoot = resolve(import.meta.dirname, "../..");
 export const meshcniBinary = join(projectRoot, "build/meshcni");
@@ -190,20 +190,11 @@ export class TestNetwork {
   }
 
   /** Starts TCP listeners in a netns, each answering its label. */
+  /** Starts TCP listeners in a netns (a name or a path), each answering its label. */
   async serve(netns: string, listeners: Record<number, string>): Promise<void> {
-    const child = spawn(
-      "ip",
-      [
-        "netns",
-        "exec",
-        netns,
-        process.execPath,
-        tcpHelper,
-        "serve",
-        ...Object.entries(listeners).map(([port, label]) => `${port}=${label}`),
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
+    const [command, ...prefix] = inNetnsCommand(netns);
+    const args = [...prefix, process.execPath, tcpHelper, "serve", ...Object.entries(listeners).map(([port, label]) => `${port}=${label}`)];
+    const child = spawn(command!, args, { stdio: ["ignore", "pipe", "inherit"] });
     this.processes.add(child);
     await new Promise<void>((resolve, reject) => {
       child.stdout!.once("data", () => resolve());
@@ -214,7 +205,8 @@ export class TestNetwork {
   /** Connects from a netns (as `uid`, when given) and returns what the far end answered. */
   async connect(netns: string, host: string, port: number, uid?: number): Promise<string> {
     const asUser = uid === undefined ? [] : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"];
-    const result = await execa("ip", ["netns", "exec", netns, ...asUser, process.execPath, tcpHelper, "connect", host, String(port)], {
+    const [command, ...prefix] = inNetnsCommand(netns);
+    const result = await execa(command!, [...prefix, ...asUser, process.execPath, tcpHelper, "connect", host, String(port)], {
       reject: false,
     });
     return String(result.stdout);
@@ -267,10 +259,11 @@ export async function invokePluginIn(netns: string, env: Record<string, string>,
   return outcome(await startPlugin(env, stdin, { inNetns: netns }));
 }
 
-/** The nat table of a netns as one backend's iptables-save prints it. */
+/** The nat table of a netns (a name or a path) as one backend's iptables-save prints it. */
 export async function natRules(netns: string, backend: "nft" | "legacy", family: "ipv4" | "ipv6" = "ipv4"): Promise<string[]> {
   const binary = `${family === "ipv6" ? "ip6tables" : "iptables"}-${backend}-save`;
-  const { stdout } = await execa("ip", ["netns", "exec", netns, binary, "-t", "nat"]);
+  const [command, ...prefix] = inNetnsCommand(netns);
+  const { stdout } = await execa(command!, [...prefix, binary, "-t", "nat"]);
   return String(stdout)
     .split("\n")
     .filter((line) => line.startsWith("-A ") || line.startsWith(":PROXY"));
