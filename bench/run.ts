@@ -2,6 +2,7 @@
 import { isRoot } from "../test/kit/common.js";
 import { benchAgentMemory } from "./agent-memory.js";
 import { benchAudit } from "./audit.js";
+import { benchCri } from "./cri.js";
 import { benchInstaller } from "./installer.js";
 import { benchPlugin } from "./plugin.js";
 
@@ -14,3 +15,4 @@ if (!only || only === "plugin") await benchPlugin();
 if (!only || only === "installer") await benchInstaller();
 if (!only || only === "agent-memory") await benchAgentMemory();
 if (!only || only === "audit") await benchAudit();
+if (!only || only === "cri") await benchCri();
