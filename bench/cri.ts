@@ -53,13 +53,18 @@ export async function benchCri(): Promise<Summary[]> {
       }
     }
     const rechains: number[] = [];
+    const during = { failed: [] as string[], unredirected: 0 };
     for (let i = 0; i < rewrites; i++) {
       const written = performance.now();
       if (i % 2 === 0) host.writeInPlace("10-primary.conflist", JSON.stringify(net.primaryConflist("primary")));
       else host.renameOver("10-primary.conflist", JSON.stringify(net.primaryConflist("primary")));
       for (;;) {
-        const { sandbox } = await start(meshed).catch(() => ({ sandbox: undefined }));
+        const { sandbox } = await start(meshed).catch((error: Error) => {
+          during.failed.push(error.message);
+          return { sandbox: undefined };
+        });
         const redirected = sandbox && (await natRules(sandbox.podNetns, "nft")).includes(":PROXY_INIT_REDIRECT - [0:0]");
+        if (sandbox && !redirected) during.unredirected++;
         if (redirected) rechains.push(performance.now() - written);
         if (sandbox) await meshed.removePod(sandbox.id);
         if (redirected) break;
@@ -74,6 +79,10 @@ export async function benchCri(): Promise<Summary[]> {
     printTable("containerd 1.6 CRI (real runc sandboxes, bridge + host-local)", rows);
     const share = rows[0]!.p50 - rows[1]!.p50;
     console.log(`meshcni's share of a pod start (p50): ${share.toFixed(1)} ms of ${rows[0]!.p50.toFixed(1)} ms`);
+    console.log(
+      `during the ${rewrites} rewrites: ${during.unredirected} sandboxes started unredirected, ${during.failed.length} RunPodSandbox failed`,
+    );
+    for (const message of new Set(during.failed)) console.log(`  failed: ${message.slice(0, 200)}`);
     console.log(`results: ${saveResults("cri", rows)}`);
     return rows;
   } finally {

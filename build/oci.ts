@@ -1,9 +1,10 @@
 // Writes an OCI image layout archive (what `ctr images import` and registries' tools
-// read) from files on disk, with no container engine: one uncompressed layer per image,
-// an image index naming each platform's manifest.
+// read) from files on disk, with no container engine: one gzipped layer per image, an
+// image index naming each platform's manifest.
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream, lstatSync, readlinkSync } from "node:fs";
 import { pipeline } from "node:stream/promises";
+import { gzipSync } from "node:zlib";
 import { pack } from "tar-stream";
 
 /** One file of a layer: its path in the image and where its bytes (or its link target) come from. */
@@ -54,7 +55,7 @@ async function layerTar(entries: LayerEntry[]): Promise<Buffer> {
 /**
  * Writes `path`: an OCI image layout tar holding one image per platform behind an index,
  * tagged `name` (the annotation containerd's import reads). Returns the size in bytes of
- * each platform's layer, uncompressed.
+ * each platform's layer (`linux/amd64`), and gzipped (`linux/amd64:gzip`).
  */
 export async function writeOciArchive(path: string, name: string, platforms: PlatformImage[]): Promise<Record<string, number>> {
   const blobs = new Map<string, Buffer>();
@@ -67,15 +68,17 @@ export async function writeOciArchive(path: string, name: string, platforms: Pla
   const manifests = [];
   for (const platform of platforms) {
     const layer = await layerTar(platform.entries);
+    const compressed = gzipSync(layer);
     sizes[`${platform.os}/${platform.architecture}`] = layer.length;
-    const layerDescriptor = blob(layer, "application/vnd.oci.image.layer.v1.tar");
+    sizes[`${platform.os}/${platform.architecture}:gzip`] = compressed.length;
+    const layerDescriptor = blob(compressed, "application/vnd.oci.image.layer.v1.tar+gzip");
     const config = blob(
       Buffer.from(
         JSON.stringify({
           architecture: platform.architecture,
           os: platform.os,
           config: platform.config,
-          rootfs: { type: "layers", diff_ids: [layerDescriptor.digest] },
+          rootfs: { type: "layers", diff_ids: [sha256(layer)] },
         }),
       ),
       "application/vnd.oci.image.config.v1+json",
