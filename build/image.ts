@@ -4,15 +4,15 @@
 // its libraries (the agent's sweeps read and repair pods' iptables rules). No shell, no
 // package manager. Written to build/meshcni-image.tar (an OCI image layout archive) as
 // ghcr.io/meshcni/meshcni:<version>, the tag deploy/daemonset.yaml names.
-import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join, relative } from "node:path";
 import { execa } from "execa";
+import { buildInfo, imageRepository } from "../src/build-info.js";
 import { extractPackages } from "./debian.js";
 import { type LayerEntry, writeOciArchive } from "./oci.js";
 
 const root = join(import.meta.dirname, "..");
-const { version } = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string };
-export const imageName = `ghcr.io/meshcni/meshcni:${version}`;
+export const imageName = `${imageRepository}:${buildInfo.version}`;
 export const imageArchive = join(root, "build/meshcni-image.tar");
 const targets = { amd64: "bun-linux-x64-baseline", arm64: "bun-linux-arm64" } as const;
 /** Documentation and package bookkeeping: nothing of it runs. */
@@ -56,7 +56,7 @@ async function platform(arch: keyof typeof targets) {
       "--outfile",
       binary,
       "--define",
-      `MESHCNI_VERSION="${version}"`,
+      `MESHCNI_COMMIT="${(await execa("git", ["describe", "--always", "--dirty", "--abbrev=12"], { cwd: root, reject: false })).stdout || "unknown"}"`,
     ],
     { cwd: root, preferLocal: true },
   );

@@ -1,51 +1,78 @@
+import { buildInfo } from "./build-info.js";
 import { runPlugin } from "./plugin/run.js";
 
-declare const MESHCNI_VERSION: string | undefined;
-const version = typeof MESHCNI_VERSION === "string" ? MESHCNI_VERSION : "dev";
+const version = `meshcni ${buildInfo.version} (commit ${buildInfo.commit}, ${buildInfo.runtime}, ${buildInfo.platform})`;
 
-const usage = `meshcni ${version}: a chained CNI plugin redirecting meshed pods' TCP to their proxy.
+const usage = `meshcni ${buildInfo.version}: a chained CNI plugin redirecting meshed pods' TCP to their proxy.
 
 As a CNI plugin, the runtime runs it with CNI_COMMAND set (ADD, DEL, CHECK, STATUS,
 GC, VERSION) and the network config on stdin.
 
-Commands:
-  meshcni install    run the node agent: install the binary, keep it chained (--help)
-  meshcni ready      exit 0 when the agent's work is in place (a readiness probe)
-  meshcni audit      list this node's meshed pods and whether they are protected (--help)
-  meshcni version    print the version
-  meshcni help       print this text
+Commands (meshcni help COMMAND, or COMMAND --help, for each one's options):
+  install     run the node agent: install the binary, keep it chained, audit and repair pods
+  ready       exit 0 when the agent's work is in place (a readiness probe)
+  audit       judge this node's meshed pods by what their netns hold; --repair to act
+  rules       print a pod's redirect as its netns holds it, beside meshcni's plan
+  check       check a node before installing (--pre): runtime config, CNI, iptables, kernel
+  manifests   print the manifests that install meshcni (kubectl apply -f -)
+  version     print the version and build details
+  help        print this text
 `;
 
-function help(text: string): number {
+/** Each command's usage text and entry, loaded only when used: a pod start loads none of them. */
+const commands: Record<string, { usage: () => Promise<string>; run: (argv: string[]) => Promise<number> | number }> = {
+  install: {
+    usage: async () => (await import("./installer/options.js")).installerUsage,
+    run: async (argv) => (await import("./installer/main.js")).runInstall(argv),
+  },
+  ready: {
+    usage: async () => (await import("./installer/options.js")).installerUsage,
+    run: async (argv) => (await import("./installer/main.js")).runReady(argv),
+  },
+  audit: {
+    usage: async () => (await import("./audit/main.js")).auditUsage,
+    run: async (argv) => (await import("./audit/main.js")).runAudit(argv),
+  },
+  rules: {
+    usage: async () => (await import("./audit/rules.js")).rulesUsage,
+    run: async (argv) => (await import("./audit/rules.js")).runRules(argv),
+  },
+  check: {
+    usage: async () => (await import("./preflight/main.js")).checkUsage,
+    run: async (argv) => (await import("./preflight/main.js")).runCheck(argv),
+  },
+  manifests: {
+    usage: async () => (await import("./manifests/main.js")).manifestsUsage,
+    run: async (argv) => (await import("./manifests/main.js")).runManifests(argv),
+  },
+};
+
+function print(text: string): number {
   process.stdout.write(text);
   return 0;
 }
 
+/** A usage error: one line on stderr, exit 2. */
+function refuse(message: string): number {
+  process.stderr.write(`meshcni: ${message} (see meshcni help)\n`);
+  return 2;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const [command] = argv;
+  const [command, ...rest] = argv;
   // Any CNI_* variable means a runtime called us, so a missing CNI_COMMAND is its error (code 4).
   if (command === undefined && Object.keys(process.env).some((name) => name.startsWith("CNI_"))) return runPlugin(process.env);
-  switch (command) {
-    case "install":
-      if (argv.includes("--help")) return help((await import("./installer/options.js")).installerUsage);
-      return (await import("./installer/main.js")).runInstall(argv.slice(1));
-    case "ready":
-      return (await import("./installer/main.js")).runReady(argv.slice(1));
-    case "audit":
-      return (await import("./audit/main.js")).runAudit(argv.slice(1));
-    case "version":
-    case "--version":
-      process.stdout.write(`${version}\n`);
-      return 0;
-    case undefined:
-    case "help":
-    case "--help":
-    case "-h":
-      return help(usage);
-    default:
-      process.stderr.write(`meshcni: unknown command ${JSON.stringify(command)}\n\n${usage}`);
-      return 2;
+  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
+    const topic = command === "help" ? rest[0] : undefined;
+    if (topic === undefined) return print(usage);
+    const known = commands[topic];
+    return known ? print(await known.usage()) : refuse(`no command ${JSON.stringify(topic)}`);
   }
+  if (command === "version" || command === "--version") return print(`${version}\n`);
+  const known = commands[command];
+  if (!known) return refuse(`unknown command ${JSON.stringify(command)}`);
+  if (rest.includes("--help") || rest.includes("-h")) return print(await known.usage());
+  return known.run(rest);
 }
 
 void main(process.argv.slice(2)).then((code) => {

@@ -5,6 +5,10 @@ import { FileKindError, fileKind, openNonBlocking } from "./files.js";
 const levels = { debug: 10, info: 20, warn: 30, warning: 30, error: 40 } as const;
 export type LogLevel = keyof typeof levels;
 
+/** The levels the agent and the CLI accept (the plugin's log_level also takes Linkerd's "warning"). */
+export const agentLogLevels = ["debug", "info", "warn", "error"] as const;
+export type AgentLogLevel = (typeof agentLogLevels)[number];
+
 /** A log_file past this size is renamed to `<log_file>.1` (replacing the last one) and started afresh. */
 export const logFileMaxBytes = 10 << 20;
 
@@ -70,4 +74,28 @@ export function createLogger(options: { level?: LogLevel; file?: string; prefix?
     warn: (message, fields) => write("warn", message, fields),
     error: (message, fields) => write("error", message, fields),
   };
+}
+
+/**
+ * Problems that persist across resyncs and sweeps (a broken config, an unreachable API):
+ * each is logged when it appears or changes, and once when it clears, never at every
+ * retry.
+ */
+export class StandingProblems {
+  private readonly problems = new Map<string, string>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** Sets a topic's problem (undefined: it cleared); the fields are logged with it. */
+  set(topic: string, problem: string | undefined, options: { level?: "warn" | "error"; fields?: Record<string, unknown> } = {}): void {
+    const previous = this.problems.get(topic);
+    if (previous === problem) return;
+    if (problem === undefined) {
+      this.problems.delete(topic);
+      this.log.info("resolved", { topic, was: previous });
+      return;
+    }
+    this.problems.set(topic, problem);
+    this.log[options.level ?? "warn"](problem, options.fields);
+  }
 }

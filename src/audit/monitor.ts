@@ -1,7 +1,7 @@
 import { execa } from "execa";
 import { errorMessage } from "../errors.js";
 import type { NodeApi } from "../kube/node-api.js";
-import type { Logger } from "../log.js";
+import { type Logger, StandingProblems } from "../log.js";
 import { formatPodKey, podName } from "../pod-key.js";
 import { type PodStatus, podStatuses, podsToAudit } from "./classify.js";
 import type { RepairPolicy } from "./repair.js";
@@ -80,6 +80,8 @@ export class AuditMonitor {
   private running = false;
   private stopWatch: (() => Promise<void>) | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private readonly problems: StandingProblems;
+  private readonly blocked = new Set<string>();
 
   constructor(
     private readonly options: MonitorOptions,
@@ -87,6 +89,7 @@ export class AuditMonitor {
     private readonly metrics: MonitorMetrics,
   ) {
     this.memory = new SweepMemory(options.maxEvictionsPerMinute);
+    this.problems = new StandingProblems(log);
   }
 
   /** Starts, or restarts with new credentials (a rotated token means a new client). */
@@ -102,8 +105,13 @@ export class AuditMonitor {
           this.kick();
         }
       },
-      remove: (pod) => this.memory.forget(pod.metadata?.uid ?? ""),
-      error: (error) => this.log.warn("pod watch failed; restarting it", { error: errorMessage(error) }),
+      remove: (pod) => {
+        this.memory.forget(pod.metadata?.uid ?? "");
+        this.blocked.delete(pod.metadata?.uid ?? "");
+      },
+      error: (error) =>
+        this.problems.set("pod watch", `the watch of this node's pods failed, restarting it each second: ${errorMessage(error)}`),
+      connected: () => this.problems.set("pod watch", undefined),
     });
   }
 
@@ -152,9 +160,18 @@ export class AuditMonitor {
     const result = await execa(binary, args, { reject: false });
     this.metrics.audited((performance.now() - started) / 1000);
     if (result.exitCode !== 0 && result.exitCode !== 1) {
-      this.log.error("audit failed", { exitCode: result.exitCode, stderr: String(result.stderr).trim() });
+      const stderr = String(result.stderr).trim();
+      this.problems.set(
+        "audit",
+        `the audit failed, trying again at the next change or every ${this.options.auditSeconds} s: ${stderr.split("\n").at(-1)}`,
+        {
+          level: "error",
+          fields: { exitCode: result.exitCode },
+        },
+      );
       return;
     }
+    this.problems.set("audit", undefined);
     const report = JSON.parse(String(result.stdout)) as SweepReport;
     this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()));
     for (const [reason, count] of Object.entries(report.recordsRemoved)) if (count > 0) this.metrics.recordsRemoved(reason, count);
@@ -168,7 +185,11 @@ export class AuditMonitor {
       if (!pod.action) continue;
       const result = typeof pod.result === "object" ? "failed" : (pod.result ?? "done");
       this.metrics.repaired(pod.action, result);
-      this.log.warn("meshed pod without its redirect", {
+      // A blocked eviction is retried at every sweep: warned of once, until it is no longer blocked.
+      const repeated = result === "blocked" && this.blocked.has(pod.uid);
+      if (result === "blocked") this.blocked.add(pod.uid);
+      else this.blocked.delete(pod.uid);
+      this.log[repeated ? "debug" : "warn"]("meshed pod without its redirect", {
         ...fields,
         action: pod.action,
         result: pod.result,

@@ -12,6 +12,8 @@ export type RepairPolicy = (typeof repairPolicies)[number];
 export type RepairAction = RepairPolicy;
 
 export const eventReasons = { missing: "MeshRedirectMissing", drifted: "MeshRedirectDrifted" } as const;
+/** The Event's action: what meshcni did, or tried, about the pod. */
+export const eventActions = { redirect: "WriteRedirect", evict: "Evict", label: "Label", none: "None" } as const;
 export const unprotectedLabel = "meshcni.io/unprotected";
 
 /** What one sweep may do beyond the policy: who it is, what it must leave alone, how many evictions are left. */

@@ -20,6 +20,7 @@ import {
 } from "./classify.js";
 import { plansFor, podIps } from "./expectation.js";
 import {
+  eventActions,
   eventMessage,
   eventReasons,
   type RepairAction,
@@ -77,7 +78,7 @@ export interface SweepReport {
 }
 
 /** What a pod is compared with: its record's plan, or the one ADD would compute now. */
-interface Expected {
+export interface Expected {
   pod: V1Pod;
   record: AttachmentRecord | undefined;
   target: ScanTarget | undefined;
@@ -99,7 +100,12 @@ export function staleRecords(
   });
 }
 
-async function expectations(pods: V1Pod[], records: AttachmentRecord[], io: SweepIo): Promise<Expected[]> {
+/** What each pod is compared with: its newest record's plan, else the one ADD would compute now. */
+export async function expectations(
+  pods: V1Pod[],
+  records: AttachmentRecord[],
+  io: Pick<SweepIo, "api" | "netconf" | "backend" | "apiServerPort">,
+): Promise<Expected[]> {
   const byUid = newestRecordByUid(records);
   const namespaces = new Map<string, Promise<V1Namespace>>();
   let netconf: { conf: NetConf; backend: Backend; port: number } | undefined;
@@ -202,7 +208,12 @@ export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepRe
     if (audit.result === "blocked") continue;
     const message = eventMessage(audit, decision, options.policy, audit.result);
     await io.api
-      .createPodEvent(entry.pod, { reason: eventReasons[audit.status as "missing" | "drifted"], type: "Warning", message })
+      .createPodEvent(entry.pod, {
+        reason: eventReasons[audit.status as "missing" | "drifted"],
+        action: eventActions[decision],
+        type: "Warning",
+        message,
+      })
       .catch((error: unknown) => {
         audit.eventFailed = errorMessage(error);
       });

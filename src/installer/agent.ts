@@ -5,7 +5,7 @@ import { brokenConfigReason, isConfigName, parseConfig, readConfigFiles } from "
 import { errorMessage, withTimeout } from "../errors.js";
 import { writeAtomic } from "../files.js";
 import { createNodeApi, kubeConfigFrom } from "../kube/node-api.js";
-import type { Logger } from "../log.js";
+import { type Logger, StandingProblems } from "../log.js";
 import { installBinary } from "./binary.js";
 import { withoutEntry } from "./conflist.js";
 import { fightWindowMs } from "./fight.js";
@@ -14,7 +14,7 @@ import type { InstallerMetrics } from "./metrics.js";
 import { freshMemory, type NetDirMemory, planNetDir } from "./netdir.js";
 import { NodeTasks } from "./node-tasks.js";
 import { type InstallerOptions, installerPaths } from "./options.js";
-import { checkReadiness, type Readiness } from "./readiness.js";
+import { checkLiveness, checkReadiness, type Readiness } from "./readiness.js";
 import { serveProbes } from "./server.js";
 import { loadTemplate, type Template } from "./template.js";
 import { decideStop, removeInstalledFiles } from "./uninstall.js";
@@ -35,7 +35,8 @@ export class InstallAgent {
   private memory: NetDirMemory = freshMemory;
   private server: Server | undefined;
   private stopped = false;
-  private readonly problems = new Map<string, string>();
+  private lastReconcileAt: number;
+  private readonly problems: StandingProblems;
   readiness: Readiness = { ready: false, reasons: ["starting"], active: undefined };
 
   constructor(
@@ -45,6 +46,8 @@ export class InstallAgent {
     private readonly now: () => number = () => performance.now(),
   ) {
     this.paths = installerPaths(options);
+    this.lastReconcileAt = now();
+    this.problems = new StandingProblems(log);
     this.template = loadTemplate(options);
     this.watcher = new DirWatcher(
       [
@@ -59,17 +62,27 @@ export class InstallAgent {
     this.nodeTasks = options.node ? new NodeTasks(options.node, options, this.paths.kubeconfig, log, metrics, retry) : undefined;
   }
 
+  /** Listens first: an address it cannot bind fails the start before anything on the host changes. */
   async start(): Promise<void> {
-    if (!this.template.ok) this.log.error(this.template.reason);
-    else this.installBinary(this.template.binaryName);
-    this.watcher.start();
     if (this.options.listen) {
-      this.server = await serveProbes(this.options.listen, () => this.readiness, this.metrics);
+      const { host, port } = this.options.listen;
+      try {
+        this.server = await serveProbes(this.options.listen, {
+          readiness: () => this.readiness,
+          liveness: () => checkLiveness(this.lastReconcileAt, this.now(), this.options.resyncSeconds),
+          metrics: this.metrics,
+        });
+      } catch (error) {
+        throw new Error(`cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port} (--listen): ${errorMessage(error)}`);
+      }
       const address = this.server.address();
-      this.log.info("serving /readyz and /metrics", {
+      this.log.info("serving /readyz, /healthz and /metrics", {
         address: typeof address === "object" && address ? `${address.address}:${address.port}` : address,
       });
     }
+    if (!this.template.ok) this.log.error(this.template.reason);
+    else this.installBinary(this.template.binaryName);
+    this.watcher.start();
     this.reconcile(undefined);
   }
 
@@ -116,6 +129,7 @@ export class InstallAgent {
 
   private reconcile(eventAt: number | undefined): void {
     if (this.stopped) return;
+    this.lastReconcileAt = this.now();
     this.log.debug("reconcile");
     try {
       const { apiHost: host, apiPort: port, apiProtocol: protocol, skipTlsVerify } = this.options;
@@ -131,14 +145,17 @@ export class InstallAgent {
           path: this.paths.kubeconfig,
         });
       }
-      this.standing("kubeconfig", undefined);
+      this.problems.set("kubeconfig", undefined);
     } catch (error) {
-      this.standing("kubeconfig", errorMessage(error));
+      this.problems.set("kubeconfig", errorMessage(error));
     }
     try {
       if (this.template.ok) this.applyNetDir(this.template.entry, eventAt);
+      this.problems.set("netdir-io", undefined);
     } catch (error) {
-      this.log.error("reconcile failed; retrying at the next event or resync", { error: errorMessage(error) });
+      this.problems.set("netdir-io", `cannot update the CNI config dir, retrying at each event and resync: ${errorMessage(error)}`, {
+        level: "error",
+      });
     }
     const readiness = checkReadiness(this.options, this.template);
     if (readiness.ready !== this.readiness.ready) {
@@ -163,14 +180,15 @@ export class InstallAgent {
     }
     if (plan.kind === "broken") {
       this.memory = memory;
-      this.standing("netdir", brokenConfigReason(plan.file, plan.reason));
+      this.problems.set("netdir", brokenConfigReason(plan.file, plan.reason));
       return;
     }
-    this.standing("netdir", undefined);
+    this.problems.set("netdir", undefined);
     for (const { name, text } of plan.removals) this.removeEntry(name, text, `${plan.active} is the active config`);
     if (plan.fight) {
       const { file, holdMs, started } = plan.fight;
       if (started) {
+        this.metrics.fights.inc();
         this.log.warn(
           `another agent keeps removing meshcni's entry from ${join(this.paths.netDir, file)} (${started.rechains} times in ${fightWindowMs / 1000} s); ` +
             `backing off ${started.backoffMs / 1000} s. Is a CNI that owns the config dir exclusively running (e.g. Cilium with cni.exclusive=true)?`,
@@ -183,26 +201,18 @@ export class InstallAgent {
       if (write.duplicates) this.log.warn("replacing duplicate meshcni entries with one", { file: write.name });
       writeAtomic(join(this.paths.netDir, write.name), write.text);
       if (write.replaces) rmSync(join(this.paths.netDir, write.replaces), { force: true });
-      const latencyMs = write.rechain && eventAt !== undefined ? this.now() - eventAt : undefined;
-      if (write.rechain) this.metrics.rechains.inc();
-      if (latencyMs !== undefined) this.metrics.rechainLatency.set(latencyMs / 1000);
-      this.log.info(write.rechain ? "re-chained meshcni" : "chained meshcni", {
+      const rechain = write.cause !== "chain";
+      const latencyMs = rechain && eventAt !== undefined ? this.now() - eventAt : undefined;
+      if (rechain) this.metrics.rechains.inc({ cause: write.cause });
+      if (latencyMs !== undefined) this.metrics.rechainDuration.observe(latencyMs / 1000);
+      this.log.info(rechain ? "re-chained meshcni" : "chained meshcni", {
         file: join(this.paths.netDir, write.name),
+        ...(rechain ? { cause: write.cause } : {}),
         ...(write.replaces ? { wrapped: write.replaces } : {}),
         ...(latencyMs === undefined ? {} : { latencyMs: Math.round(latencyMs * 10) / 10 }),
       });
     }
     this.memory = memory;
-  }
-
-  /** Logs a standing problem once, and again only when it changes: not at every resync. */
-  private standing(topic: string, problem: string | undefined): void {
-    if (this.problems.get(topic) === problem) return;
-    if (problem === undefined) this.problems.delete(topic);
-    else {
-      this.problems.set(topic, problem);
-      this.log.warn(problem);
-    }
   }
 
   /** Writes a config without our entry (atomically). */

@@ -6,37 +6,47 @@ import { type InstallerOptions, parseInstallerOptions } from "./options.js";
 import { checkReadiness } from "./readiness.js";
 import { loadTemplate } from "./template.js";
 
-function options(argv: string[]): InstallerOptions | undefined {
+function options(command: "install" | "ready", argv: string[]): InstallerOptions | undefined {
   try {
     return parseInstallerOptions(argv, process.env, process.execPath);
   } catch (error) {
-    process.stderr.write(`meshcni install: ${errorMessage(error)} (see meshcni install --help)\n`);
+    process.stderr.write(`meshcni ${command}: ${errorMessage(error)} (see meshcni ${command} --help)\n`);
     return undefined;
   }
 }
 
 /** `meshcni install`: runs until SIGTERM/SIGINT, then stops (uninstalling when the DaemonSet is gone) and exits 0. */
 export async function runInstall(argv: string[]): Promise<number> {
-  const parsed = options(argv);
+  const parsed = options("install", argv);
   if (!parsed) return 2;
-  const log = createLogger({ level: process.env.LOG_LEVEL === "debug" ? "debug" : "info", prefix: { component: "install" } });
+  const log = createLogger({ level: parsed.logLevel, prefix: { component: "install" } });
   const agent = new InstallAgent(parsed, log, createInstallerMetrics());
   // Handlers first: a signal during start-up must still stop cleanly.
+  // Handlers that stay installed (on, not once): execa's signal-exit re-raises a signal
+  // that has no other listener, which would kill the agent mid-stop while a sweep runs.
   const stopped = new Promise<number>((resolve) => {
+    let stopping = false;
     const shutdown = (signal: string) => {
+      if (stopping) return log.info("already stopping", { signal });
+      stopping = true;
       log.info("stopping", { signal });
       void agent.stop().then(() => resolve(0));
     };
-    process.once("SIGTERM", () => shutdown("SIGTERM"));
-    process.once("SIGINT", () => shutdown("SIGINT"));
+    process.on("SIGTERM", () => shutdown("SIGTERM"));
+    process.on("SIGINT", () => shutdown("SIGINT"));
   });
-  await agent.start();
+  try {
+    await agent.start();
+  } catch (error) {
+    log.error(errorMessage(error));
+    return 1;
+  }
   return stopped;
 }
 
 /** `meshcni ready`: an exec readiness probe reading the same facts as /readyz. */
 export function runReady(argv: string[]): number {
-  const parsed = options(argv);
+  const parsed = options("ready", argv);
   if (!parsed) return 2;
   const readiness = checkReadiness(parsed, loadTemplate(parsed));
   process.stdout.write(

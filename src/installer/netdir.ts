@@ -17,6 +17,14 @@ export interface NetDirMemory {
 
 export const freshMemory: NetDirMemory = { withEntry: new Map(), invalidSince: new Map(), fight: noFight };
 
+/**
+ * Why the entry is written: chain (the first time this agent writes it), entry_removed (a
+ * config that held it was rewritten, replaced or recreated without it), or
+ * active_config_changed (another config sorts first now). The last two are re-chains: a
+ * window in which a pod could start unmeshed.
+ */
+export type WriteCause = "chain" | "entry_removed" | "active_config_changed";
+
 export type NetDirPlan =
   /** The active config is invalid and may be mid-write: look again shortly. */
   | { kind: "wait"; file: string; retryInMs: number }
@@ -28,7 +36,7 @@ export type NetDirPlan =
       /** Other configs that hold our entry, as they are without it. */
       removals: Array<{ name: string; text: string }>;
       /** The active config with our entry, when it lacks it and no fight holds it back. */
-      write: (EntryWrite & { rechain: boolean; duplicates: boolean }) | undefined;
+      write: (EntryWrite & { cause: WriteCause; duplicates: boolean }) | undefined;
       /** Set while another agent keeps removing the entry. */
       fight: { file: string; holdMs: number; started?: { rechains: number; backoffMs: number } } | undefined;
     };
@@ -69,14 +77,19 @@ export function planNetDir(
     return { plan: base, memory: settled };
   }
   const written = withEntry(active.file, config, entry);
-  // A re-chain: the file we write held our entry, and someone has changed it since.
-  const rechain = memory.withEntry.has(written.name) && memory.withEntry.get(active.file.name) !== active.file.text;
-  const verdict = rechain ? noteRechain(memory.fight, written.name, now) : { state: memory.fight };
+  const cause: WriteCause =
+    // The file we write held our entry, and someone has changed it since.
+    memory.withEntry.has(written.name) && memory.withEntry.get(active.file.name) !== active.file.text
+      ? "entry_removed"
+      : memory.withEntry.size > 0
+        ? "active_config_changed"
+        : "chain";
+  const verdict = cause === "entry_removed" ? noteRechain(memory.fight, written.name, now) : { state: memory.fight };
   if (verdict.holdMs !== undefined) {
     const fight = { file: written.name, holdMs: verdict.holdMs, ...(verdict.started ? { started: verdict.started } : {}) };
     return { plan: { ...base, fight }, memory: { ...settled, fight: verdict.state } };
   }
   remembered.set(written.name, written.text);
-  const write = { ...written, rechain, duplicates: entryCount(config) > 1 };
+  const write = { ...written, cause, duplicates: entryCount(config) > 1 };
   return { plan: { ...base, write }, memory: { ...settled, fight: verdict.state } };
 }

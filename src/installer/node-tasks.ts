@@ -77,7 +77,7 @@ export class NodeTasks {
         },
         repaired: (action, result) => this.metrics.repairs.inc({ action, result }),
         recordsRemoved: (reason, count) => this.metrics.recordsRemoved.inc({ reason }, count),
-        audited: (seconds) => this.metrics.auditSeconds.set(seconds),
+        audited: (seconds) => this.metrics.auditDuration.observe(seconds),
       },
     );
   }

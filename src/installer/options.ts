@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
+import { type AgentLogLevel, agentLogLevels } from "../log.js";
 import type { PodKey } from "../pod-key.js";
 import { defaultStateDir } from "../state/records.js";
 import { parseTaint, type TaintSpec } from "./taint.js";
@@ -23,7 +24,7 @@ export interface InstallerOptions {
   templateFile: string | undefined;
   serviceAccountDir: string;
   sourceBinary: string;
-  /** Where /readyz and /metrics listen; undefined turns them off. */
+  /** Where /readyz, /healthz and /metrics listen (host "": every address); undefined turns them off. */
   listen: { host: string; port: number } | undefined;
   onStop: StopMode;
   resyncSeconds: number;
@@ -45,6 +46,7 @@ export interface InstallerOptions {
   /** Where the runtime keeps pod netns, as the host sees them. */
   netnsDirs: string[];
   self: PodKey | undefined;
+  logLevel: AgentLogLevel;
 }
 
 export const installerUsage = `meshcni install [options]   run the node agent (DaemonSet container)
@@ -59,7 +61,8 @@ Options (environment variable in brackets):
   --template-file PATH       the same, from a file [CNI_NETWORK_CONFIG_FILE]
   --service-account-dir DIR  token and ca.crt (/var/run/secrets/kubernetes.io/serviceaccount)
   --source-binary PATH       the binary to install (this executable)
-  --listen HOST:PORT         /readyz and /metrics; "" turns it off [MESHCNI_LISTEN] (127.0.0.1:9911)
+  --listen [HOST]:PORT       /readyz, /healthz and /metrics; no HOST: every address; "" turns it off
+                             [MESHCNI_LISTEN] (127.0.0.1:9911; the DaemonSet's: :9911)
   --resync-seconds N         re-check everything this often, besides watching (10)
   --on-stop MODE             on SIGTERM: auto (uninstall only when the agent's DaemonSet is gone or
                              being deleted; a restart or rollout keeps everything), keep, uninstall (auto)
@@ -72,16 +75,17 @@ Options (environment variable in brackets):
   --netns-dir DIR            where the runtime keeps pod netns on the host (repeatable; /var/run/netns)
   --startup-taint TAINT      remove key[=value][:Effect] from this node once ready
   --restore-taint            put the startup taint back while not ready
+  --log-level LEVEL          ${agentLogLevels.join(", ")} [LOG_LEVEL] (info)
 Own pod (never repaired; its DaemonSet decides --on-stop auto): POD_NAMESPACE and POD_NAME.
 API address: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PROTOCOL (https);
 KUBE_CA_FILE overrides the CA, SKIP_TLS_VERIFY=true skips verification.
 `;
 
-/** HOST:PORT (an IPv6 host in brackets), or "" for none. */
+/** HOST:PORT (an IPv6 host in brackets; no host: every address, IPv6 and IPv4), or "" for none. */
 export function parseListen(text: string): InstallerOptions["listen"] {
   if (text === "") return undefined;
   const at = text.lastIndexOf(":");
-  const host = text.slice(0, at).replace(/^\[|\]$/g, "") || "0.0.0.0";
+  const host = text.slice(0, at).replace(/^\[|\]$/g, "");
   const port = /^\d{1,5}$/.test(text.slice(at + 1)) ? Number(text.slice(at + 1)) : Number.NaN;
   if (at < 0 || !(port >= 0 && port <= 65535)) throw new Error(`--listen must be HOST:PORT, not ${JSON.stringify(text)}`);
   return { host, port };
@@ -125,6 +129,7 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
       "netns-dir": { type: "string", multiple: true, default: ["/var/run/netns"] },
       "startup-taint": { type: "string" },
       "restore-taint": { type: "boolean", default: false },
+      "log-level": { type: "string" },
     },
   });
   const positive = (value: number) => Number.isFinite(value) && value > 0;
@@ -164,6 +169,7 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
     stateDir: values["state-dir"],
     netnsDirs: values["netns-dir"],
     self: env.POD_NAMESPACE && env.POD_NAME ? { namespace: env.POD_NAMESPACE, name: env.POD_NAME } : undefined,
+    logLevel: oneOf("log-level", values["log-level"] ?? (env.LOG_LEVEL || "info"), agentLogLevels),
   };
 }
 

@@ -40,3 +40,16 @@ export function checkReadiness(options: InstallerOptions, template: Template): R
   }
   return { ready: reasons.length === 0, reasons, active };
 }
+
+/**
+ * Alive while reconciles keep running: one every resync at least, so none for three
+ * resyncs (and 30 s) means the loop is stuck and a restart may help. Readiness problems
+ * (a broken config, a missing token) are not liveness problems: a restart fixes none.
+ */
+export function checkLiveness(lastReconcileAt: number, now: number, resyncSeconds: number): { alive: boolean; reason: string } {
+  const sinceMs = now - lastReconcileAt;
+  const limitMs = Math.max(3 * resyncSeconds * 1000, 30_000);
+  return sinceMs <= limitMs
+    ? { alive: true, reason: "ok" }
+    : { alive: false, reason: `no reconcile for ${Math.round(sinceMs / 1000)} s (limit ${limitMs / 1000} s)` };
+}

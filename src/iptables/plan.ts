@@ -106,3 +106,11 @@ export function planRules(spec: FirewallSpec, family: Family): RulePlan {
     ],
   };
 }
+
+/** A plan as rule lines (`-A CHAIN args`): the jumps, then each chain's rules, as `meshcni rules` shows it. */
+export function planLines(plan: RulePlan): string[] {
+  return [
+    ...plan.jumps.map((jump) => `-A ${jump.from} ${jump.args.join(" ")}`),
+    ...Object.entries(plan.chains).flatMap(([chain, rules]) => rules.map((args) => `-A ${chain} ${args.join(" ")}`)),
+  ];
+}

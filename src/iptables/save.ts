@@ -77,3 +77,9 @@ export function jumpsIntoOwnChains(table: NatTable): SavedRule[] {
 export function hasOwnRules(table: NatTable): boolean {
   return ownChains.some((chain) => table.chains.has(chain)) || jumpsIntoOwnChains(table).length > 0;
 }
+
+/** The redirect a table holds as rule lines, in planLines' order: the jumps into our chains, then their rules. */
+export function ownLines(table: NatTable): string[] {
+  const line = (rule: SavedRule) => `-A ${rule.chain} ${rule.args.join(" ")}`;
+  return [...jumpsIntoOwnChains(table).map(line), ...ownChains.flatMap((chain) => rulesOf(table, chain).map(line))];
+}

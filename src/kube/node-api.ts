@@ -17,8 +17,15 @@ import { errorMessage } from "../errors.js";
 export interface NodeApi {
   listPods(): Promise<V1Pod[]>;
   /** Calls back on every change to a pod of the node until the returned stop is called. */
-  watchPods(handlers: { change(pod: V1Pod): void; remove(pod: V1Pod): void; error(error: unknown): void }): Promise<() => Promise<void>>;
-  createPodEvent(pod: V1Pod, event: { reason: string; message: string; type: "Normal" | "Warning" }): Promise<void>;
+  /** `error`: the watch broke and is being restarted; `connected`: it (re)started. Neither after stop. */
+  watchPods(handlers: {
+    change(pod: V1Pod): void;
+    remove(pod: V1Pod): void;
+    error(error: unknown): void;
+    connected(): void;
+  }): Promise<() => Promise<void>>;
+  /** An Event on the pod: why (reason), what meshcni did about it (action), and what to do (message). */
+  createPodEvent(pod: V1Pod, event: { reason: string; action: string; message: string; type: "Normal" | "Warning" }): Promise<void>;
   labelPod(pod: V1Pod, key: string, value: string): Promise<void>;
   readNamespace(name: string): Promise<V1Namespace>;
   /**
@@ -55,7 +62,7 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
   return {
     listPods,
-    async watchPods({ change, remove, error }) {
+    async watchPods({ change, remove, error, connected }) {
       const informer = makeInformer(config, `/api/v1/pods?fieldSelector=${encodeURIComponent(fieldSelector)}`, () =>
         api.listPodForAllNamespaces({ fieldSelector }),
       );
@@ -63,10 +70,13 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
       informer.on("add", change);
       informer.on("update", change);
       informer.on("delete", remove);
+      informer.on("connect", () => stopped || connected());
       informer.on("error", (failure) => {
+        // Stopping aborts the watch: that is no failure to report.
+        if (stopped) return;
         error(failure);
         // The informer stops on error; come back after a pause, as client-go's reflector does.
-        if (!stopped) setTimeout(() => void (stopped || informer.start().catch(error)), 1000);
+        setTimeout(() => void (stopped || informer.start().catch(error)), 1000);
       });
       await informer.start();
       return async () => {
@@ -74,7 +84,7 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
         await informer.stop();
       };
     },
-    async createPodEvent(pod, { reason, message, type }) {
+    async createPodEvent(pod, { reason, action, message, type }) {
       const now = new Date();
       const event: CoreV1Event = {
         metadata: { generateName: `${pod.metadata!.name}.`, namespace: pod.metadata!.namespace! },
@@ -86,6 +96,7 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
           uid: pod.metadata!.uid!,
         },
         reason,
+        action,
         message,
         type,
         count: 1,

@@ -57,6 +57,9 @@ describe.skipIf(!isRoot)("meshcni under containerd's CRI", () => {
     expect(await net.connect(client, sandbox.ip, 8080)).toBe("proxy-inbound");
     const adds = pluginLog(logFile()).filter((line) => line.command === "ADD" && line.containerId === sandbox.id);
     expect(adds.map((line) => line.msg)).toContain("redirect applied");
+    // Without log_file the same lines land in the runtime's own log: libcni passes the plugin's stderr through.
+    expect(node.log).toContain(`"msg":"redirect applied"`);
+    expect(node.log).toContain(`"containerId":"${sandbox.id}"`);
   });
 
   it("leaves an unmeshed pod alone", async () => {

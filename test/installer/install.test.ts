@@ -1,7 +1,10 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import packageJson from "../../package.json" with { type: "json" };
 import { AgentHarness, conflist } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
 import { isRoot, sleep } from "../kit/common.js";
@@ -47,8 +50,37 @@ describe("meshcni install", () => {
     expect(readFileSync(host.kubeconfigPath, "utf8")).toContain('"server": "https://10.96.0.1:443"');
     await host.waitFor(async () => (await host.readyz()).status === 200);
     expect(await host.metric("meshcni_ready")).toBe(1);
+    const healthz = await fetch(`http://${host.address}/healthz`);
+    expect([healthz.status, await healthz.text()]).toEqual([200, "ok\n"]);
+    expect((await fetch(`http://${host.address}/nothing`)).status).toBe(404);
     expect(ready().status).toBe(0);
     expect(host.stderr.join("\n")).not.toContain("token-one");
+  });
+
+  it("serves the metrics the README lists, with their types and labels, and the process's own", async () => {
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    const text = await (await fetch(`http://${host.address}/metrics`)).text();
+    const served = Object.fromEntries([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((match) => [match[1], match[2]]));
+    const readme = readFileSync(join(import.meta.dirname, "../../README.md"), "utf8");
+    const rows = [...readme.matchAll(/^\| `(meshcni_[a-z_]+)` +\| (\w+) +\| ([^|]*)\|/gm)];
+    const documented = Object.fromEntries(rows.map((row) => [row[1], row[2]]));
+    expect(Object.keys(documented).length).toBeGreaterThanOrEqual(9);
+    expect(Object.fromEntries(Object.entries(served).filter(([name]) => name.startsWith("meshcni_")))).toEqual(documented);
+    const processMetrics = /and the process's own \(([^)]*)\)/.exec(readme)![1]!.match(/`[a-z_]+`/g)!;
+    for (const name of processMetrics) expect(served, name).toHaveProperty(name.replaceAll("`", ""));
+    const version = execFileSync(meshcniBinary, ["--version"], { encoding: "utf8" });
+    const [, commit] = /commit ([^,]+),/.exec(version)!;
+    expect(text).toMatch(
+      new RegExp(`^meshcni_build_info\\{version="${packageJson.version}",commit="${commit}",runtime="bun [0-9.]+"\\} 1$`, "m"),
+    );
+    // The labels the README names are the ones served.
+    for (const [, name, , labels] of rows) {
+      const named = [...labels!.matchAll(/`(\w+)`/g)].map((match) => match[1]);
+      const series = text.split("\n").filter((line) => line.startsWith(`${name}{`));
+      for (const line of series)
+        expect(Object.keys(Object.fromEntries([...line.matchAll(/(\w+)="/g)].map((m) => [m[1], 1]))), line).toEqual(named);
+    }
   });
 
   it("re-chains after an in-place rewrite (Calico), a rename over (AWS VPC CNI), and a delete and recreate", async () => {
@@ -65,8 +97,9 @@ describe("meshcni install", () => {
     expect(ready().status).toBe(1);
     writeFileSync(host.path("10-calico.conflist"), calico(4));
     await host.waitFor(chainedIn("10-calico.conflist"));
-    expect(await host.metric("meshcni_rechain_total")).toBe(3);
-    expect(await host.metric("meshcni_rechain_last_latency_seconds")).toBeGreaterThan(0);
+    expect(await host.metric('meshcni_rechains_total{cause="entry_removed"}')).toBe(3);
+    expect(await host.metric("meshcni_rechain_duration_seconds_count")).toBe(3);
+    expect(await host.metric("meshcni_rechain_duration_seconds_sum")).toBeGreaterThan(0);
     await host.waitFor(async () => (await host.readyz()).status === 200);
   });
 
@@ -79,6 +112,7 @@ describe("meshcni install", () => {
     await host.waitFor(() => host.types("10-calico.conflist").length === 2);
     expect(host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
     expect(host.types("05-cilium.conflist")).toEqual(["cilium-cni", "meshcni"]);
+    expect(await host.metric('meshcni_rechains_total{cause="active_config_changed"}')).toBe(1);
   });
 
   it("wraps a lone .conf into a .conflist the way the runtime reads it", async () => {
@@ -184,6 +218,16 @@ describe("meshcni install", () => {
       expect(readdirSync(host.binDir)).toEqual([]);
       expect(host.kubeconfig()).toBe("");
     });
+
+    it("stops cleanly while it audits and watches the node's pods: no warning, no error", async () => {
+      api.addDaemonSet("meshcni", "meshcni");
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      await host.startWithApi(api, ["--node", "node-a", "--audit-seconds", "1"], self);
+      await host.waitFor(() => host.logs.filter((line) => line.msg === "sweep").length >= 2, 10_000);
+      expect(await host.stop()).toBe(0);
+      expect(host.logs.filter((line) => line.level === "warn" || line.level === "error")).toEqual([]);
+    });
   });
 
   it("restarts idempotently: no rewrite of the binary or the config", async () => {
@@ -222,6 +266,7 @@ describe("meshcni install", () => {
     const warning = host.logs.find((line) => line.level === "warn" && line.msg.includes("keeps removing"));
     expect(warning?.msg).toContain(host.path("05-cilium.conflist"));
     expect(warning?.msg).toContain("cni.exclusive");
+    expect(await host.metric("meshcni_fights_total")).toBe(1);
     // Backing off: the stripped file stays stripped for a while.
     await sleep(300);
     expect(host.types("05-cilium.conflist")).toEqual(["cilium-cni"]);
@@ -311,26 +356,71 @@ describe("meshcni install", () => {
   });
 });
 
-describe("meshcni install --help", () => {
+describe("meshcni install: settings it refuses", () => {
   it("documents Linkerd's environment variables", () => {
     const help = execFileSync(meshcniBinary, ["install", "--help"], { encoding: "utf8" });
     for (const name of ["DEST_CNI_NET_DIR", "DEST_CNI_BIN_DIR", "CNI_NETWORK_CONFIG", "KUBECONFIG_FILE_NAME"]) expect(help).toContain(name);
   });
 
-  it.each([["--bogus"], ["--listen", "localhost"], ["--repair", "delete"], ["--audit-seconds", "soon"]])(
-    "refuses %j with one line and exit 2, before installing anything",
-    (...flags) => {
-      const probe = new AgentHarness();
-      try {
-        const result = spawnSync(meshcniBinary, ["install", ...probe.args(flags)], { env: probe.env, encoding: "utf8" });
-        expect(result.status).toBe(2);
-        expect(result.stderr.trim().split("\n")).toHaveLength(1);
-        expect(result.stderr).toMatch(/^meshcni install: .*\(see meshcni install --help\)$/m);
-        expect(readdirSync(probe.binDir)).toEqual([]);
-        expect(readdirSync(probe.netDir)).toEqual([]);
-      } finally {
-        void probe.cleanup();
-      }
-    },
-  );
+  it.each([
+    ["--bogus"],
+    ["--listen", "localhost"],
+    ["--repair", "delete"],
+    ["--audit-seconds", "soon"],
+    ["--log-level", "verbose"],
+    ["--log-level", "warning!"],
+  ])("refuses %j with one line and exit 2, before installing anything", (...flags) => {
+    const probe = new AgentHarness();
+    try {
+      const result = spawnSync(meshcniBinary, ["install", ...probe.args(flags)], { env: probe.env, encoding: "utf8" });
+      expect(result.status).toBe(2);
+      expect(result.stderr.trim().split("\n")).toHaveLength(1);
+      expect(result.stderr).toMatch(/^meshcni install: .*\(see meshcni install --help\)$/m);
+      expect(readdirSync(probe.binDir)).toEqual([]);
+      expect(readdirSync(probe.netDir)).toEqual([]);
+    } finally {
+      void probe.cleanup();
+    }
+  });
+
+  it("refuses an invalid LOG_LEVEL the same way", () => {
+    const probe = new AgentHarness();
+    try {
+      const result = spawnSync(meshcniBinary, ["install", ...probe.args()], { env: { ...probe.env, LOG_LEVEL: "loud" }, encoding: "utf8" });
+      expect([result.status, result.stderr]).toEqual([
+        2,
+        'meshcni install: --log-level must be one of debug, info, warn, error, not "loud" (see meshcni install --help)\n',
+      ]);
+    } finally {
+      void probe.cleanup();
+    }
+  });
+
+  it("exits 1 with one line when it cannot listen (the address is taken), before installing anything", async () => {
+    const probe = new AgentHarness();
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    try {
+      writeFileSync(probe.path("10-calico.conflist"), calico());
+      const port = (taken.address() as AddressInfo).port;
+      const result = spawnSync(meshcniBinary, ["install", ...probe.args(["--listen", `127.0.0.1:${port}`])], {
+        env: probe.env,
+        encoding: "utf8",
+      });
+      expect(result.status).toBe(1);
+      const lines = result.stderr
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { level: string; msg: string });
+      expect(lines).toEqual([
+        expect.objectContaining({ level: "error", msg: expect.stringContaining(`cannot listen on 127.0.0.1:${port} (--listen)`) }),
+      ]);
+      expect(lines[0]!.msg).toContain("in use");
+      expect(readdirSync(probe.binDir)).toEqual([]);
+      expect(probe.read("10-calico.conflist")).toBe(calico());
+    } finally {
+      taken.close();
+      void probe.cleanup();
+    }
+  });
 });

@@ -112,7 +112,7 @@ export class AgentHarness {
         }
       }
     });
-    const serving = (line: LogLine, index: number) => index >= firstLine && line.msg === "serving /readyz and /metrics";
+    const serving = (line: LogLine, index: number) => index >= firstLine && line.msg === "serving /readyz, /healthz and /metrics";
     await this.waitFor(() => this.logs.some(serving), 10_000);
     this.address = String(this.logs.find(serving)!.address);
   }

@@ -10,7 +10,7 @@ export const netnsDir = "/var/run/netns";
 
 /** What the fake API saw a sweep do. */
 export interface ApiWrites {
-  events: Array<{ pod: string; reason: string; message: string }>;
+  events: Array<{ pod: string; reason: string; action: string; message: string }>;
   labels: string[];
   evictions: string[];
 }
@@ -30,7 +30,8 @@ export function fakeSweepIo(
     api: {
       listPods: async () => [...node.pods.values()].map((pod) => structuredClone(pod)),
       readNamespace: async (namespace) => node.namespaces.get(namespace) ?? { metadata: { name: namespace } },
-      createPodEvent: async (pod, event) => void writes.events.push({ pod: name(pod), reason: event.reason, message: event.message }),
+      createPodEvent: async (pod, event) =>
+        void writes.events.push({ pod: name(pod), reason: event.reason, action: event.action, message: event.message }),
       labelPod: async (pod) => void writes.labels.push(name(pod)),
       evictPod: async (pod) => {
         if (options.blockEvictions?.has(name(pod))) return "blocked";

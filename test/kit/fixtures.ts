@@ -62,3 +62,15 @@ export const calicoConflist = {
   name: "k8s-pod-network",
   plugins: [{ type: "calico" }, { type: "portmap", capabilities: { portMappings: true } }],
 };
+
+/** The kinds `meshcni manifests` renders, in apply order (a PodMonitor last with --pod-monitor). */
+export const manifestKinds = [
+  "Namespace",
+  "ServiceAccount",
+  "ClusterRole",
+  "ClusterRoleBinding",
+  "Role",
+  "RoleBinding",
+  "ConfigMap",
+  "DaemonSet",
+];

@@ -89,6 +89,63 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
     expect(result.stdout).toMatch(/^shop\s+solo\s+protected/m);
   });
 
+  describe("meshcni rules NAMESPACE/POD", () => {
+    const rules = (...args: string[]) =>
+      execa(
+        meshcniBinary,
+        ["rules", ...args, "--node", "node-a", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", net.confDir],
+        {
+          reject: false,
+        },
+      );
+
+    it("shows a protected pod's redirect as its netns holds it, the same as the plan, and exits 0", async () => {
+      const result = await rules("shop/checkout");
+      expect(result.exitCode, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/^pod shop\/checkout \(uid-shop-checkout\) on node-a: protected$/m);
+      expect(result.stdout).toContain("backend nft, plan from its ADD record");
+      expect(result.stdout).toContain(
+        `ipv4, in its netns:\n  -A PREROUTING -m comment --comment proxy-init/install-proxy-init-prerouting -j PROXY_INIT_REDIRECT`,
+      );
+      expect(result.stdout).toContain(`  -A PROXY_INIT_OUTPUT ${loopbackRule}`);
+      expect(result.stdout).toContain("ipv4, meshcni's plan:\n  (the same)");
+      process.stdout.write(`\nmeshcni rules shop/checkout\n${result.stdout}`);
+    });
+
+    it("shows what a drifted pod lacks beside the plan, and exits 1", async () => {
+      const result = await rules("shop/search", "--output", "json");
+      expect(result.exitCode, result.stderr).toBe(1);
+      const shown = JSON.parse(result.stdout);
+      expect(shown).toMatchObject({ status: "drifted", backend: "nft", planFrom: "its ADD record" });
+      const [ipv4] = shown.families;
+      expect(ipv4.family).toBe("ipv4");
+      expect(ipv4.planned).toContain(`-A PROXY_INIT_OUTPUT ${loopbackRule}`);
+      expect(ipv4.found).not.toContain(`-A PROXY_INIT_OUTPUT ${loopbackRule}`);
+      expect(ipv4.planned.filter((line: string) => !ipv4.found.includes(line))).toEqual([`-A PROXY_INIT_OUTPUT ${loopbackRule}`]);
+      expect((await rules("shop/search")).stdout).toContain(`differences:\n  ipv4: PROXY_INIT_OUTPUT: missing rule: ${loopbackRule}`);
+    });
+
+    it("shows a pod without a redirect: nothing in its netns, the plan ADD would write now", async () => {
+      const result = await rules("shop/cart");
+      expect(result.exitCode).toBe(1);
+      expect(result.stdout).toContain("ipv4, in its netns:\n  (none)");
+      expect(result.stdout).toContain("plan from meshcni's entry in the active config");
+      expect(result.stdout).toContain(
+        "ipv4, meshcni's plan:\n  -A PREROUTING -m comment --comment proxy-init/install-proxy-init-prerouting -j PROXY_INIT_REDIRECT",
+      );
+    });
+
+    it.each([
+      [["shop/nope"], "meshcni rules: pod shop/nope is not on node node-a\n"],
+      [["shop"], 'meshcni rules: expected one NAMESPACE/POD, got "shop" (see meshcni rules --help)\n'],
+      [["shop/a", "shop/b"], 'meshcni rules: expected one NAMESPACE/POD, got "shop/a shop/b" (see meshcni rules --help)\n'],
+      [["shop/checkout", "--output", "yaml"], 'meshcni rules: --output must be table or json, not "yaml" (see meshcni rules --help)\n'],
+    ])("refuses %j with one line and exit 2", async (args, message) => {
+      const result = await rules(...args);
+      expect([result.exitCode, result.stderr]).toEqual([2, message.trimEnd()]);
+    });
+  });
+
   it("exits 2 with the reason when the API cannot be reached", async () => {
     const result = await execa(meshcniBinary, ["audit", "--node", "node-a", "--kubeconfig", `${api.dir}/absent`], { reject: false });
     expect(result.exitCode).toBe(2);

@@ -108,6 +108,7 @@ describe.skipIf(!isRoot)("the agent's repair, policy redirect (the default)", ()
     await s.host.waitFor(() => s.eventsFor("early").length === 1, 5000);
     expect(s.eventsFor("early")[0]).toMatchObject({
       reason: "MeshRedirectMissing",
+      action: "WriteRedirect",
       type: "Warning",
       involvedObject: { kind: "Pod", uid: "uid-shop-early" },
     });

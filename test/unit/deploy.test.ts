@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { PodMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
 import { DaemonSet, type IDaemonSet } from "kubernetes-models/apps/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, ServiceAccount } from "kubernetes-models/v1";
@@ -7,8 +8,12 @@ import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { parseInstallerOptions } from "../../src/installer/options.js";
 import { renderTemplate } from "../../src/installer/template.js";
+import { parseManifestArgs } from "../../src/manifests/main.js";
+import { clusterRules, defaultManifestOptions, type ManifestOptions } from "../../src/manifests/render.js";
+import { manifestFiles, manifestsYaml } from "../../src/manifests/yaml.js";
 import { linkerdDefaults } from "../../src/mesh/defaults.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
+import { manifestKinds } from "../kit/fixtures.js";
 
 const deployDir = join(import.meta.dirname, "../../deploy");
 const models: Record<string, new (data: never) => { validate(): void }> = {
@@ -20,82 +25,128 @@ const models: Record<string, new (data: never) => { validate(): void }> = {
   ConfigMap: ConfigMap as never,
   Namespace: Namespace as never,
   ServiceAccount: ServiceAccount as never,
+  PodMonitor: PodMonitor as never,
 };
 
 type Manifest = { kind: string; metadata: { name: string; namespace?: string }; [key: string]: unknown };
 
-function load(file: string): Manifest[] {
-  return parseAllDocuments(readFileSync(join(deployDir, file), "utf8")).map((doc) => {
-    if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]!.message}`);
+function parseYaml(text: string, source: string): Manifest[] {
+  return parseAllDocuments(text).map((doc) => {
+    if (doc.errors.length > 0) throw new Error(`${source}: ${doc.errors[0]!.message}`);
     return doc.toJS() as Manifest;
   });
 }
 
-const kustomization = load("kustomization.yaml")[0] as unknown as { resources: string[]; namespace: string };
-const manifests = kustomization.resources.flatMap(load);
-const byKind = (kind: string) => manifests.filter((manifest) => manifest.kind === kind);
-const daemonSet = byKind("DaemonSet")[0] as unknown as IDaemonSet;
-const podSpec = daemonSet.spec!.template.spec!;
-const container = podSpec.containers[0]!;
-const env = container.env ?? [];
-/** The agent's settings as the DaemonSet gives them: its args and the env values it sets. */
-const agentOptions = (args: string[] = []) =>
-  parseInstallerOptions(
-    args,
-    Object.fromEntries(env.flatMap((variable) => (variable.value === undefined ? [] : [[variable.name, variable.value]]))),
-    "/usr/local/bin/meshcni",
-  );
+const load = (file: string) => parseYaml(readFileSync(join(deployDir, file), "utf8"), file);
+const rendered = (argv: string[]) => parseYaml(manifestsYaml(parseManifestArgs(argv)), `meshcni manifests ${argv.join(" ")}`);
 
-describe("deploy/ manifests", () => {
-  it("lists every manifest in the kustomization, and nothing that is missing", () => {
+/** Each object against the Kubernetes OpenAPI schema (and the Prometheus Operator's CRD schema), offline. */
+function expectValid(manifests: Manifest[]): void {
+  for (const manifest of manifests) {
+    const Model = models[manifest.kind];
+    expect(Model, `no schema for ${manifest.kind}`).toBeDefined();
+    expect(() => new Model!(manifest as never).validate(), `${manifest.kind}/${manifest.metadata.name}`).not.toThrow();
+  }
+}
+
+/** The agent's container and its settings as the DaemonSet gives them: its args and the env values it sets. */
+function agentOf(manifests: Manifest[]) {
+  const daemonSet = manifests.find((manifest) => manifest.kind === "DaemonSet") as unknown as IDaemonSet;
+  const podSpec = daemonSet.spec!.template.spec!;
+  const container = podSpec.containers[0]!;
+  const env = container.env ?? [];
+  const options = parseInstallerOptions(
+    container.args ?? [],
+    Object.fromEntries(env.flatMap((variable) => (variable.value === undefined ? [] : [[variable.name, variable.value]]))),
+    container.command![0]!,
+  );
+  return { daemonSet, podSpec, container, env, options };
+}
+
+const kustomization = load("kustomization.yaml")[0] as unknown as { resources: string[]; namespace: string };
+const deployed = kustomization.resources.flatMap(load);
+const byKind = (kind: string) => deployed.filter((manifest) => manifest.kind === kind);
+const { podSpec, container, env, options: agent } = agentOf(deployed);
+
+describe("deploy/ and meshcni manifests", () => {
+  it("agree: deploy/ is exactly what `meshcni manifests --output-dir` writes with the defaults", () => {
+    const files = manifestFiles(defaultManifestOptions);
+    expect(readdirSync(deployDir).sort()).toEqual(files.map((file) => file.name).sort());
+    for (const { name, text } of files)
+      expect(readFileSync(join(deployDir, name), "utf8"), `deploy/${name} (npm run manifests)`).toBe(text);
+    expect(rendered([])).toEqual(deployed);
+  });
+
+  it("lists every manifest in the kustomization", () => {
     const files = readdirSync(deployDir).filter((name) => name.endsWith(".yaml") && name !== "kustomization.yaml");
     expect([...kustomization.resources].sort()).toEqual(files.sort());
   });
 
-  it("validates each object against the Kubernetes OpenAPI schema", () => {
-    expect(manifests.length).toBeGreaterThanOrEqual(6);
-    for (const manifest of manifests) {
-      const Model = models[manifest.kind];
-      expect(Model, `no schema for ${manifest.kind}`).toBeDefined();
-      expect(() => new Model!(manifest as never).validate(), `${manifest.kind}/${manifest.metadata.name}`).not.toThrow();
-    }
+  it.each([
+    [[]],
+    [["--repair", "evict", "--pod-monitor", "--startup-taint", ""]],
+    [["--repair", "none", "--namespace", "mesh-system", "--toleration", "dedicated=mesh:NoSchedule", "--node-selector", "pool=mesh"]],
+    [["--label", "team=net", "--netconf", "proxy-uid=1337", "--memory-limit", "512Mi", "--priority-class", "system-cluster-critical"]],
+  ])("renders objects valid against the Kubernetes schemas: %j", (argv) => {
+    const manifests = rendered(argv);
+    expectValid(manifests);
+    expect(manifests.map((manifest) => manifest.kind)).toEqual([
+      ...manifestKinds,
+      ...(argv.includes("--pod-monitor") ? ["PodMonitor"] : []),
+    ]);
+    // The agent accepts the args the DaemonSet gives it.
+    expect(() => agentOf(manifests)).not.toThrow();
   });
 
-  it("runs on every node, on the host network, with the host dirs mounted where the agent looks", () => {
+  it("validates deploy/ against the Kubernetes schemas", () => expectValid(deployed));
+
+  it("runs on every Linux node, on the host network, with the host dirs mounted where the agent looks", () => {
     expect(podSpec.hostNetwork).toBe(true);
-    expect(podSpec.tolerations).toContainEqual({ operator: "Exists" });
-    const options = agentOptions();
+    expect(podSpec.nodeSelector).toEqual({ "kubernetes.io/os": "linux" });
+    expect(podSpec.tolerations).toEqual([{ operator: "Exists" }]);
+    expect(podSpec.securityContext?.seccompProfile).toEqual({ type: "RuntimeDefault" });
     const mounts = container.volumeMounts!.map((mount) => mount.mountPath);
-    expect(mounts).toContain(`${options.hostRoot}${options.netDir}`);
-    expect(mounts).toContain(`${options.hostRoot}${options.binDir}`);
+    expect(mounts).toContain(`${agent.hostRoot}${agent.netDir}`);
+    expect(mounts).toContain(`${agent.hostRoot}${agent.binDir}`);
     const hostPaths = podSpec.volumes!.map((volume) => volume.hostPath?.path);
-    expect(hostPaths).toEqual(expect.arrayContaining([options.netDir, options.binDir]));
+    expect(hostPaths).toEqual(expect.arrayContaining([agent.netDir, agent.binDir]));
   });
 
-  it("wires readiness to `meshcni ready`, with the agent's own environment", () => {
-    expect(container.command!.slice(1)).toEqual(["install"]);
-    expect(container.readinessProbe!.exec!.command).toEqual([container.command![0], "ready"]);
+  it("serves /readyz, /healthz and /metrics on a named port the probes and Prometheus use", () => {
+    expect(agent.listen).toEqual({ host: "", port: 9911 });
+    expect(container.ports).toEqual([{ name: "metrics", containerPort: 9911, protocol: "TCP" }]);
+    expect(container.readinessProbe!.httpGet).toEqual({ path: "/readyz", port: "metrics" });
+    expect(container.livenessProbe!.httpGet).toEqual({ path: "/healthz", port: "metrics" });
+    expect(podSpec).toBeDefined();
+    const annotations = agentOf(deployed).daemonSet.spec!.template.metadata!.annotations;
+    expect(annotations).toEqual({ "prometheus.io/scrape": "true", "prometheus.io/port": "9911", "prometheus.io/path": "/metrics" });
+    const monitor = rendered(["--pod-monitor", "--metrics-port", "9100"]);
+    expect(monitor.at(-1)).toMatchObject({ kind: "PodMonitor", spec: { podMetricsEndpoints: [{ port: "metrics", path: "/metrics" }] } });
+    expect(agentOf(monitor).options.listen).toEqual({ host: "", port: 9100 });
   });
 
-  it("gives the agent its node, its own pod, and the host's netns and state dirs for the audit", () => {
+  it("gives the agent its node, its own pod, its log level, and the host's netns and state dirs for the audit", () => {
     const fieldOf = (name: string) => env.find((variable) => variable.name === name)?.valueFrom?.fieldRef?.fieldPath;
     expect([fieldOf("NODE_NAME"), fieldOf("POD_NAME"), fieldOf("POD_NAMESPACE")]).toEqual([
       "spec.nodeName",
       "metadata.name",
       "metadata.namespace",
     ]);
-    const options = agentOptions(container.args);
-    expect(options).toMatchObject({
+    expect(agent).toMatchObject({
       repair: "redirect",
       onStop: "auto",
+      logLevel: "info",
       startupTaint: { key: "meshcni.io/not-ready", effect: "NoSchedule" },
     });
     const mounts = Object.fromEntries(container.volumeMounts!.map((mount) => [mount.mountPath, mount]));
     // The sweep writes records (adopted, repaired) and removes stale ones.
-    expect(mounts[`${options.hostRoot}${options.stateDir}`]).toBeDefined();
-    expect(mounts[`${options.hostRoot}${options.stateDir}`]!.readOnly).toBeFalsy();
-    for (const dir of options.netnsDirs) expect(mounts[`${options.hostRoot}${dir}`]).toMatchObject({ mountPropagation: "HostToContainer" });
-    expect(container.securityContext!.capabilities!.add).toEqual(["SYS_ADMIN", "NET_ADMIN", "NET_RAW"]);
+    expect(mounts[`${agent.hostRoot}${agent.stateDir}`]!.readOnly).toBeFalsy();
+    for (const dir of agent.netnsDirs) expect(mounts[`${agent.hostRoot}${dir}`]).toMatchObject({ mountPropagation: "HostToContainer" });
+    expect(container.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"], add: ["SYS_ADMIN", "NET_ADMIN", "NET_RAW"] },
+    });
   });
 
   it("ships a template that the agent accepts and the plugin parses", () => {
@@ -109,20 +160,78 @@ describe("deploy/ manifests", () => {
     expect(reference).toEqual({ name: configMap.metadata.name, key: "cni_network_config" });
   });
 
-  it("grants the service account exactly what the plugin and the agent use", () => {
-    const role = byKind("ClusterRole")[0] as unknown as { rules: unknown[] };
-    expect(role.rules).toEqual([
-      { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "patch"] },
-      { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] },
-      { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
-      { apiGroups: [""], resources: ["events"], verbs: ["create"] },
-      { apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] },
-    ]);
+  it("binds the ClusterRole and the Role to the agent's service account", () => {
     const ownNamespace = byKind("Role")[0] as unknown as { rules: unknown[] };
     expect(ownNamespace.rules).toEqual([{ apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] }]);
     for (const kind of ["ClusterRoleBinding", "RoleBinding"]) {
       const binding = byKind(kind)[0] as unknown as { subjects: Array<{ name: string; namespace: string }> };
       expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: podSpec.serviceAccountName, namespace: kustomization.namespace }]);
     }
+  });
+});
+
+describe("RBAC sized by what is turned on", () => {
+  const verbsOf = (options: Pick<ManifestOptions, "repair" | "startupTaint">) =>
+    Object.fromEntries(clusterRules(options).map((rule) => [rule.resources.join(","), rule.verbs.join(",")]));
+  const base = { pods: "get,list,watch", namespaces: "get", events: "create" };
+
+  it.each([
+    ["redirect", undefined, base],
+    ["none", undefined, base],
+    ["label", undefined, { ...base, pods: "get,list,watch,patch" }],
+    ["evict", undefined, { ...base, pods: "get,list,watch,patch", "pods/eviction": "create" }],
+    ["redirect", "meshcni.io/not-ready:NoSchedule", { ...base, nodes: "get,patch" }],
+  ] as const)("--repair %s, startup taint %s", (repair, startupTaint, expected) => {
+    expect(verbsOf({ repair, startupTaint })).toEqual(expected);
+  });
+
+  it("the deployed ClusterRole is the default's: redirect repair and a startup taint", () => {
+    expect((byKind("ClusterRole")[0] as unknown as { rules: unknown[] }).rules).toEqual(clusterRules(defaultManifestOptions));
+  });
+});
+
+describe("meshcni manifests flags", () => {
+  it("puts each setting everywhere it belongs", () => {
+    const manifests = rendered([
+      ...["--namespace", "mesh-system", "--image", "registry.local/meshcni:dev", "--log-level", "debug", "--repair", "label"],
+      ...["--net-dir", "/etc/cni/multus/net.d", "--bin-dir", "/var/lib/cni/bin", "--netns-dir", "/run/netns"],
+      ...["--node-selector", "pool=mesh", "--toleration", "dedicated=mesh:NoSchedule", "--label", "team=net"],
+      ...["--netconf", 'inbound-ports-to-ignore=["4190","4191","9090"]', "--cpu-request", "50m", "--memory-request", "128Mi"],
+    ]);
+    const { daemonSet, podSpec: spec, container: agentContainer, options } = agentOf(manifests);
+    expect(
+      manifests.filter((manifest) => manifest.metadata.namespace !== undefined).map((manifest) => manifest.metadata.namespace),
+    ).toEqual(Array(5).fill("mesh-system"));
+    expect(agentContainer.image).toBe("registry.local/meshcni:dev");
+    expect(options).toMatchObject({ logLevel: "debug", repair: "label", netDir: "/etc/cni/multus/net.d", binDir: "/var/lib/cni/bin" });
+    expect(options.netnsDirs).toEqual(["/run/netns"]);
+    const hostPaths = spec.volumes!.map((volume) => volume.hostPath?.path);
+    expect(hostPaths).toEqual(expect.arrayContaining(["/etc/cni/multus/net.d", "/var/lib/cni/bin", "/run/netns"]));
+    expect(agentContainer.volumeMounts!.map((mount) => mount.mountPath)).toEqual(
+      expect.arrayContaining(["/host/etc/cni/multus/net.d", "/host/var/lib/cni/bin", "/host/run/netns"]),
+    );
+    expect(spec.nodeSelector).toEqual({ "kubernetes.io/os": "linux", pool: "mesh" });
+    expect(spec.tolerations).toEqual([{ key: "dedicated", operator: "Equal", value: "mesh", effect: "NoSchedule" }]);
+    expect(agentContainer.resources).toEqual({ requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "224Mi" } });
+    expect(daemonSet.metadata!.labels).toMatchObject({ team: "net", "app.kubernetes.io/name": "meshcni" });
+    const configMap = manifests.find((manifest) => manifest.kind === "ConfigMap") as unknown as { data: { cni_network_config: string } };
+    const entry = JSON.parse(configMap.data.cni_network_config);
+    expect(entry).toMatchObject({
+      log_level: "debug",
+      linkerd: { ...linkerdDefaults, "inbound-ports-to-ignore": ["4190", "4191", "9090"] },
+    });
+  });
+
+  it.each([
+    [["--repair", "delete"], '--repair must be one of redirect, evict, label, none, not "delete"'],
+    [["--log-level", "verbose"], '--log-level must be one of debug, info, warn, error, not "verbose"'],
+    [["--metrics-port", "99999"], '--metrics-port must be a port, not "99999"'],
+    [["--node-selector", "pool"], '--node-selector must be KEY=VALUE, not "pool"'],
+    [["--toleration", "a:Sometimes"], '--toleration must be KEY[=VALUE][:EFFECT], not "a:Sometimes"'],
+    [["--netconf", "proxy-uid=-5"], "--netconf: "],
+    [["--netconf", "iptables-mode=ebpf"], "iptables-mode"],
+    [["--bogus"], "Unknown option '--bogus'"],
+  ])("refuses %j, naming the flag and the value", (argv, message) => {
+    expect(() => parseManifestArgs(argv)).toThrow(message);
   });
 });

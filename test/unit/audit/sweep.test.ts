@@ -92,7 +92,12 @@ describe("a sweep", () => {
       "PROXY_INIT_REDIRECT -p tcp -m comment --comment proxy-init/redirect-all-incoming-to-proxy-port -j REDIRECT --to-ports 4143",
     );
     expect(writes.events).toEqual([
-      { pod: "shop/cart", reason: "MeshRedirectMissing", message: expect.stringContaining("meshcni wrote the planned rules") },
+      {
+        pod: "shop/cart",
+        reason: "MeshRedirectMissing",
+        action: "WriteRedirect",
+        message: expect.stringContaining("meshcni wrote the planned rules"),
+      },
     ]);
     expect(pod.metadata?.uid).toBe("uid-shop-cart");
   });
@@ -120,7 +125,7 @@ describe("a sweep", () => {
     expect(byName.bare).toMatchObject({ action: "label", result: "done" });
     expect(writes.evictions).toEqual(["shop/b"]);
     expect(writes.labels).toEqual(["shop/bare"]);
-    expect(writes.events.map((event) => event.pod).sort()).toEqual(["shop/b", "shop/bare"]);
+    expect(writes.events.map((event) => `${event.pod} ${event.action}`).sort()).toEqual(["shop/b Evict", "shop/bare Label"]);
   });
 
   it("audits without a policy and changes nothing", async () => {

@@ -21,16 +21,23 @@ describe("planning the net dir", () => {
       0,
     );
     const write = applied(plan).write!;
-    expect(write).toMatchObject({ name: "10-calico.conflist", rechain: false, duplicates: false });
+    expect(write).toMatchObject({ name: "10-calico.conflist", cause: "chain", duplicates: false });
     expect(JSON.parse(write.text).plugins).toEqual([{ type: "calico" }, entry]);
     const again = planNetDir([{ name: write.name, text: write.text }], entry, memory, 1);
     expect(applied(again.plan).write).toBeUndefined();
   });
 
-  it("counts a re-chain only when a file that held our entry was changed by someone else", () => {
+  it("tells why it writes: a first chain, a config rewritten without the entry, another config sorting first", () => {
     const first = planNetDir([conflist("10-calico.conflist", ["calico"])], entry, freshMemory, 0);
     const rewritten = planNetDir([conflist("10-calico.conflist", ["calico"], { revision: 2 })], entry, first.memory, 1000);
-    expect(applied(rewritten.plan).write).toMatchObject({ rechain: true });
+    expect(applied(rewritten.plan).write).toMatchObject({ cause: "entry_removed" });
+    const cilium = planNetDir(
+      [conflist("05-cilium.conflist", ["cilium-cni"]), { name: "10-calico.conflist", text: applied(rewritten.plan).write!.text }],
+      entry,
+      rewritten.memory,
+      2000,
+    );
+    expect(applied(cilium.plan).write).toMatchObject({ name: "05-cilium.conflist", cause: "active_config_changed" });
   });
 
   it("waits out a half-written file that sorts first, then says the runtime cannot load it, touching nothing", () => {
@@ -94,7 +101,7 @@ describe("planning the net dir", () => {
     expect(held.write).toBeUndefined();
     expect(held.fight).toEqual({ file: "05-cilium.conflist", holdMs: 1000, started: { rechains: fightThreshold, backoffMs: 1000 } });
     const later = planNetDir([conflist("05-cilium.conflist", ["cilium-cni"], { round: 99 })], entry, memory, fightThreshold * 10 + 1000);
-    expect(applied(later.plan).write).toMatchObject({ rechain: true });
+    expect(applied(later.plan).write).toMatchObject({ cause: "entry_removed" });
   });
 
   it("does nothing without a valid config, never writing one of its own", () => {

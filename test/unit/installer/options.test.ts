@@ -15,9 +15,9 @@ describe("the agent's flags", () => {
     });
   });
 
-  it("reads HOST:PORT, an IPv6 host in brackets, or nothing", () => {
+  it("reads HOST:PORT, an IPv6 host in brackets, no host (every address), or nothing", () => {
     expect(parseListen("[::1]:9911")).toEqual({ host: "::1", port: 9911 });
-    expect(parseListen(":0")).toEqual({ host: "0.0.0.0", port: 0 });
+    expect(parseListen(":0")).toEqual({ host: "", port: 0 });
     expect(parseListen("")).toBeUndefined();
   });
 
@@ -28,9 +28,17 @@ describe("the agent's flags", () => {
     [["--on-stop", "maybe"], "--on-stop must be one of auto, keep, uninstall"],
     [["--max-evictions-per-minute=-1"], "--max-evictions-per-minute must be a whole number"],
     [["--audit-seconds", "0"], "--audit-seconds must be a positive number"],
+    [["--log-level", "warning"], '--log-level must be one of debug, info, warn, error, not "warning"'],
     [["--resync-seconds", ""], "--resync-seconds must be a positive number"],
   ])("refuses %j, naming the flag and the value", (argv, message) => {
     expect(() => parse(argv)).toThrow(message);
+  });
+
+  it("takes the log level from --log-level, else LOG_LEVEL, else info", () => {
+    expect(parse([]).logLevel).toBe("info");
+    expect(parse([], { LOG_LEVEL: "warn" }).logLevel).toBe("warn");
+    expect(parse(["--log-level", "error"], { LOG_LEVEL: "debug" }).logLevel).toBe("error");
+    expect(() => parse([], { LOG_LEVEL: "verbose" })).toThrow('--log-level must be one of debug, info, warn, error, not "verbose"');
   });
 
   it("takes lists and repeats", () => {

@@ -1,0 +1,112 @@
+import { existsSync, readdirSync } from "node:fs";
+import { hostname, networkInterfaces } from "node:os";
+import { join } from "node:path";
+import { readConfigFiles } from "../cni/config-dir.js";
+import { applyPlan, inspectPlans } from "../iptables/apply.js";
+import { resolveBackend } from "../iptables/backend.js";
+import { fileDetectionCache } from "../iptables/detection-cache.js";
+import { createIptablesRunner, hostSaveProbe } from "../iptables/exec.js";
+import { loadApiAccess } from "../kube/kubeconfig.js";
+import { createNodeApi, kubeConfigFrom } from "../kube/node-api.js";
+import { inNetns } from "../netns/enter.js";
+import { defaultStateDir, fileRecordStore, locksDir } from "../state/records.js";
+import { activeNetconf } from "./expectation.js";
+import { scanNetns } from "./scan.js";
+import type { SweepIo } from "./sweep.js";
+
+/** The flags of the commands that look at this host's pods (audit, rules), for parseArgs. */
+export const hostFlags = {
+  node: { type: "string" as const },
+  kubeconfig: { type: "string" as const },
+  "host-root": { type: "string" as const },
+  "state-dir": { type: "string" as const, default: defaultStateDir },
+  "net-dir": { type: "string" as const, default: "/etc/cni/net.d" },
+  "netns-dir": { type: "string" as const, multiple: true as const, default: ["/var/run/netns"] },
+  output: { type: "string" as const, default: "table" },
+};
+
+export const hostFlagsUsage = `  --node NAME               the node [NODE_NAME] (this host's name)
+  --output FORMAT           table or json (table)
+  --kubeconfig PATH         API access [KUBECONFIG] (else in-cluster)
+  --host-root DIR           where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] ("")
+  --state-dir DIR           the plugin's state_dir on the host (${defaultStateDir})
+  --net-dir DIR             the CNI config dir on the host, for pods without a record (/etc/cni/net.d)
+  --netns-dir DIR           where the runtime keeps pod netns, on the host (repeatable; /var/run/netns)`;
+
+export interface HostValues {
+  node: string;
+  hostRoot: string;
+  kubeconfig: string | undefined;
+  "state-dir": string;
+  "net-dir": string;
+  "netns-dir": string[];
+  output: "table" | "json";
+}
+
+/** The host flags' values with their environment fallbacks; throws on a bad --output. */
+export function hostValues(values: {
+  node?: string;
+  kubeconfig?: string;
+  "host-root"?: string;
+  "state-dir": string;
+  "net-dir": string;
+  "netns-dir": string[];
+  output: string;
+}): HostValues {
+  if (values.output !== "table" && values.output !== "json")
+    throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);
+  return {
+    ...values,
+    output: values.output,
+    node: values.node ?? process.env.NODE_NAME ?? hostname(),
+    hostRoot: values["host-root"] ?? process.env.CONTAINER_MOUNT_PREFIX ?? "",
+    kubeconfig: values.kubeconfig ?? process.env.KUBECONFIG,
+  };
+}
+
+/** The sweep's I/O on this host: the API, the state dir, the runtime's netns, iptables. */
+export function hostIo(values: HostValues): SweepIo {
+  const { node, hostRoot } = values;
+  const onHost = (path: string) => join(hostRoot || "/", path);
+  const stateDir = onHost(values["state-dir"]);
+  const runner = (backend: Parameters<typeof createIptablesRunner>[0]) =>
+    createIptablesRunner(backend, { wait: false, lockDir: locksDir(stateDir) });
+  return {
+    api: createNodeApi(kubeConfigFrom(values.kubeconfig ?? process.env.KUBECONFIG), node),
+    records: fileRecordStore(stateDir),
+    netconf: () => activeNetconf(readConfigFiles(onHost(values["net-dir"]))),
+    backend: (conf) => resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, fileDetectionCache(stateDir)),
+    // Control-plane pods skip the API server's port, as the plugin reads it from its kubeconfig.
+    apiServerPort: async (conf) =>
+      loadApiAccess(onHost(conf.kubernetes.kubeconfig)).then(
+        (access) => Number(access.server.port || (access.server.protocol === "https:" ? 443 : 80)),
+        () => 443,
+      ),
+    scan: (targets) =>
+      scanNetns(
+        targets,
+        { hostRoot, netnsDirs: values["netns-dir"] },
+        {
+          inNetns,
+          runner,
+          // getifaddrs in this thread, which is in the netns being looked into.
+          addresses: () => Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address)),
+          exists: existsSync,
+          list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
+          inspect: inspectPlans,
+        },
+      ),
+    async redirect(netns, backend, plans) {
+      const made = await runner(backend);
+      try {
+        await inNetns(onHost(netns), async () => {
+          for (const plan of plans) await applyPlan(made, plan);
+        });
+      } finally {
+        made.close();
+      }
+    },
+    netnsExists: (netns) => existsSync(onHost(netns)),
+    now: () => Date.now(),
+  };
+}

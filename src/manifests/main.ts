@@ -1,0 +1,145 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { repairPolicies } from "../audit/repair.js";
+import { errorMessage } from "../errors.js";
+import { parseNetConf } from "../mesh/netconf.js";
+import { defaultManifestOptions as defaults, type ManifestOptions } from "./render.js";
+import { manifestFiles, manifestsYaml } from "./yaml.js";
+
+export const manifestsUsage = `meshcni manifests [options]   print the manifests that install meshcni (kubectl apply -f -)
+
+  --namespace NS             where the agent runs (${defaults.namespace})
+  --image IMAGE              the agent's image (${defaults.image})
+  --log-level LEVEL          debug, info, warn or error, for the agent and the plugin (${defaults.logLevel})
+  --repair POLICY            ${repairPolicies.join(", ")} (${defaults.repair}); RBAC follows
+  --startup-taint TAINT      lifted once the node is ready; "" for none (${defaults.startupTaint})
+  --net-dir DIR              the nodes' CNI config dir (${defaults.netDir})
+  --bin-dir DIR              the nodes' CNI bin dir (${defaults.binDir})
+  --netns-dir DIR            where the runtime keeps pod netns (${defaults.netnsDir})
+  --cpu-request Q, --memory-request Q, --memory-limit Q   (${defaults.resources.cpuRequest}, ${defaults.resources.memoryRequest}, ${defaults.resources.memoryLimit})
+  --priority-class NAME      (${defaults.priorityClassName})
+  --node-selector KEY=VALUE  besides kubernetes.io/os=linux (repeatable)
+  --toleration KEY[=VALUE][:EFFECT]   tolerate only these (repeatable); every taint by default
+  --label KEY=VALUE          on every object (repeatable)
+  --netconf KEY=VALUE        a linkerd netconf setting, VALUE as JSON or a string (repeatable),
+                             e.g. --netconf proxy-uid=2102 --netconf 'inbound-ports-to-ignore=["4190","4191"]'
+  --metrics-port N           /metrics, /readyz and /healthz on the node (${defaults.metricsPort})
+  --pod-monitor              also a Prometheus Operator PodMonitor
+  --output-dir DIR           write one file per object and a kustomization.yaml instead
+`;
+
+function pairs(flag: string, list: string[]): Record<string, string> {
+  return Object.fromEntries(
+    list.map((pair) => {
+      const at = pair.indexOf("=");
+      if (at <= 0) throw new Error(`--${flag} must be KEY=VALUE, not ${JSON.stringify(pair)}`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
+}
+
+function parseToleration(text: string) {
+  const match = /^([A-Za-z0-9./_-]+)(?:=([A-Za-z0-9._-]*))?(?::(NoSchedule|PreferNoSchedule|NoExecute))?$/.exec(text);
+  if (!match) throw new Error(`--toleration must be KEY[=VALUE][:EFFECT], not ${JSON.stringify(text)}`);
+  return {
+    key: match[1]!,
+    operator: match[2] === undefined ? ("Exists" as const) : ("Equal" as const),
+    ...(match[2] ? { value: match[2] } : {}),
+    ...(match[3] ? { effect: match[3] } : {}),
+  };
+}
+
+/** Reads the flags into options; throws one line naming the bad flag and value. */
+export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir: string | undefined } {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      namespace: { type: "string", default: defaults.namespace },
+      image: { type: "string", default: defaults.image },
+      "log-level": { type: "string", default: defaults.logLevel },
+      repair: { type: "string", default: defaults.repair },
+      "startup-taint": { type: "string", default: defaults.startupTaint },
+      "net-dir": { type: "string", default: defaults.netDir },
+      "bin-dir": { type: "string", default: defaults.binDir },
+      "netns-dir": { type: "string", default: defaults.netnsDir },
+      "cpu-request": { type: "string", default: defaults.resources.cpuRequest },
+      "memory-request": { type: "string", default: defaults.resources.memoryRequest },
+      "memory-limit": { type: "string", default: defaults.resources.memoryLimit },
+      "priority-class": { type: "string", default: defaults.priorityClassName },
+      "node-selector": { type: "string", multiple: true, default: [] },
+      toleration: { type: "string", multiple: true, default: [] },
+      label: { type: "string", multiple: true, default: [] },
+      netconf: { type: "string", multiple: true, default: [] },
+      "metrics-port": { type: "string", default: String(defaults.metricsPort) },
+      "pod-monitor": { type: "boolean", default: false },
+      "output-dir": { type: "string" },
+    },
+  });
+  const oneOf = <T extends string>(flag: string, value: string, allowed: readonly T[]): T => {
+    if (!(allowed as readonly string[]).includes(value))
+      throw new Error(`--${flag} must be one of ${allowed.join(", ")}, not ${JSON.stringify(value)}`);
+    return value as T;
+  };
+  const metricsPort = Number(values["metrics-port"]);
+  if (!Number.isInteger(metricsPort) || metricsPort < 1 || metricsPort > 65535)
+    throw new Error(`--metrics-port must be a port, not ${JSON.stringify(values["metrics-port"])}`);
+  const linkerd = Object.fromEntries(
+    Object.entries(pairs("netconf", values.netconf)).map(([key, text]) => {
+      try {
+        return [key, JSON.parse(text)];
+      } catch {
+        return [key, text];
+      }
+    }),
+  );
+  const logLevel = oneOf("log-level", values["log-level"], ["debug", "info", "warn", "error"] as const);
+  // The netconf must be one the plugin accepts: a bad value is refused here, not at every pod start.
+  try {
+    parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "meshcni", type: "meshcni", log_level: logLevel, linkerd }));
+  } catch (error) {
+    throw new Error(`--netconf: ${errorMessage(error)}`);
+  }
+  return {
+    namespace: values.namespace,
+    image: values.image,
+    logLevel,
+    repair: oneOf("repair", values.repair, repairPolicies),
+    startupTaint: values["startup-taint"] || undefined,
+    netDir: values["net-dir"],
+    binDir: values["bin-dir"],
+    netnsDir: values["netns-dir"],
+    resources: { cpuRequest: values["cpu-request"], memoryRequest: values["memory-request"], memoryLimit: values["memory-limit"] },
+    priorityClassName: values["priority-class"],
+    nodeSelector: pairs("node-selector", values["node-selector"]),
+    tolerations: values.toleration.length > 0 ? values.toleration.map(parseToleration) : undefined,
+    labels: pairs("label", values.label),
+    linkerd,
+    metricsPort,
+    podMonitor: values["pod-monitor"],
+    outputDir: values["output-dir"],
+  };
+}
+
+export function runManifests(argv: string[]): number {
+  let options: ReturnType<typeof parseManifestArgs>;
+  try {
+    options = parseManifestArgs(argv);
+  } catch (error) {
+    process.stderr.write(`meshcni manifests: ${errorMessage(error)} (see meshcni manifests --help)\n`);
+    return 2;
+  }
+  if (!options.outputDir) {
+    process.stdout.write(manifestsYaml(options));
+    return 0;
+  }
+  try {
+    mkdirSync(options.outputDir, { recursive: true });
+    for (const { name, text } of manifestFiles(options)) writeFileSync(join(options.outputDir, name), text);
+  } catch (error) {
+    process.stderr.write(`meshcni manifests: cannot write ${options.outputDir}: ${errorMessage(error)}\n`);
+    return 1;
+  }
+  return 0;
+}

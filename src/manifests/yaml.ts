@@ -1,0 +1,53 @@
+import { Document, isMap, isScalar, isSeq } from "yaml";
+import { type FieldComment, type ManifestOptions, manifestComments, renderManifests } from "./render.js";
+
+const header = "# Rendered by `meshcni manifests` (npm run manifests): change its flags or src/manifests/, not this file.\n";
+
+/** Puts the comment above the field (a map key) or the item (a list entry) at the path. */
+function annotate(doc: Document, { path, text }: FieldComment): void {
+  const parent = doc.getIn(path.slice(0, -1), true);
+  const last = path.at(-1);
+  const commentBefore = text
+    .split("\n")
+    .map((line) => ` ${line}`)
+    .join("\n");
+  if (isMap(parent)) {
+    const pair = parent.items.find((item) => isScalar(item.key) && item.key.value === last);
+    if (!pair || !isScalar(pair.key)) throw new Error(`no field ${path.join(".")} to comment`);
+    pair.key.commentBefore = commentBefore;
+  } else if (isSeq(parent) && typeof last === "number" && parent.items[last]) {
+    (parent.items[last] as { commentBefore?: string }).commentBefore = commentBefore;
+  } else throw new Error(`no field ${path.join(".")} to comment`);
+}
+
+/** One object as YAML, with the comments that say why its fields are so. */
+function objectYaml(object: { kind: string }, comments: FieldComment[]): string {
+  const doc = new Document(object, { aliasDuplicateObjects: false });
+  for (const comment of comments) if (comment.kind === object.kind) annotate(doc, comment);
+  return doc.toString({ lineWidth: 0 });
+}
+
+/** The manifests as one multi-document YAML stream (`kubectl apply -f -`). Pure. */
+export function manifestsYaml(options: ManifestOptions): string {
+  const comments = manifestComments(options);
+  return (
+    header +
+    renderManifests(options)
+      .map((object) => objectYaml(object, comments))
+      .join("---\n")
+  );
+}
+
+/** The manifests as files: one per object and a kustomization.yaml listing them (`kubectl apply -k`). Pure. */
+export function manifestFiles(options: ManifestOptions): Array<{ name: string; text: string }> {
+  const comments = manifestComments(options);
+  const objects = renderManifests(options);
+  const files = objects.map((object) => ({ name: `${object.kind.toLowerCase()}.yaml`, text: header + objectYaml(object, comments) }));
+  const kustomization = {
+    apiVersion: "kustomize.config.k8s.io/v1beta1",
+    kind: "Kustomization",
+    namespace: options.namespace,
+    resources: files.map((file) => file.name),
+  };
+  return [...files, { name: "kustomization.yaml", text: header + objectYaml(kustomization, []) }];
+}

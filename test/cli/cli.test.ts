@@ -1,0 +1,144 @@
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
+import packageJson from "../../package.json" with { type: "json" };
+import { conflist } from "../kit/agent.js";
+import { manifestKinds } from "../kit/fixtures.js";
+import { meshcniBinary } from "../kit/network.js";
+
+/** Runs the compiled binary as an operator would: no CNI_* variables in its environment. */
+function meshcni(...args: string[]) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("CNI_")));
+  const result = spawnSync(meshcniBinary, args, { env, encoding: "utf8", timeout: 20_000 });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const commands = ["install", "ready", "audit", "rules", "check", "manifests"];
+const scratch = mkdtempSync(join(tmpdir(), "meshcni-cli-"));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+describe("meshcni's command line", () => {
+  it("prints its usage with no arguments, naming every command", () => {
+    const result = meshcni();
+    expect(result.status).toBe(0);
+    for (const command of [...commands, "version", "help"]) expect(result.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
+    expect(meshcni("--help").stdout).toBe(result.stdout);
+    expect(meshcni("-h").stdout).toBe(result.stdout);
+  });
+
+  it("prints its version with build details", () => {
+    const result = meshcni("--version");
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(
+      new RegExp(
+        `^meshcni ${packageJson.version.replaceAll(".", "\\.")} \\(commit [0-9a-f]{7,}(-dirty)?, bun \\d+\\.\\d+\\.\\d+, linux/(x64|arm64)\\)\\n$`,
+      ),
+    );
+    expect(meshcni("version").stdout).toBe(result.stdout);
+  });
+
+  it.each(commands)("%s: -h, --help and `meshcni help` print the same usage", (command) => {
+    const help = meshcni("help", command);
+    expect(help.status).toBe(0);
+    expect(help.stdout).toContain(`meshcni ${command}`);
+    expect(meshcni(command, "--help")).toEqual(help);
+    expect(meshcni(command, "-h")).toEqual(help);
+  });
+
+  it.each([
+    [["bogus"], 'meshcni: unknown command "bogus" (see meshcni help)'],
+    [["help", "bogus"], 'meshcni: no command "bogus" (see meshcni help)'],
+    [["install", "--listen", "nowhere"], 'meshcni install: --listen must be HOST:PORT, not "nowhere" (see meshcni install --help)'],
+    [["ready", "--bogus"], "meshcni ready: Unknown option '--bogus'"],
+    [["audit", "--output", "xml"], 'meshcni audit: --output must be table or json, not "xml"'],
+    [["audit", "--repair", "delete"], 'meshcni audit: --repair must be one of redirect, evict, label, none, not "delete"'],
+    [["rules"], 'meshcni rules: expected one NAMESPACE/POD, got ""'],
+    [["check"], "meshcni check: say what to check: --pre (a node before installing)"],
+    [["check", "--pre", "--output", "yaml"], 'meshcni check: --output must be table or json, not "yaml"'],
+    [["manifests", "--repair", "delete"], 'meshcni manifests: --repair must be one of redirect, evict, label, none, not "delete"'],
+    [["manifests", "--netconf", "proxy-uid"], 'meshcni manifests: --netconf must be KEY=VALUE, not "proxy-uid"'],
+    [["manifests", "--metrics-port"], "meshcni manifests: Option '--metrics-port <value>' argument missing"],
+  ])("refuses %j: one line on stderr, exit 2, nothing on stdout", (args, message) => {
+    const result = meshcni(...args);
+    expect(result.status).toBe(2);
+    expect(result.stdout).toBe("");
+    expect(result.stderr.split("\n")).toHaveLength(2);
+    expect(result.stderr).toContain(message);
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+  });
+});
+
+describe("meshcni manifests", () => {
+  it("prints YAML documents, one object each, ready for kubectl apply -f -", () => {
+    const result = meshcni("manifests", "--repair", "evict", "--pod-monitor");
+    expect(result.status).toBe(0);
+    const docs = parseAllDocuments(result.stdout).map((doc) => doc.toJS() as { kind: string });
+    expect(docs.map((doc) => doc.kind)).toEqual([...manifestKinds, "PodMonitor"]);
+  });
+
+  it("writes deploy/ as it is with --output-dir and the defaults", () => {
+    const out = join(scratch, "deploy");
+    expect(meshcni("manifests", "--output-dir", out).status).toBe(0);
+    const deploy = join(import.meta.dirname, "../../deploy");
+    expect(readdirSync(out).sort()).toEqual(readdirSync(deploy).sort());
+    for (const name of readdirSync(deploy))
+      expect(readFileSync(join(out, name), "utf8"), name).toBe(readFileSync(join(deploy, name), "utf8"));
+  });
+});
+
+describe("meshcni check --pre", () => {
+  /** A node under a host root: containerd's config, the CNI dirs it names, a linkerd-cni already there. */
+  function node(cniVersion: string): string {
+    const root = mkdtempSync(join(scratch, "node-"));
+    mkdirSync(join(root, "etc/containerd"), { recursive: true });
+    writeFileSync(
+      join(root, "etc/containerd/config.toml"),
+      'version = 2\n[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "/usr/lib/cni"\n  conf_dir = "/etc/cni/net.d"\n',
+    );
+    mkdirSync(join(root, "etc/cni/net.d"), { recursive: true });
+    writeFileSync(
+      join(root, "etc/cni/net.d/10-calico.conflist"),
+      conflist("k8s-pod-network", [{ type: "calico" }, { type: "linkerd-cni" }], { cniVersion }),
+    );
+    mkdirSync(join(root, "usr/lib/cni"), { recursive: true });
+    for (const binary of ["calico", "linkerd-cni"]) writeFileSync(join(root, "usr/lib/cni", binary), "");
+    mkdirSync(join(root, "var/run/netns"), { recursive: true });
+    return root;
+  }
+
+  it("says which config the runtime loads, from the runtime's own config, and what to do about each finding", () => {
+    const result = meshcni("check", "--pre", "--host-root", node("1.0.0"));
+    expect(result.status, result.stdout).toBe(0);
+    const lines = result.stdout.trimEnd().split("\n");
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^ok {4}runtime +containerd \(\/etc\/containerd\/config\.toml\): CNI configs in \/etc\/cni\/net\.d, binaries in \/usr\/lib\/cni/,
+      ),
+    );
+    expect(lines).toContainEqual(expect.stringMatching(/^warn {2}install +.*`meshcni manifests --bin-dir \/usr\/lib\/cni`$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^ok {4}runtime config +the runtime loads \/etc\/cni\/net\.d\/10-calico\.conflist \(conflist\): primary CNI calico, cniVersion 1\.0\.0$/,
+      ),
+    );
+    expect(lines).toContainEqual(expect.stringMatching(/^warn {2}cniVersion +runtimes send STATUS and GC only from cniVersion 1\.1\.0/));
+    expect(lines.filter((line) => /^warn {2}linkerd-cni /.test(line))).toHaveLength(2);
+    expect(lines.every((line) => /^(ok|warn|fail) /.test(line))).toBe(true);
+  });
+
+  it("fails, exit 1, when the runtime has no CNI config yet; --output json", () => {
+    const root = node("1.1.0");
+    rmSync(join(root, "etc/cni/net.d/10-calico.conflist"));
+    const result = meshcni("check", "--pre", "--host-root", root, "--output", "json");
+    expect(result.status).toBe(1);
+    const results = JSON.parse(result.stdout) as Array<{ check: string; level: string; message: string }>;
+    expect(results.find((entry) => entry.check === "runtime config")).toEqual({
+      check: "runtime config",
+      level: "fail",
+      message: "no CNI config in /etc/cni/net.d: install the primary CNI first; meshcni chains after it",
+    });
+  });
+});

@@ -1,0 +1,129 @@
+import { describe, expect, it } from "vitest";
+import { type CheckResult, type NodeFacts, preflight } from "../../../src/preflight/checks.js";
+import { conflist } from "../../kit/agent.js";
+
+const allIptables = ["nft", "legacy"].flatMap((backend) =>
+  ["iptables", "ip6tables"].flatMap((tool) => [`${tool}-${backend}-save`, `${tool}-${backend}-restore`]),
+);
+
+/** A node ready for meshcni: containerd with the default dirs, Calico at cniVersion 1.1.0, both iptables. */
+const healthy: NodeFacts = {
+  runtime: {
+    runtime: "containerd",
+    file: "/etc/containerd/config.toml",
+    confDir: "/etc/cni/net.d",
+    binDirs: ["/opt/cni/bin"],
+    netnsDir: "/var/run/netns",
+  },
+  explicit: {},
+  netDir: "/etc/cni/net.d",
+  configs: [{ name: "10-calico.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }], { cniVersion: "1.1.0" }) }],
+  binDir: "/opt/cni/bin",
+  binaries: ["calico", "calico-ipam", "portmap"],
+  iptablesBinaries: allIptables,
+  detection: { backend: "nft", found: true },
+  kernel: "6.1.0-27-amd64",
+  nfTables: "loaded",
+  netnsDirs: [{ dir: "/var/run/netns", entries: 12 }],
+  stateDir: { path: "/var/run/meshcni", exists: true, writable: true },
+};
+
+const check = (facts: Partial<NodeFacts>) => preflight({ ...healthy, ...facts });
+const levels = (results: CheckResult[]) => results.map((result) => `${result.level} ${result.check}`);
+const about = (results: CheckResult[], name: string) => results.filter((result) => result.check === name);
+
+describe("meshcni check --pre", () => {
+  it("passes a ready node, naming the config the runtime loads, its primary CNI and cniVersion", () => {
+    const results = check({});
+    expect(results.every((result) => result.level === "ok")).toBe(true);
+    expect(about(results, "runtime config")[0]!.message).toBe(
+      "the runtime loads /etc/cni/net.d/10-calico.conflist (conflist): primary CNI calico, cniVersion 1.1.0",
+    );
+  });
+
+  it("warns that STATUS and GC never come below cniVersion 1.1.0", () => {
+    const results = check({ configs: [{ name: "10-calico.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }]) }] });
+    expect(about(results, "cniVersion")).toEqual([
+      expect.objectContaining({ level: "warn", message: expect.stringContaining("only from cniVersion 1.1.0 (here 1.0.0)") }),
+    ]);
+  });
+
+  it("fails without a primary CNI, and names a config the runtime cannot load", () => {
+    expect(about(check({ configs: [] }), "runtime config")[0]).toMatchObject({
+      level: "fail",
+      message: expect.stringContaining("install the primary CNI first"),
+    });
+    expect(about(check({ configs: { unreadable: "ENOENT" } }), "runtime config")[0]).toMatchObject({
+      level: "fail",
+      message: expect.stringContaining("no /etc/cni/net.d"),
+    });
+    const broken = check({ configs: [{ name: "05-cilium.conflist", text: "{" }, ...(healthy.configs as [])] });
+    expect(about(broken, "runtime config")[0]).toMatchObject({
+      level: "fail",
+      message: expect.stringContaining("05-cilium.conflist is not a valid CNI config"),
+    });
+  });
+
+  it("finds a linkerd-cni already chained or installed, and says meshcni is already there", () => {
+    const both = check({
+      configs: [{ name: "10-calico.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }, { type: "linkerd-cni" }]) }],
+      binaries: ["calico", "linkerd-cni"],
+    });
+    expect(about(both, "linkerd-cni").map((result) => result.level)).toEqual(["warn", "warn"]);
+    expect(about(both, "linkerd-cni")[0]!.message).toContain("migration");
+    const ours = check({
+      configs: [{ name: "10-calico.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }, { type: "meshcni" }]) }],
+    });
+    expect(about(ours, "meshcni")).toEqual([expect.objectContaining({ level: "ok" })]);
+  });
+
+  it("fails without iptables binaries, or without the ones of the backend auto picks", () => {
+    expect(about(check({ iptablesBinaries: [] }), "iptables")[0]).toMatchObject({
+      level: "fail",
+      message: expect.stringContaining("apt-get install iptables"),
+    });
+    const legacyOnly = check({ iptablesBinaries: allIptables.filter((name) => name.includes("legacy")) });
+    expect(levels(about(legacyOnly, "backend"))).toEqual(["ok backend", "fail backend"]);
+    expect(about(legacyOnly, "backend")[1]!.message).toContain("set linkerd.iptables-mode to legacy");
+    expect(about(check({ detection: { backend: "nft", found: false } }), "backend")[0]!.level).toBe("warn");
+  });
+
+  it("judges nf_tables and the kernel", () => {
+    expect(about(check({ nfTables: "built-in" }), "kernel")[0]!.level).toBe("ok");
+    expect(about(check({ nfTables: "module" }), "kernel")[0]!.level).toBe("ok");
+    expect(about(check({ nfTables: "absent" }), "kernel")[0]).toMatchObject({
+      level: "warn",
+      message: expect.stringContaining("iptables-mode legacy"),
+    });
+    expect(levels(about(check({ kernel: "4.19.0-21-amd64" }), "kernel"))).toEqual(["ok kernel", "warn kernel"]);
+  });
+
+  it("warns of a missing netns dir and fails an unwritable state dir; a state dir still to be created is fine", () => {
+    expect(about(check({ netnsDirs: [{ dir: "/run/netns", entries: undefined }] }), "netns dir")[0]!.level).toBe("warn");
+    expect(about(check({ stateDir: { path: "/var/run/meshcni", exists: false, writable: true } }), "state dir")[0]).toMatchObject({
+      level: "ok",
+      message: "/var/run/meshcni can be created (the first ADD does)",
+    });
+    expect(about(check({ stateDir: { path: "/var/run/meshcni", exists: true, writable: false } }), "state dir")[0]!.level).toBe("fail");
+  });
+
+  it("reads the runtime's dirs, warns when the given ones differ, and says how to install for non-default ones", () => {
+    const runtime = {
+      runtime: "containerd" as const,
+      file: "/etc/containerd/config.toml",
+      confDir: "/etc/cni/net.d",
+      binDirs: ["/usr/lib/cni"],
+      netnsDir: "/var/run/netns",
+    };
+    const results = check({ runtime, explicit: { binDir: "/opt/cni/bin" } });
+    expect(about(results, "runtime").map((result) => `${result.level}: ${result.message}`)).toEqual([
+      "ok: containerd (/etc/containerd/config.toml): CNI configs in /etc/cni/net.d, binaries in /usr/lib/cni, pod netns in /var/run/netns",
+      "warn: --bin-dir /opt/cni/bin, but containerd uses /usr/lib/cni: meshcni must be installed where the runtime looks",
+    ]);
+    expect(about(results, "install")[0]!.message).toBe(
+      "this node's runtime uses non-default dirs: install with `meshcni manifests --bin-dir /usr/lib/cni`",
+    );
+    expect(about(check({ runtime: undefined }), "runtime")[0]!.level).toBe("warn");
+    expect(about(check({ runtime: { file: "/etc/containerd/config.toml", invalid: "Invalid TOML" } }), "runtime")[0]!.level).toBe("fail");
+  });
+});
