@@ -2,13 +2,13 @@ import { existsSync, readdirSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
 import { join } from "node:path";
 import { readConfigFiles } from "../cni/config-dir.js";
-import { applyPlan, inspectPlans } from "../iptables/apply.js";
-import { resolveBackend } from "../iptables/backend.js";
+import { type Backend, resolveBackend } from "../iptables/backend.js";
 import { fileDetectionCache } from "../iptables/detection-cache.js";
-import { createIptablesRunner, hostSaveProbe } from "../iptables/exec.js";
+import { binaryAvailable, hostSaveProbe } from "../iptables/exec.js";
 import { loadApiAccess } from "../kube/kubeconfig.js";
 import { createNodeApi, kubeConfigFrom } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
+import { createRedirector, inspectPlans } from "../redirector.js";
 import { defaultStateDir, fileRecordStore, locksDir } from "../state/records.js";
 import { activeNetconf } from "./expectation.js";
 import { scanNetns } from "./scan.js";
@@ -69,13 +69,12 @@ export function hostIo(values: HostValues): SweepIo {
   const { node, hostRoot } = values;
   const onHost = (path: string) => join(hostRoot || "/", path);
   const stateDir = onHost(values["state-dir"]);
-  const runner = (backend: Parameters<typeof createIptablesRunner>[0]) =>
-    createIptablesRunner(backend, { wait: false, lockDir: locksDir(stateDir) });
+  const redirector = (backend: Backend) => createRedirector(backend, { wait: false, lockDir: locksDir(stateDir) });
   return {
     api: createNodeApi(kubeConfigFrom(values.kubeconfig ?? process.env.KUBECONFIG), node),
     records: fileRecordStore(stateDir),
     netconf: () => activeNetconf(readConfigFiles(onHost(values["net-dir"]))),
-    backend: (conf) => resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, fileDetectionCache(stateDir)),
+    backend: (conf) => resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, fileDetectionCache(stateDir), binaryAvailable),
     // Control-plane pods skip the API server's port, as the plugin reads it from its kubeconfig.
     apiServerPort: async (conf) =>
       loadApiAccess(onHost(conf.kubernetes.kubeconfig)).then(
@@ -88,7 +87,7 @@ export function hostIo(values: HostValues): SweepIo {
         { hostRoot, netnsDirs: values["netns-dir"] },
         {
           inNetns,
-          runner,
+          redirector,
           // getifaddrs in this thread, which is in the netns being looked into.
           addresses: () => Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address)),
           exists: existsSync,
@@ -97,11 +96,9 @@ export function hostIo(values: HostValues): SweepIo {
         },
       ),
     async redirect(netns, backend, plans) {
-      const made = await runner(backend);
+      const made = await redirector(backend);
       try {
-        await inNetns(onHost(netns), async () => {
-          for (const plan of plans) await applyPlan(made, plan);
-        });
+        await inNetns(onHost(netns), () => made.apply(plans));
       } finally {
         made.close();
       }

@@ -2,12 +2,12 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { errorMessage } from "../errors.js";
 import type { Backend } from "../iptables/backend.js";
-import { createIptablesRunner } from "../iptables/exec.js";
 import { planLines, type RulePlan } from "../iptables/plan.js";
-import { ownLines, parseNatTable } from "../iptables/save.js";
+import { ownLines } from "../iptables/save.js";
 import type { Family } from "../iptables/types.js";
 import { inNetns } from "../netns/enter.js";
 import { formatPodKey, parsePodKey, podName } from "../pod-key.js";
+import { createRedirector } from "../redirector.js";
 import { locksDir } from "../state/records.js";
 import { classify } from "./classify.js";
 import { hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
@@ -22,22 +22,18 @@ recorded one, else the one ADD would compute now from meshcni's entry in the act
 Exit 0 when the netns holds the plan, 1 when it does not (or no netns is found), 2 on an error.
 `;
 
-/** The nat rules of our redirect in one netns, per family. */
-async function readRules(
-  netns: string,
-  backend: Backend,
-  families: Family[],
-  stateDir: string,
-): Promise<Partial<Record<Family, string[]>>> {
-  const runner = await createIptablesRunner(backend, { wait: false, lockDir: locksDir(stateDir) });
+/** Per family: meshcni's plan as the backend reads it back, and (with a netns) what the netns holds, as rule lines. */
+async function ruleLines(netns: string | undefined, backend: Backend, plans: RulePlan[], stateDir: string) {
+  const redirector = await createRedirector(backend, { wait: false, lockDir: locksDir(stateDir) });
   try {
-    return await inNetns(netns, async () => {
-      const found: Partial<Record<Family, string[]>> = {};
-      for (const family of families) found[family] = ownLines(parseNatTable(await runner.save(family)));
-      return found;
-    });
+    const found = new Map<Family, string[]>();
+    if (netns !== undefined)
+      await inNetns(netns, async () => {
+        for (const plan of plans) found.set(plan.family, ownLines(await redirector.read(plan.family)));
+      });
+    return plans.map((plan) => ({ family: plan.family, planned: planLines(redirector.expected(plan)), found: found.get(plan.family) }));
   } finally {
-    runner.close();
+    redirector.close();
   }
 }
 
@@ -67,20 +63,13 @@ export async function runRules(argv: string[]): Promise<number> {
     if (!entry?.target) throw new Error(entry?.problem ?? "no plan");
     const observation = (await io.scan([entry.target])).get(entry.target.uid) ?? { found: false as const, reason: "not looked into" };
     const audit = classify(pod, entry.record, observation);
-    const plans: RulePlan[] = entry.target.plans;
-    const found = observation.found
-      ? await readRules(
-          onHost(observation.netns),
-          entry.target.backend,
-          plans.map((plan) => plan.family),
-          onHost(host["state-dir"]),
-        )
-      : {};
-    const families = plans.map((plan) => ({ family: plan.family, planned: planLines(plan), found: found[plan.family] }));
+    const netns = observation.found ? onHost(observation.netns) : undefined;
+    const families = await ruleLines(netns, entry.target.backend, entry.target.plans, onHost(host["state-dir"]));
     const planFrom = entry.record ? "its ADD record" : "meshcni's entry in the active config";
     if (host.output === "json") {
-      const netns = observation.found ? observation.netns : undefined;
-      process.stdout.write(`${JSON.stringify({ ...audit, netns, backend: entry.target.backend, planFrom, families }, null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify({ ...audit, netns: observation.found ? observation.netns : undefined, backend: entry.target.backend, planFrom, families }, null, 2)}\n`,
+      );
     } else {
       const lines = [
         `pod ${formatPodKey(audit)} (${audit.uid}) on ${host.node}: ${audit.status}`,

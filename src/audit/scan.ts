@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { errorMessage } from "../errors.js";
 import type { Backend } from "../iptables/backend.js";
-import type { IptablesRunner } from "../iptables/exec.js";
 import type { RulePlan } from "../iptables/plan.js";
+import type { Redirector } from "../redirector.js";
 import type { Observation } from "./classify.js";
 
 /** One pod to look for: its netns as ADD recorded it (host path), else its IPs; what to compare it with. */
@@ -14,15 +14,15 @@ export interface ScanTarget {
   backend: Backend;
 }
 
-/** The scan's I/O, passed in: netns, iptables, the host's dirs. */
+/** The scan's I/O, passed in: netns, the redirect's backends, the host's dirs. */
 export interface ScanIo {
   inNetns<T>(path: string, action: () => Promise<T>): Promise<T>;
-  runner(backend: Backend): Promise<IptablesRunner>;
+  redirector(backend: Backend): Promise<Redirector>;
   /** The addresses of the netns this thread is in. */
   addresses(): string[];
   exists(path: string): boolean;
   list(dir: string): string[];
-  inspect(runner: IptablesRunner, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }>;
+  inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }>;
 }
 
 /**
@@ -37,12 +37,6 @@ export async function scanNetns(
 ): Promise<Map<string, Observation>> {
   const observations = new Map<string, Observation>();
   const onHost = (path: string) => join(options.hostRoot || "/", path);
-  const runners = new Map<Backend, Promise<IptablesRunner>>();
-  const runner = (backend: Backend) => {
-    const made = runners.get(backend) ?? io.runner(backend);
-    runners.set(backend, made);
-    return made;
-  };
   const recorded = new Map<string, ScanTarget[]>();
   for (const target of targets) {
     if (target.recordedNetns === undefined) continue;
@@ -53,38 +47,45 @@ export async function scanNetns(
   const unmatched = new Set(targets.filter((target) => target.recordedNetns === undefined));
   const visit = async (netns: string, known: ScanTarget[]) => {
     const matched = [...known];
-    await io.inNetns(onHost(netns), async () => {
-      if (unmatched.size > 0) {
-        const here = new Set(io.addresses());
-        for (const target of unmatched) {
-          if (target.ips.some((ip) => here.has(ip))) {
-            matched.push(target);
-            unmatched.delete(target);
+    // Per netns: an nftables socket belongs to the netns it is opened in.
+    const made = new Map<Backend, Promise<Redirector>>();
+    const redirector = (backend: Backend) => {
+      const existing = made.get(backend) ?? io.redirector(backend);
+      made.set(backend, existing);
+      return existing;
+    };
+    try {
+      await io.inNetns(onHost(netns), async () => {
+        if (unmatched.size > 0) {
+          const here = new Set(io.addresses());
+          for (const target of unmatched) {
+            if (target.ips.some((ip) => here.has(ip))) {
+              matched.push(target);
+              unmatched.delete(target);
+            }
           }
         }
-      }
-      for (const target of matched) {
-        const found = await io.inspect(await runner(target.backend), target.plans);
-        observations.set(target.uid, { found: true, netns, ...found });
-      }
-    });
-  };
-  try {
-    for (const [netns, known] of recorded) {
-      await visit(netns, known).catch((error: unknown) => {
-        for (const target of known) observations.set(target.uid, { found: false, reason: `netns ${netns}: ${errorMessage(error)}` });
+        for (const target of matched) {
+          const found = await io.inspect(await redirector(target.backend), target.plans);
+          observations.set(target.uid, { found: true, netns, ...found });
+        }
       });
+    } finally {
+      for (const opened of made.values()) (await opened.catch(() => undefined))?.close();
     }
-    for (const dir of options.netnsDirs) {
-      for (const name of unmatched.size > 0 ? io.list(onHost(dir)) : []) {
-        const netns = join(dir, name);
-        // A bind mount that went away, or is no netns: not a pod's.
-        if (!recorded.has(netns)) await visit(netns, []).catch(() => undefined);
-        if (unmatched.size === 0) break;
-      }
+  };
+  for (const [netns, known] of recorded) {
+    await visit(netns, known).catch((error: unknown) => {
+      for (const target of known) observations.set(target.uid, { found: false, reason: `netns ${netns}: ${errorMessage(error)}` });
+    });
+  }
+  for (const dir of options.netnsDirs) {
+    for (const name of unmatched.size > 0 ? io.list(onHost(dir)) : []) {
+      const netns = join(dir, name);
+      // A bind mount that went away, or is no netns: not a pod's.
+      if (!recorded.has(netns)) await visit(netns, []).catch(() => undefined);
+      if (unmatched.size === 0) break;
     }
-  } finally {
-    for (const made of runners.values()) (await made.catch(() => undefined))?.close();
   }
   for (const target of unmatched) {
     observations.set(target.uid, {

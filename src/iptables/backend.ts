@@ -1,13 +1,16 @@
 import type { Family } from "./types.js";
 
 /** Which iptables front end writes the rules; "plain" is whatever `iptables` is on the host. */
-export type Backend = "legacy" | "nft" | "plain";
+export type IptablesBackend = "legacy" | "nft" | "plain";
+/** What writes the redirect: an iptables front end, or nf_tables over netlink in-process (no binary). */
+export type Backend = IptablesBackend | "nftables";
+export const backends = ["legacy", "nft", "plain", "nftables"] as const satisfies readonly Backend[];
 
 /** What the netconf may ask for: a backend, or "auto" to detect the node's. */
-export const iptablesModes = ["legacy", "nft", "plain", "auto"] as const;
+export const iptablesModes = [...backends, "auto"] as const;
 export type IptablesMode = (typeof iptablesModes)[number];
 
-export function binaryName(backend: Backend, family: Family, tool: "save" | "restore"): string {
+export function binaryName(backend: IptablesBackend, family: Family, tool: "save" | "restore"): string {
   const prefix = family === "ipv6" ? "ip6tables" : "iptables";
   return backend === "plain" ? `${prefix}-${tool}` : `${prefix}-${backend}-${tool}`;
 }
@@ -48,10 +51,25 @@ export interface DetectionCache {
   write(backend: "legacy" | "nft"): void;
 }
 
-export async function resolveBackend(mode: IptablesMode, probe: SaveProbe, cache?: DetectionCache): Promise<Backend> {
+/** iptables' restore binaries, per front end, for IPv4 and IPv6: with none of them, auto picks nftables. */
+export const restoreBinaries = (["nft", "legacy"] as const).flatMap((backend) =>
+  (["ipv4", "ipv6"] as const).map((family) => binaryName(backend, family, "restore")),
+);
+
+/**
+ * The backend for a mode: auto detects the node's iptables backend (cached once kubelet's
+ * chains decided it), or picks nftables when the host has no iptables binaries at all.
+ */
+export async function resolveBackend(
+  mode: IptablesMode,
+  probe: SaveProbe,
+  cache?: DetectionCache,
+  available: (binary: string) => boolean = () => true,
+): Promise<Backend> {
   if (mode !== "auto") return mode;
   const cached = cache?.read();
   if (cached) return cached;
+  if (!restoreBinaries.some(available)) return "nftables";
   const detection = await detectBackend(probe);
   // Without kubelet's chains the answer is a default that may change once kubelet runs.
   if (detection.found) cache?.write(detection.backend);

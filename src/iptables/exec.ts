@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Options } from "execa";
 import { errnoCode, errorMessage } from "../errors.js";
 import { processFileName, removeFile } from "../files.js";
-import { type Backend, binaryName, type SaveProbe } from "./backend.js";
+import { binaryName, type IptablesBackend, type SaveProbe } from "./backend.js";
 import type { Family } from "./types.js";
 
 /** execa is most of a plugin process's memory (bench/README.md): loaded when first needed. */
@@ -16,7 +16,7 @@ export const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/s
 export const iptablesTimeoutMs = 10_000;
 
 export interface IptablesRunner {
-  backend: Backend;
+  backend: IptablesBackend;
   save(family: Family): Promise<string>;
   restore(family: Family, text: string): Promise<void>;
   /** Removes what the runner left on the host (its private lock file). */
@@ -61,7 +61,7 @@ export class IptablesError extends Error {
  * `-w` is passed only when the netconf asks (use-wait-flag): with a private lock there
  * is nothing to wait for. nft commits through netlink and takes no lock.
  */
-export async function createIptablesRunner(backend: Backend, options: { wait: boolean; lockDir: string }): Promise<IptablesRunner> {
+export async function createIptablesRunner(backend: IptablesBackend, options: { wait: boolean; lockDir: string }): Promise<IptablesRunner> {
   const execa = await loadExeca();
   const lockFile = backend === "nft" ? undefined : processFileName(options.lockDir, "xtables");
   const execOptions: Options = {

@@ -1,19 +1,17 @@
 import { CniError, ErrorCode } from "../cni/errors.js";
-import { inspectPlans } from "../iptables/apply.js";
-import type { IptablesRunner } from "../iptables/exec.js";
 import { planRules } from "../iptables/plan.js";
-import { hasOwnRules, parseNatTable } from "../iptables/save.js";
+import { hasOwnRules } from "../iptables/save.js";
 import type { Family } from "../iptables/types.js";
 import { podName } from "../pod-key.js";
+import { inspectPlans, type Redirector } from "../redirector.js";
 import { type Decision, lookupPod, namedPod } from "./lookup.js";
-import { discardIptables, familiesFor, type PluginDeps, type PluginRequest, prepareIptables, withPodIptables } from "./request.js";
+import { discardRedirector, familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector } from "./request.js";
 
 /** An unmeshed pod must hold none of our chains or jumps. */
-async function strayRules(runner: IptablesRunner, families: Family[]): Promise<string[]> {
+async function strayRules(redirector: Redirector, families: Family[]): Promise<string[]> {
   const found: string[] = [];
   for (const family of families) {
-    if (hasOwnRules(parseNatTable(await runner.save(family))))
-      found.push(`${family}: redirect rules are present but the pod is not meshed`);
+    if (hasOwnRules(await redirector.read(family))) found.push(`${family}: redirect rules are present but the pod is not meshed`);
   }
   return found;
 }
@@ -30,31 +28,31 @@ export async function check(request: PluginRequest, deps: PluginDeps): Promise<u
     if (named) await lookupPod(request, deps, named);
     return;
   }
-  const preparing = prepareIptables(request, deps);
+  const preparing = prepareRedirector(request, deps);
   let decision: Decision | undefined;
   try {
     decision = named ? await lookupPod(request, deps, named) : undefined;
   } catch (error) {
-    await discardIptables(preparing);
+    await discardRedirector(preparing);
     throw error;
   }
   const spec = decision?.spec;
   const families = familiesFor(request.conf);
-  const differences = await withPodIptables(request, deps, preparing, async (runner) =>
+  const differences = await inPodNetns(request, deps, preparing, async (redirector) =>
     spec
       ? (
           await inspectPlans(
-            runner,
+            redirector,
             families.map((family) => planRules(spec, family)),
           )
         ).differences
-      : strayRules(runner, families),
+      : strayRules(redirector, families),
   );
   if (differences.length > 0) {
     const subject = decision ? `pod ${podName(decision.pod)}` : `container ${request.env.containerId}`;
     throw new CniError(
       ErrorCode.redirectMismatch,
-      `${subject}: iptables redirect differs from plan (${differences.length} difference${differences.length === 1 ? "" : "s"})`,
+      `${subject}: redirect differs from plan (${differences.length} difference${differences.length === 1 ? "" : "s"})`,
       differences.join("; "),
     );
   }

@@ -1,6 +1,5 @@
-import { removeOwnRules } from "../iptables/apply.js";
 import { NetnsGoneError, OwnNetnsError } from "../netns/enter.js";
-import { familiesFor, type PluginDeps, type PluginRequest, prepareIptables, swept, withPodIptables } from "./request.js";
+import { familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector, swept } from "./request.js";
 
 /**
  * DEL: remove our chains and the jumps into them, without the API (it may be down, the
@@ -23,11 +22,11 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<und
 
 async function removeRules(request: PluginRequest, deps: PluginDeps): Promise<void> {
   try {
-    await withPodIptables(request, deps, prepareIptables(request, deps), async (runner) => {
-      for (const family of familiesFor(request.conf)) {
-        const removed = await removeOwnRules(runner, family);
-        deps.log.info(removed ? "redirect removed" : "no redirect to remove", { family, backend: runner.backend });
-      }
+    await inPodNetns(request, deps, prepareRedirector(request, deps), async (redirector) => {
+      const families = familiesFor(request.conf);
+      const removed = await redirector.remove(families);
+      for (const family of families)
+        deps.log.info(removed.includes(family) ? "redirect removed" : "no redirect to remove", { family, backend: redirector.backend });
     });
   } catch (error) {
     if (error instanceof NetnsGoneError) deps.log.info("netns is gone, nothing to remove", { reason: error.message });

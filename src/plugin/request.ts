@@ -1,12 +1,12 @@
 import type { CniEnv } from "../cni/env.js";
 import { resultAddresses } from "../cni/result.js";
 import type { Backend } from "../iptables/backend.js";
-import type { IptablesRunner } from "../iptables/exec.js";
 import type { Family } from "../iptables/types.js";
 import type { KubeReader, KubeReaderOptions } from "../kube/pod-reader.js";
 import type { Logger } from "../log.js";
 import type { NetConf } from "../mesh/netconf.js";
 import { redirectFamilies } from "../mesh/pod.js";
+import type { Redirector } from "../redirector.js";
 import type { RecordStore } from "../state/records.js";
 
 /** One invocation: what the runtime passed. */
@@ -26,8 +26,8 @@ export interface PluginDeps {
   checkKubeconfig(path: string): Promise<void>;
   /** The backend the netconf selects; "auto" is detected in the host netns. */
   backend(conf: NetConf): Promise<Backend>;
-  /** A runner for the netconf's backend. */
-  iptables(conf: NetConf): Promise<IptablesRunner>;
+  /** What writes the redirect with the netconf's backend. */
+  redirector(conf: NetConf): Promise<Redirector>;
   /** Whether an executable of that name is on the runner's search path. */
   binaryAvailable(name: string): boolean;
   /** Throws unless `path` is a network namespace other than the plugin's own (the host's). */
@@ -45,32 +45,32 @@ export function familiesFor(conf: NetConf): Family[] {
 }
 
 /**
- * Starts getting a runner (loading execa, detecting the backend) in the host netns, so
- * that it overlaps the API lookup; its failure surfaces only when it is used.
+ * Starts getting a redirector (loading its backend's code, detecting the backend) in the
+ * host netns, so that it overlaps the API lookup; its failure surfaces only when it is used.
  */
-export function prepareIptables(request: PluginRequest, deps: PluginDeps): Promise<IptablesRunner> {
-  const preparing = deps.iptables(request.conf);
+export function prepareRedirector(request: PluginRequest, deps: PluginDeps): Promise<Redirector> {
+  const preparing = deps.redirector(request.conf);
   preparing.catch(() => undefined);
   return preparing;
 }
 
-/** Drops a prepared runner that is not needed after all (an unmeshed pod, a failed lookup). */
-export async function discardIptables(preparing: Promise<IptablesRunner>): Promise<void> {
+/** Drops a prepared redirector that is not needed after all (an unmeshed pod, a failed lookup). */
+export async function discardRedirector(preparing: Promise<Redirector>): Promise<void> {
   (await preparing.catch(() => undefined))?.close();
 }
 
-/** Runs `action` with the prepared runner, inside the pod netns. */
-export async function withPodIptables<T>(
+/** Runs `action` with the prepared redirector, inside the pod netns. */
+export async function inPodNetns<T>(
   request: PluginRequest,
   deps: PluginDeps,
-  preparing: Promise<IptablesRunner>,
-  action: (runner: IptablesRunner) => Promise<T>,
+  preparing: Promise<Redirector>,
+  action: (redirector: Redirector) => Promise<T>,
 ): Promise<T> {
-  const runner = await preparing;
+  const redirector = await preparing;
   try {
-    return await deps.inNetns(request.env.netns, () => action(runner));
+    return await deps.inNetns(request.env.netns, () => action(redirector));
   } finally {
-    runner.close();
+    redirector.close();
   }
 }
 

@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { readRegularFile, removeFile, sha256, sweepAbandoned, writeAtomic } from "../files.js";
-import type { Backend } from "../iptables/backend.js";
+import { type Backend, backends } from "../iptables/backend.js";
 import type { RulePlan } from "../iptables/plan.js";
 import type { PodKey } from "../pod-key.js";
 
@@ -59,7 +59,7 @@ const recordSchema = v.object({
   containerId: v.string(),
   ifname: v.string(),
   netns: v.string(),
-  backend: v.picklist(["legacy", "nft", "plain"]),
+  backend: v.picklist(backends),
   plans: v.array(
     v.object({
       family: v.picklist(["ipv4", "ipv6"]),

@@ -1,9 +1,9 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import type { Verb } from "../../src/cni/env.js";
 import { errorMessage } from "../../src/errors.js";
-import type { Backend } from "../../src/iptables/backend.js";
-import { binaryName } from "../../src/iptables/backend.js";
+import { type Backend, binaryName, type IptablesBackend } from "../../src/iptables/backend.js";
 import { IptablesError, type IptablesRunner } from "../../src/iptables/exec.js";
+import { iptablesRedirector } from "../../src/iptables/redirector.js";
 import { tokenize } from "../../src/iptables/save.js";
 import type { Family } from "../../src/iptables/types.js";
 import { ApiRequestError, type KubeReader } from "../../src/kube/pod-reader.js";
@@ -11,6 +11,7 @@ import type { Logger } from "../../src/log.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
 import { NetnsGoneError, OwnNetnsError } from "../../src/netns/enter.js";
 import type { PluginDeps, PluginRequest } from "../../src/plugin/request.js";
+import type { Redirector } from "../../src/redirector.js";
 import type { AttachmentRecord, RecordStore } from "../../src/state/records.js";
 import { podObject } from "./api-server.js";
 import { podArgs } from "./common.js";
@@ -152,8 +153,14 @@ export class FakeNode {
     return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
   }
 
+  /** The real iptables redirector over this node's fake iptables (it has no nftables). */
+  redirector(backend: Backend): Redirector {
+    if (backend === "nftables") throw new Error("the fake node has no nftables: the netns tests cover it");
+    return iptablesRedirector(this.runner(backend));
+  }
+
   /** A runner over the nat tables of the netns the caller is in (see enter). */
-  runner(backend: Backend): IptablesRunner {
+  runner(backend: IptablesBackend): IptablesRunner {
     const here = (family: Family) => {
       if (this.current === undefined) throw new Error("fake iptables used outside a pod netns");
       return this.table(this.current, family);
@@ -239,7 +246,7 @@ export class FakeNode {
         if (this.kubeconfigProblem) throw new Error(this.kubeconfigProblem);
       },
       backend,
-      iptables: async (conf) => this.runner(await backend(conf)),
+      redirector: async (conf) => this.redirector(await backend(conf)),
       binaryAvailable: (name) => !this.missingBinaries.has(name),
       checkNetns: (path) => this.checkNetns(path),
       inNetns: (path, action) => this.enter(path, action),

@@ -1,8 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { scanNetns } from "../../src/audit/scan.js";
 import type { SweepIo } from "../../src/audit/sweep.js";
-import { applyPlan, inspectPlans } from "../../src/iptables/apply.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
+import { inspectPlans } from "../../src/redirector.js";
 import type { FakeNode } from "./fake-node.js";
 
 export const stateDir = "/state";
@@ -50,17 +50,14 @@ export function fakeSweepIo(
         { hostRoot: "/", netnsDirs: [netnsDir] },
         {
           inNetns: (path, action) => node.enter(path, action),
-          runner: async (backend) => node.runner(backend),
+          redirector: async (backend) => node.redirector(backend),
           addresses: () => node.currentAddresses(),
           exists: (path) => node.netns.has(path),
           list: (dir) => [...node.netns.keys()].filter((path) => path.startsWith(`${dir}/`)).map((path) => path.slice(dir.length + 1)),
           inspect: inspectPlans,
         },
       ),
-    redirect: (netns, backend, plans) =>
-      node.enter(netns, async () => {
-        for (const plan of plans) await applyPlan(node.runner(backend), plan);
-      }),
+    redirect: async (netns, backend, plans) => void (await node.enter(netns, () => node.redirector(backend).apply(plans))),
     netnsExists: (netns) => node.netns.has(netns),
     now: options.now ?? (() => Date.now()),
   };

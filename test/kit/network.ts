@@ -47,8 +47,12 @@ export class TestNetwork {
   private readonly networks = new Set<string>();
   private readonly processes = new Set<ChildProcess>();
 
-  constructor(subnetIndex: number) {
+  /** IPv6 too (dual stack): a second range from fd00:251:<index>::/64, and no DAD delay in the pods. */
+  readonly ipv6Subnet: string | undefined;
+
+  constructor(subnetIndex: number, options: { ipv6?: boolean } = {}) {
     this.subnet = `10.251.${subnetIndex}.0/24`;
+    this.ipv6Subnet = options.ipv6 ? `fd00:251:${subnetIndex}::/64` : undefined;
   }
 
   /** Made on first use, so a suite that never runs leaves nothing behind. */
@@ -95,6 +99,9 @@ export class TestNetwork {
     await execa("ip", ["netns", "add", name]);
     this.netnsNames.add(name);
     await execa("ip", ["-n", name, "link", "set", "lo", "up"]);
+    // Addresses usable at once: duplicate address detection would hold them back ~2 s.
+    if (this.ipv6Subnet)
+      await execa("ip", ["netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0", "net.ipv6.conf.all.accept_dad=0"]);
     return name;
   }
 
@@ -122,7 +129,20 @@ export class TestNetwork {
           ipMasq: false,
           ipam: {
             type: "host-local",
-            ranges: [[{ subnet: this.subnet, rangeStart: `${prefix}.${block * 32 + 2}`, rangeEnd: `${prefix}.${block * 32 + 31}` }]],
+            ranges: [
+              [{ subnet: this.subnet, rangeStart: `${prefix}.${block * 32 + 2}`, rangeEnd: `${prefix}.${block * 32 + 31}` }],
+              ...(this.ipv6Subnet
+                ? [
+                    [
+                      {
+                        subnet: this.ipv6Subnet,
+                        rangeStart: `${this.ipv6Subnet.replace("::/64", "")}::${block}:2`,
+                        rangeEnd: `${this.ipv6Subnet.replace("::/64", "")}::${block}:ff`,
+                      },
+                    ],
+                  ]
+                : []),
+            ],
             dataDir: join(this.dir, "ipam"),
           },
         },
@@ -139,17 +159,22 @@ export class TestNetwork {
     return path;
   }
 
-  /** Runs cnitool on this network's conflists, or on `dirs` (an installer's net and bin dirs). */
+  /**
+   * Runs cnitool on this network's conflists, or on `dirs` (an installer's net and bin dirs);
+   * `wrap` is a command prefix cnitool runs under (e.g. one hiding the host's binaries).
+   */
   async cnitool(
     action: "add" | "check" | "del",
     network: string,
     netns: string,
     cniArgs = "",
     dirs = { conf: this.confDir, bin: this.binDir },
+    wrap: string[] = [],
   ): Promise<CniOutcome> {
     this.bridgeReady ??= this.createBridge();
     await this.bridgeReady;
-    const result = await execa(cnitoolBinary, [action, network, this.netnsPath(netns)], {
+    const [command, ...args] = [...wrap, cnitoolBinary, action, network, this.netnsPath(netns)];
+    const result = await execa(command!, args, {
       // As containerd does: Debian's plugins refuse K8S_* keys without IgnoreUnknown.
       env: {
         NETCONFPATH: dirs.conf,
@@ -181,11 +206,11 @@ export class TestNetwork {
     return { netns, ip };
   }
 
-  /** The first IPv4 address a cnitool ADD result gave, without its prefix. */
-  static address(result: CniOutcome): string {
+  /** The first address of a family a cnitool ADD result gave (IPv4 unless asked), without its prefix. */
+  static address(result: CniOutcome, family: "ipv4" | "ipv6" = "ipv4"): string {
     const ips = (result.json?.ips ?? []) as Array<{ address: string }>;
-    const address = ips.find((ip) => !ip.address.includes(":"))?.address;
-    if (!address) throw new Error(`no IPv4 address in ADD result: ${result.stdout} ${result.stderr}`);
+    const address = ips.find((ip) => ip.address.includes(":") === (family === "ipv6"))?.address;
+    if (!address) throw new Error(`no ${family} address in ADD result: ${result.stdout} ${result.stderr}`);
     return address.split("/")[0]!;
   }
 
@@ -202,9 +227,9 @@ export class TestNetwork {
     });
   }
 
-  /** Connects from a netns (as `uid`, when given) and returns what the far end answered. */
-  async connect(netns: string, host: string, port: number, uid?: number): Promise<string> {
-    const asUser = uid === undefined ? [] : ["setpriv", `--reuid=${uid}`, `--regid=${uid}`, "--clear-groups"];
+  /** Connects from a netns (as `uid`, and `gid` or the same, when given) and returns what the far end answered. */
+  async connect(netns: string, host: string, port: number, uid?: number, gid = uid): Promise<string> {
+    const asUser = uid === undefined ? [] : ["setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups"];
     const [command, ...prefix] = inNetnsCommand(netns);
     const result = await execa(command!, [...prefix, ...asUser, process.execPath, tcpHelper, "connect", host, String(port)], {
       reject: false,

@@ -8,11 +8,13 @@ if (mode === "serve") {
   let pending = args.length;
   for (const spec of args) {
     const [port, label] = spec.split("=");
-    net
-      .createServer((socket) => socket.end(label))
-      .listen(Number(port), "0.0.0.0", () => {
-        if (--pending === 0) process.stdout.write("ready\n");
-      });
+    // Every address, IPv6 and IPv4 (a netns without IPv6: IPv4 only).
+    const server = net.createServer((socket) => socket.end(label));
+    const ready = () => {
+      if (--pending === 0) process.stdout.write("ready\n");
+    };
+    server.once("error", () => server.listen(Number(port), "0.0.0.0", ready));
+    server.listen(Number(port), "::", ready);
   }
 } else if (mode === "connect") {
   const [host, port] = args;

@@ -2,7 +2,6 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { beforeEach, describe, expect, it } from "vitest";
 import { plansFor } from "../../../src/audit/expectation.js";
 import { allProtected, recordGraceMs, type SweepOptions, staleRecords, sweep } from "../../../src/audit/sweep.js";
-import { applyPlan } from "../../../src/iptables/apply.js";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
 import { add } from "../../../src/plugin/add.js";
 import { type PodOptions, podObject } from "../../kit/api-server.js";
@@ -31,7 +30,7 @@ describe("a sweep", () => {
   /** Rules as linkerd-cni (or meshcni without its record) would have written them. */
   const writeRules = async (pod: V1Pod, netns: string) =>
     node.enter(netns, async () => {
-      for (const plan of plansFor(conf, pod, undefined, 6443)) await applyPlan(node.runner("nft"), plan);
+      await node.redirector("nft").apply(plansFor(conf, pod, undefined, 6443));
     });
   /** A pod that went through meshcni's ADD, record and all. */
   const addedPod = async (name: string, podOptions: PodOptions = {}) => {

@@ -38,7 +38,7 @@ describe("CHECK", () => {
     node.table(netns).restore("*nat\n-D PROXY_INIT_OUTPUT -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN\nCOMMIT\n");
     const error = await checkFailure(check(pluginRequest("CHECK", { pod: ["shop", "web"] }), node.deps()));
     expect(error.code).toBe(100);
-    expect(error.message).toBe("pod shop/web: iptables redirect differs from plan (1 difference)");
+    expect(error.message).toBe("pod shop/web: redirect differs from plan (1 difference)");
     expect(error.details).toBe("ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN");
   });
 

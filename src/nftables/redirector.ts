@@ -1,0 +1,91 @@
+import { diffTable } from "../iptables/diff.js";
+import type { Family } from "../iptables/types.js";
+import type { Redirector } from "../redirector.js";
+import {
+  type BatchPart,
+  type Dumps,
+  decodeTable,
+  deleteTable,
+  dumpRequest,
+  newTable,
+  setElementsRequest,
+  setNames,
+  tableContents,
+  tableNames,
+} from "./codec.js";
+import { msg } from "./netlink.js";
+import { canonicalPlan, type NftTable, natTableOf, planTable, tableName } from "./ruleset.js";
+import { NftablesError, NftSocket } from "./socket.js";
+
+const EEXIST = 17;
+
+/**
+ * nf_tables over netlink, in-process: the redirect is a table of meshcni's own per family
+ * (`ip meshcni`, `ip6 meshcni`) with nat base chains at prerouting and output. ADD is one
+ * batch for every family; a repeated ADD reads the tables back and replaces only those
+ * that differ, in one batch; DEL deletes the tables in one batch. The socket is opened at
+ * first use, in the netns the caller is in.
+ */
+export function nftablesRedirector(): Redirector {
+  let socket: NftSocket | undefined;
+  const open = async () => {
+    socket ??= await NftSocket.open();
+    return socket;
+  };
+  const present = (nft: NftSocket, family: Family) =>
+    tableNames(nft.dump(`list tables (${family})`, dumpRequest(msg.getTable, family))).includes(tableName);
+  const readTable = (nft: NftSocket, family: Family): NftTable | undefined => {
+    const tables = nft.dump(`list tables (${family})`, dumpRequest(msg.getTable, family));
+    if (!tableNames(tables).includes(tableName)) return undefined;
+    const sets = nft.dump(`list sets (${family})`, dumpRequest(msg.getSet, family));
+    const dumps: Dumps = {
+      tables,
+      chains: nft.dump(`list chains (${family})`, dumpRequest(msg.getChain, family)),
+      sets,
+      rules: nft.dump(`list rules (${family})`, dumpRequest(msg.getRule, family)),
+      elements: new Map(
+        setNames(sets, tableName).map((set) => [set, nft.dump(`list set ${set}`, setElementsRequest(family, tableName, set))]),
+      ),
+    };
+    return decodeTable(family, tableName, dumps);
+  };
+  return {
+    backend: "nftables",
+    async apply(plans) {
+      const nft = await open();
+      let setId = 0;
+      const tables = plans.map((plan) => planTable(plan, () => ++setId));
+      try {
+        // A fresh netns: each table created, failing (EEXIST) as a whole when one is there.
+        nft.commit(tables.flatMap((table) => [newTable(table.family, table.name, true), ...tableContents(table)]));
+        return plans.map((plan) => plan.family);
+      } catch (error) {
+        if (!(error instanceof NftablesError && error.errno === EEXIST)) throw error;
+      }
+      const differing = tables.filter((_, index) => {
+        const plan = plans[index]!;
+        return diffTable(canonicalPlan(plan), natTableOf(readTable(nft, plan.family))).length > 0;
+      });
+      if (differing.length === 0) return [];
+      // Replaced atomically: created if missing, deleted with all it holds, created anew.
+      nft.commit(
+        differing.flatMap((table): BatchPart[] => [
+          newTable(table.family, table.name, false),
+          deleteTable(table.family, table.name),
+          newTable(table.family, table.name, false),
+          ...tableContents(table),
+        ]),
+      );
+      return differing.map((table) => table.family);
+    },
+    read: async (family) => natTableOf(readTable(await open(), family)),
+    expected: canonicalPlan,
+    async remove(families) {
+      const nft = await open();
+      const found = families.filter((family) => present(nft, family));
+      if (found.length > 0) nft.commit(found.map((family) => deleteTable(family, tableName)));
+      return found;
+    },
+    close: () => socket?.close(),
+  };
+}
