@@ -1,13 +1,10 @@
+import { spawn } from "node:child_process";
 import { accessSync, constants, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Options } from "execa";
 import { errnoCode, errorMessage } from "../errors.js";
 import { processFileName, removeFile } from "../files.js";
 import { binaryName, type IptablesBackend, type SaveProbe } from "./backend.js";
 import type { Family } from "./types.js";
-
-/** execa is most of a plugin process's memory (bench/README.md): loaded when first needed. */
-const loadExeca = async () => (await import("execa")).execa;
 
 /** Runtimes may exec plugins with a PATH lacking the sbin directories iptables lives in. */
 export const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");
@@ -23,6 +20,45 @@ export interface IptablesRunner {
   close(): void;
 }
 
+/** How a process ended: its exit code (undefined when a signal or spawn error ended it) and what it wrote. */
+interface Ran {
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+  /** Why it did not run or was killed: ENOENT, or the timeout. */
+  failure: "notFound" | "timedOut" | Error | undefined;
+}
+
+/**
+ * Runs a binary with an argument array (never a shell), `input` on stdin, killed
+ * (SIGKILL) after iptablesTimeoutMs. node:child_process, not execa: execa is most of a
+ * plugin process's memory (bench/README.md), and the pod-start path pays it per pod.
+ */
+function run(binary: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Ran> {
+  return new Promise((resolve) => {
+    const child = spawn(binary, args, { env, stdio: ["pipe", "pipe", "pipe"] });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    let failure: Ran["failure"];
+    const timer = setTimeout(() => {
+      failure = "timedOut";
+      child.kill("SIGKILL");
+    }, iptablesTimeoutMs);
+    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+    // A binary that exits before reading its input closes the pipe: its exit code says what happened.
+    child.stdin.on("error", () => undefined);
+    child.stdin.end(input ?? "");
+    child.once("error", (error) => {
+      failure ??= errnoCode(error) === "ENOENT" ? "notFound" : error;
+    });
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ exitCode: code ?? undefined, stdout: Buffer.concat(stdout).toString(), stderr: Buffer.concat(stderr).toString(), failure });
+    });
+  });
+}
+
 /** An iptables binary that failed, hung or is not there, with what ran and what it said. */
 export class IptablesError extends Error {
   readonly notFound: boolean;
@@ -35,16 +71,16 @@ export class IptablesError extends Error {
     readonly args: string[],
     readonly exitCode: number | undefined,
     readonly stderr: string,
-    cause: unknown,
+    failure: Ran["failure"],
   ) {
-    const notFound = errnoCode(cause) === "ENOENT";
-    const timedOut = (cause as { timedOut?: unknown } | undefined)?.timedOut === true;
+    const notFound = failure === "notFound";
+    const timedOut = failure === "timedOut";
     super(
       notFound
         ? `${binary} not found (searched ${searchPath}); install iptables or set linkerd.iptables-mode`
         : timedOut
           ? `${binary} timed out after ${iptablesTimeoutMs / 1000} s and was killed`
-          : `${binary} failed: ${stderr.trim() || (cause as { shortMessage?: string }).shortMessage || errorMessage(cause)}`,
+          : `${binary} failed: ${stderr.trim() || (failure ? errorMessage(failure) : `exit code ${exitCode}`)}`,
     );
     this.name = "IptablesError";
     this.notFound = notFound;
@@ -62,29 +98,20 @@ export class IptablesError extends Error {
  * is nothing to wait for. nft commits through netlink and takes no lock.
  */
 export async function createIptablesRunner(backend: IptablesBackend, options: { wait: boolean; lockDir: string }): Promise<IptablesRunner> {
-  const execa = await loadExeca();
   const lockFile = backend === "nft" ? undefined : processFileName(options.lockDir, "xtables");
-  const execOptions: Options = {
-    env: { PATH: searchPath, ...(lockFile ? { XTABLES_LOCKFILE: lockFile } : {}) },
-    stripFinalNewline: false,
-    timeout: iptablesTimeoutMs,
-    killSignal: "SIGKILL",
-  };
-  const run = async (binary: string, args: string[], input?: string) => {
-    try {
-      return String((await execa(binary, args, { ...execOptions, ...(input === undefined ? {} : { input }) })).stdout);
-    } catch (error) {
-      const failed = error as { exitCode?: number; stderr?: unknown };
-      throw new IptablesError(binary, args, failed.exitCode, String(failed.stderr ?? ""), error);
-    }
+  const env = { PATH: searchPath, ...(lockFile ? { XTABLES_LOCKFILE: lockFile } : {}) };
+  const runChecked = async (binary: string, args: string[], input?: string) => {
+    const ran = await run(binary, args, env, input);
+    if (ran.exitCode !== 0 || ran.failure) throw new IptablesError(binary, args, ran.exitCode, ran.stderr, ran.failure);
+    return ran.stdout;
   };
   return {
     backend,
-    save: (family) => run(binaryName(backend, family, "save"), ["-t", "nat"]),
+    save: (family) => runChecked(binaryName(backend, family, "save"), ["-t", "nat"]),
     async restore(family, text) {
       // Only restore takes the lock; made here, so a runner that only saves writes nothing.
       if (lockFile) mkdirSync(options.lockDir, { recursive: true, mode: 0o755 });
-      await run(binaryName(backend, family, "restore"), ["--noflush", ...(options.wait ? ["-w"] : [])], text);
+      await runChecked(binaryName(backend, family, "restore"), ["--noflush", ...(options.wait ? ["-w"] : [])], text);
     },
     close() {
       if (lockFile) removeFile(lockFile);
@@ -94,9 +121,8 @@ export async function createIptablesRunner(backend: IptablesBackend, options: { 
 
 /** Backend detection's probe: a failed or missing binary counts as no rules. */
 export const hostSaveProbe: SaveProbe = async (binary, args) => {
-  const execa = await loadExeca();
-  const result = await execa(binary, args, { env: { PATH: searchPath }, reject: false, timeout: iptablesTimeoutMs, killSignal: "SIGKILL" });
-  return result.exitCode === 0 ? String(result.stdout) : "";
+  const ran = await run(binary, args, { PATH: searchPath });
+  return ran.exitCode === 0 && !ran.failure ? ran.stdout : "";
 };
 
 /** Whether an executable of that name is on the path the runner searches. */

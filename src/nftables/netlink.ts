@@ -205,12 +205,15 @@ export interface NetlinkError {
 const NLMSGERR_ATTR_MSG = 1;
 const NLMSGERR_ATTR_OFFS = 2;
 
-/** Reads an NLMSG_ERROR: errno, the request header (capped), then extended ack attributes. */
+/** In an error message: only the request's header follows errno (NETLINK_CAP_ACK), not the whole request. */
+const NLM_F_CAPPED = 0x100;
+
+/** Reads an NLMSG_ERROR: errno, the request (its header only when capped), then extended ack attributes. */
 export function parseError(message: NetlinkMessage): NetlinkError {
   const view = new DataView(message.payload.buffer, message.payload.byteOffset, message.payload.byteLength);
   const errno = -view.getInt32(0, true);
   const seq = message.payload.byteLength >= 16 ? view.getUint32(12, true) : message.seq;
-  // With NETLINK_CAP_ACK only the request's 16-byte header follows errno.
-  const tlvs = message.flags & NLM_F_ACK_TLVS ? attrMap(message.payload.subarray(20)) : new Map<number, Uint8Array>();
+  const request = message.flags & NLM_F_CAPPED ? 16 : pad4(view.getUint32(4, true));
+  const tlvs = message.flags & NLM_F_ACK_TLVS ? attrMap(message.payload.subarray(4 + request)) : new Map<number, Uint8Array>();
   return { errno, seq, message: readStrz(tlvs.get(NLMSGERR_ATTR_MSG)), offset: readU32host(tlvs.get(NLMSGERR_ATTR_OFFS)) };
 }

@@ -270,8 +270,9 @@ export function ruleArgs(rule: NftRule, family: Family, sets: NftSet[]): string[
   for (let i = 0; i < exprs.length; ) {
     const [first, second, third] = [exprs[i]!, exprs[i + 1], exprs[i + 2]];
     const eq = (expr: Expr | undefined): expr is Extract<Expr, { kind: "cmp" }> => expr?.kind === "cmp" && expr.op === CMP_EQ;
+    const unknown = `nft:${first.kind === "other" ? first.name : first.kind}`;
     if (target.length > 0) {
-      matches.push(`nft:${first.kind}`);
+      matches.push(unknown);
       i++;
     } else if (first.kind === "meta" && eq(second)) {
       if (first.key === META_L4PROTO && second.data.byteLength === 1)
@@ -325,7 +326,7 @@ export function ruleArgs(rule: NftRule, family: Family, sets: NftSet[]): string[
       target.push("-j", "REDIRECT", "--to-ports", String(readU16be(first.data)));
       i += 2;
     } else {
-      matches.push(`nft:${first.kind}`);
+      matches.push(unknown);
       i++;
     }
   }

@@ -1,6 +1,16 @@
-import { errnoNames, libc, SyscallError } from "../libc.js";
+import { errnoNames, type Libc, libc, SyscallError } from "../libc.js";
 import type { BatchPart } from "./codec.js";
-import { encodeBatch, type NetlinkMessage, NLM_F_ACK, NLMSG_DONE, NLMSG_ERROR, parseAttrs, parseError, parseMessages } from "./netlink.js";
+import {
+  encodeBatch,
+  msg,
+  type NetlinkMessage,
+  NLM_F_ACK,
+  NLMSG_DONE,
+  NLMSG_ERROR,
+  parseAttrs,
+  parseError,
+  parseMessages,
+} from "./netlink.js";
 
 const AF_NETLINK = 16;
 const SOCK_RAW = 3;
@@ -24,25 +34,44 @@ export class NftablesError extends Error {
   }
 }
 
+/** Names of the top-level attributes of the messages meshcni sends, by message type. */
+const attributeNames: Record<number, Record<number, string>> = {
+  [msg.newTable]: { 1: "name", 2: "flags" },
+  [msg.delTable]: { 1: "name" },
+  [msg.newChain]: { 1: "table", 3: "name", 4: "hook", 5: "policy", 7: "type" },
+  [msg.newRule]: { 1: "table", 2: "chain", 4: "expressions", 7: "comment" },
+  [msg.newSet]: { 1: "table", 2: "name", 3: "flags", 4: "key type", 5: "key length", 9: "size", 10: "id", 13: "userdata" },
+  [msg.newSetElem]: { 1: "table", 2: "set", 3: "elements", 4: "set id" },
+};
+
 /**
  * Names the attribute at `offset` in a request (where the kernel's extended ack points):
- * the attribute types from the message down, an expression with its name.
+ * from the message down, top-level attributes by name, list entries by position (an
+ * expression with its name), nested ones by number.
  */
 export function attributePath(request: Uint8Array, offset: number): string {
   const view = new DataView(request.buffer, request.byteOffset, request.byteLength);
+  const names = attributeNames[view.getUint16(4, true) & 0xff] ?? {};
   const path: string[] = [];
   let [start, end] = [20, request.byteLength];
   descend: for (;;) {
-    for (let at = start; at + 4 <= end; ) {
+    for (let at = start, position = 1; at + 4 <= end; position++) {
       const length = view.getUint16(at, true);
       const rawType = view.getUint16(at + 2, true);
       if (length < 4) break descend;
       if (offset >= at && offset < at + length) {
         const nested = (rawType & 0x8000) !== 0;
+        const inList = path.at(-1) === "expressions" || path.at(-1) === "elements";
         const name = nested ? parseAttrs(request.subarray(at + 4, at + length)).find((inner) => inner.type === 1) : undefined;
-        const label =
-          name && /^[a-z]+\0$/.test(new TextDecoder().decode(name.value)) ? ` (${new TextDecoder().decode(name.value).slice(0, -1)})` : "";
-        path.push(`${rawType & 0x3fff}${label}`);
+        const text = name ? new TextDecoder().decode(name.value) : "";
+        const label = /^[a-z]+\0$/.test(text) ? ` (${text.slice(0, -1)})` : "";
+        path.push(
+          path.length === 0
+            ? (names[rawType & 0x3fff] ?? String(rawType & 0x3fff))
+            : inList
+              ? `#${position}${label}`
+              : String(rawType & 0x3fff),
+        );
         if (!nested || offset === at) break descend;
         [start, end] = [at + 4, at + length];
         continue descend;
@@ -51,7 +80,7 @@ export function attributePath(request: Uint8Array, offset: number): string {
     }
     break;
   }
-  return path.length > 0 ? `attribute ${path.join(" > ")}` : `offset ${offset}`;
+  return path.length > 0 ? `at ${path.join(" > ")}` : `at offset ${offset}`;
 }
 
 /**
@@ -64,12 +93,13 @@ export class NftSocket {
   private readonly buffer = new Uint8Array(receiveBytes);
 
   private constructor(
-    private readonly io: Awaited<ReturnType<typeof libc>>,
+    private readonly io: Libc,
     private readonly fd: number,
   ) {}
 
-  static async open(): Promise<NftSocket> {
-    const io = await libc();
+  /** Opens the socket; `io` is libc but for tests, which answer as the kernel would. */
+  static async open(io?: Libc): Promise<NftSocket> {
+    io ??= await libc();
     const fd = io.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
     try {
       // Acks carry only the request's header; errors name the attribute that failed.

@@ -8,7 +8,7 @@ import { PodLookupError } from "./lookup.js";
  * The one place where what the layers below throw becomes a CNI error code: an invalid
  * annotation is the pod's config (7), a failed lookup may pass (11), a CNI_NETNS naming
  * the host's netns is the runtime's error (4). Everything else
- * (IptablesError, NetnsGoneError, NetnsError, a file that cannot be written) is an I/O
+ * (IptablesError, NftablesError, SyscallError, NetnsGoneError, NetnsError, a file that cannot be written) is an I/O
  * failure (5), and each of those errors' messages already names what failed.
  */
 export function toCniError(error: unknown): CniError {

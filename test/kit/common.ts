@@ -6,6 +6,15 @@ export const isRoot = process.getuid?.() === 0;
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** Polls until the condition holds; throws after `timeoutMs`. */
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const started = performance.now();
+  while (!(await condition())) {
+    if (performance.now() - started > timeoutMs) throw new Error(`condition not met in ${timeoutMs} ms`);
+    await sleep(10);
+  }
+}
+
 /** CNI_ARGS naming a pod, as a runtime passes them. */
 export const podArgs = (namespace: string, name: string) => `K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name}`;
 

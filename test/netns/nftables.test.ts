@@ -1,9 +1,11 @@
-import { mkdirSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { isRoot, meshcniNetconf, podArgs } from "../kit/common.js";
+import { isRoot, meshcniNetconf, podArgs, until } from "../kit/common.js";
+import { expectCniError } from "../kit/expect-cni.js";
 import { type CniOutcome, invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
 
 /** `nft list table` of our table in a pod netns, one trimmed line each, or [] when there is none. */
@@ -230,6 +232,23 @@ describe.skipIf(!isRoot)("the nftables backend, through cnitool", () => {
     );
     expect((await plugin("ADD")).exitCode).toBe(0);
     expect(await audit()).toMatchObject({ status: "protected" });
+  });
+
+  it("fails ADD with code 5 naming the message and errno the kernel refused, and leaves nothing of its own", async () => {
+    // A table of that name owned by another process (nft -i, still running): the kernel lets no one else change it.
+    const owned = await net.addNetns("owned");
+    const owner = spawn("ip", ["netns", "exec", owned, "nft", "-i"], { stdio: ["pipe", "ignore", "ignore"] });
+    try {
+      owner.stdin!.write("add table ip meshcni { flags owner; }\n");
+      await until(async () => (await nftTable(owned, "ip")).includes("flags owner"));
+      const env = pluginEnv(net.netnsPath(owned), "owned", webArgs);
+      const result = await invokePlugin(env, meshcniNetconf({ stateDir: net.stateDir, kubeconfig, linkerd }));
+      expectCniError(result, 5, "nftables: add table ip meshcni failed: EPERM (1)");
+      expect(await nftTable(owned, "ip")).toEqual(["table ip meshcni { # progname nft", "flags owner", "}"]);
+      expect(existsSync(join(net.stateDir, "attachments", "owned_eth0.json"))).toBe(false);
+    } finally {
+      owner.kill();
+    }
   });
 
   it("gives an unmeshed pod no table, and CHECK fails if one appears", async () => {

@@ -24,3 +24,51 @@ export const goldenCases = {
     'table ip meshcni {\n chain c {\n  tcp dport { 4190, 8000-8010 } return comment "proxy-init/ignore-port-4190,8000:8010"\n }\n}\n',
   deleteTable: "table ip meshcni {\n}\ndelete table ip meshcni\n",
 };
+
+/** Rulesets as meshcni writes them, loaded by nft: dumps.test.ts reads the kernel's `nft list table` answers back. */
+export const dumpCases = {
+  ipv4: {
+    table: "ip meshcni",
+    ruleset: `table ip meshcni {
+ chain PROXY_INIT_REDIRECT {
+  tcp dport { 4191, 4190 } return comment "proxy-init/ignore-port-4191,4190"
+  ip saddr 10.16.0.0/12 return comment "proxy-init/ignore-subnet-10.16.0.0/12"
+  ip saddr 192.168.0.0/16 return comment "proxy-init/ignore-subnet-192.168.0.0/16"
+  meta l4proto tcp redirect to :4143 comment "proxy-init/redirect-all-incoming-to-proxy-port"
+ }
+ chain PROXY_INIT_OUTPUT {
+  meta skuid 2102 return comment "proxy-init/ignore-proxy-user-id"
+  meta skgid 2103 return comment "proxy-init/ignore-proxy-group-id"
+  oifname "lo" return comment "proxy-init/ignore-loopback"
+  tcp dport { 9091, 9200-9210 } return comment "proxy-init/ignore-port-9091,9200:9210"
+  meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"
+ }
+ chain PREROUTING {
+  type nat hook prerouting priority -100; policy accept;
+  jump PROXY_INIT_REDIRECT comment "proxy-init/install-proxy-init-prerouting"
+ }
+ chain OUTPUT {
+  type nat hook output priority -100; policy accept;
+  jump PROXY_INIT_OUTPUT comment "proxy-init/install-proxy-init-output"
+ }
+}
+`,
+  },
+  ipv6: {
+    table: "ip6 meshcni",
+    ruleset: `table ip6 meshcni {
+ chain PROXY_INIT_REDIRECT {
+  ip6 saddr fd00::/12 return comment "proxy-init/ignore-subnet-fd00::/12"
+  tcp dport 8080 redirect to :4143 comment "proxy-init/redirect-port-8080"
+ }
+ chain PREROUTING {
+  type nat hook prerouting priority 0; policy accept;
+  jump PROXY_INIT_REDIRECT comment "proxy-init/install-proxy-init-prerouting"
+ }
+}
+`,
+  },
+};
+
+/** A rule the kernel refuses (a jump to no chain): its error names the attribute. */
+export const refusedCase = "table ip meshcni {\n chain c {\n  jump nochain\n }\n}\n";

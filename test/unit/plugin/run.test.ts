@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors.js";
 import { IptablesError } from "../../../src/iptables/exec.js";
 import { NetnsGoneError } from "../../../src/netns/enter.js";
+import { NftablesError } from "../../../src/nftables/socket.js";
 import { toCniError } from "../../../src/plugin/failure.js";
 import { PodLookupError } from "../../../src/plugin/lookup.js";
 import { runVerb } from "../../../src/plugin/run.js";
@@ -31,19 +32,17 @@ describe("CNI error codes", () => {
       code: 5,
       message: expect.stringContaining("/var/run/netns/x"),
     });
+    expect(toCniError(new NftablesError("add table ip meshcni", 1, undefined))).toMatchObject({
+      code: 5,
+      message: "nftables: add table ip meshcni failed: EPERM (1)",
+    });
     const own = new CniError(7, "bad field");
     expect(toCniError(own)).toBe(own);
     expect(toCniError("a string").message).toBe("a string");
   });
 
   it("says when an iptables binary is missing, and where it was looked for", () => {
-    const missing = new IptablesError(
-      "iptables-nft-restore",
-      [],
-      undefined,
-      "",
-      Object.assign(new Error("spawn ENOENT"), { code: "ENOENT" }),
-    );
+    const missing = new IptablesError("iptables-nft-restore", [], undefined, "", "notFound");
     expect(missing.notFound).toBe(true);
     expect(missing.message).toMatch(
       /^iptables-nft-restore not found \(searched .*\/usr\/sbin.*\); install iptables or set linkerd\.iptables-mode$/,

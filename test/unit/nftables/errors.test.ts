@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import type { Libc } from "../../../src/libc.js";
+import { NLMSG_ERROR, parseError, parseMessages } from "../../../src/nftables/netlink.js";
+import { attributePath, NftablesError, NftSocket } from "../../../src/nftables/socket.js";
+import recorded from "./golden.json" with { type: "json" };
+
+const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex, "hex"));
+
+/** A recorded message as it was on the wire: its header rebuilt around the recorded body. */
+function wire({ type, flags, body }: { type: number; flags: number; body: string }, seq: number): Uint8Array {
+  const payload = bytes(body);
+  const message = new Uint8Array(16 + payload.byteLength);
+  const view = new DataView(message.buffer);
+  view.setUint32(0, message.byteLength, true);
+  view.setUint16(4, type, true);
+  view.setUint16(6, flags, true);
+  view.setUint32(8, seq, true);
+  message.set(payload, 16);
+  return message;
+}
+
+describe("the kernel's refusals", () => {
+  const error = recorded.refused.received.find((message) => message.type === NLMSG_ERROR)!;
+  const answer = parseError({ type: error.type, flags: error.flags, seq: 0, payload: bytes(error.body) });
+
+  it("reads errno, the request it answers and the extended ack (the kernel's own bytes, a whole request echoed)", () => {
+    expect(answer.errno).toBe(2);
+    // nft's rule was the third message of its batch (sequence numbers from 1).
+    expect(answer.seq).toBe(3);
+    expect(answer.offset).toBeGreaterThan(20);
+  });
+
+  it("names the attribute the kernel points at: the jump's chain in the rule's immediate expression", () => {
+    const rule = recorded.refused.sent.find((message) => (message.type & 0xff) === 6)!;
+    expect(attributePath(wire(rule, 3), answer.offset!)).toBe("at expressions > #1 (immediate)");
+  });
+
+  it("fails a commit on the kernel's refusal, naming the message (the rule, by its chain), the errno and the attribute", async () => {
+    const { newTable, tableContents } = await import("../../../src/nftables/codec.js");
+    const { ruleExprs } = await import("../../../src/nftables/ruleset.js");
+    // The rule nft's was: a jump to no chain. A kernel that acks the table and chain and refuses the rule as it refused nft's.
+    const rule = { chain: "c", ...ruleExprs(["-j", "nochain"], "ipv4", [], () => 0) };
+    const parts = [
+      newTable("ipv4", "meshcni", false),
+      ...tableContents({ family: "ipv4", name: "meshcni", chains: [{ name: "c" }], sets: [], rules: [rule] }),
+    ];
+    const replies: Uint8Array[] = [];
+    const kernel: Libc = {
+      setns: () => undefined,
+      socket: () => 3,
+      setsockoptInt: () => undefined,
+      sendToKernel(_fd, batch) {
+        for (const request of parseMessages(batch).filter((message) => message.type >> 8 === 10)) {
+          const refused = (request.type & 0xff) === 6;
+          const reply = refused ? wire(error, request.seq) : ack(request.seq);
+          // The echoed request's sequence number is the one answered.
+          new DataView(reply.buffer).setUint32(16 + 12, request.seq, true);
+          replies.push(reply);
+        }
+        return batch.byteLength;
+      },
+      receive(_fd, buffer) {
+        const next = replies.shift();
+        if (!next) return undefined;
+        buffer.set(next);
+        return next.byteLength;
+      },
+      close: () => undefined,
+    };
+    const socket = await NftSocket.open(kernel);
+    expect(() => socket.commit(parts)).toThrow(new NftablesError("add rule to c", 2, "at expressions > #1 (immediate)"));
+    expect(() => socket.commit(parts)).toThrow("nftables: add rule to c failed: ENOENT (2): at expressions > #1 (immediate)");
+  });
+});
+
+/** An ack (errno 0) of a request, capped as with NETLINK_CAP_ACK. */
+function ack(seq: number): Uint8Array {
+  const message = new Uint8Array(36);
+  const view = new DataView(message.buffer);
+  view.setUint32(0, 36, true);
+  view.setUint16(4, NLMSG_ERROR, true);
+  view.setUint16(6, 0x100, true);
+  view.setUint32(8, seq, true);
+  view.setUint32(16 + 4, 16, true);
+  return message;
+}
