@@ -39,6 +39,28 @@ const perRuleLines = [
   ...plan.jumps.map((jump) => `-A ${jump.from} ${jump.args.join(" ")}`),
 ].join("\n");
 
+/** The same rules for nft, as meshcni's nftables backend writes them (checked below: CHECK passes on them). */
+const nftText = `table ip meshcni {
+  chain PROXY_INIT_REDIRECT {
+    tcp dport { 4191, 4190 } return comment "proxy-init/ignore-port-4191,4190"
+    meta l4proto tcp redirect to :4143 comment "proxy-init/redirect-all-incoming-to-proxy-port"
+  }
+  chain PROXY_INIT_OUTPUT {
+    meta skuid 2102 return comment "proxy-init/ignore-proxy-user-id"
+    oifname "lo" return comment "proxy-init/ignore-loopback"
+    meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"
+  }
+  chain PREROUTING {
+    type nat hook prerouting priority -100; policy accept;
+    jump PROXY_INIT_REDIRECT comment "proxy-init/install-proxy-init-prerouting"
+  }
+  chain OUTPUT {
+    type nat hook output priority -100; policy accept;
+    jump PROXY_INIT_OUTPUT comment "proxy-init/install-proxy-init-output"
+  }
+}
+`;
+
 let netnsCounter = 0;
 const liveNetns = new Set<string>();
 async function freshNetns(): Promise<string> {
@@ -96,19 +118,36 @@ export async function benchPlugin(): Promise<PluginBench> {
     del: "meshcni DEL, meshed pod",
     addPlain: "meshcni ADD, unmeshed pod",
     addAuto: "meshcni ADD, meshed pod, iptables-mode auto",
+    addNftables: "meshcni ADD, meshed pod (API lookup, nftables)",
+    checkNftables: "meshcni CHECK, meshed pod, nftables",
+    delNftables: "meshcni DEL, meshed pod, nftables",
     perRule: "(2) per-rule exec, Linkerd's pattern",
     floor: "(3) floor: one iptables-restore in the netns",
+    floorNftables: "(3) floor: one nft -f in the netns",
     go: "(4) Go chained plugin: tuning ADD",
     version: "(6) meshcni VERSION",
     goVersion: "(6) tuning VERSION",
   };
 
   try {
+    // The nft floor writes what meshcni's nftables backend would: its CHECK passes on it.
+    const same = await freshNetns();
+    await execa("ip", ["netns", "exec", same, "nft", "-f", "-"], { input: nftText });
+    const checked = await meshcni("CHECK", same, "meshed", "nftables");
+    if (checked.exitCode !== 0) throw new Error(`the nft floor's rules are not meshcni's: ${checked.stdout}`);
+    await dropNetns(same);
+
     for (let round = 0; round < warmup + iterations; round++) {
-      const [meshed, plain, auto, perRule, floor, go] = await Promise.all([1, 2, 3, 4, 5, 6].map(() => freshNetns()));
+      const [meshed, plain, auto, perRule, floor, go, nftables, floorNftables] = await Promise.all(
+        [1, 2, 3, 4, 5, 6, 7, 8].map(() => freshNetns()),
+      );
       record(names.add, await meshcni("ADD", meshed!), round);
       record(names.check, await meshcni("CHECK", meshed!), round);
       record(names.del, await meshcni("DEL", meshed!), round);
+      record(names.addNftables, await meshcni("ADD", nftables!, "meshed", "nftables"), round);
+      record(names.checkNftables, await meshcni("CHECK", nftables!, "meshed", "nftables"), round);
+      record(names.delNftables, await meshcni("DEL", nftables!, "meshed", "nftables"), round);
+      record(names.floorNftables, await measure("ip", ["netns", "exec", floorNftables!, "nft", "-f", "-"], { input: nftText }), round);
       record(names.addPlain, await meshcni("ADD", plain!, "plain"), round);
       record(names.addAuto, await meshcni("ADD", auto!, "meshed", "auto"), round);
       record(names.perRule, await measure(perRuleScript, [netnsPath(perRule!), backend], { input: perRuleLines }), round);
@@ -120,7 +159,7 @@ export async function benchPlugin(): Promise<PluginBench> {
       record(names.go, await measure(tuning, [], { env: cniEnv("ADD", go!, "meshed"), input: tuningConf }), round);
       record(names.version, await measure(meshcniBinary, [], { env: { CNI_COMMAND: "VERSION" }, input: "{}" }), round);
       record(names.goVersion, await measure(tuning, [], { env: { CNI_COMMAND: "VERSION" }, input: "{}" }), round);
-      await Promise.all([meshed, plain, auto, perRule, floor, go].map((name) => dropNetns(name!)));
+      await Promise.all([meshed, plain, auto, perRule, floor, go, nftables, floorNftables].map((name) => dropNetns(name!)));
     }
 
     const concurrent = await Promise.all(Array.from({ length: concurrentPods }, () => freshNetns()));
@@ -148,9 +187,15 @@ export async function benchPlugin(): Promise<PluginBench> {
       "meshcni ADD / per-rule exec (2)": p50(names.add) / p50(names.perRule),
       "meshcni ADD / floor (3)": p50(names.add) / p50(names.floor),
       "meshcni ADD / Go plugin (4)": p50(names.add) / p50(names.go),
+      "meshcni ADD nftables / nft floor (3)": p50(names.addNftables) / p50(names.floorNftables),
+      "meshcni ADD nftables / ADD nft (iptables)": p50(names.addNftables) / p50(names.add),
       "meshcni VERSION / Go VERSION (6)": p50(names.version) / p50(names.goVersion),
     };
-    const meshcniRss = Math.max(...[names.add, names.check, names.del, names.addPlain].map((name) => rssMb[name]!));
+    const meshcniRss = Math.max(
+      ...[names.add, names.check, names.del, names.addPlain, names.addNftables, names.checkNftables, names.delNftables].map(
+        (name) => rssMb[name]!,
+      ),
+    );
     const targets = [
       {
         target: "meshed ADD p50 <= 0.7 x per-rule exec",
@@ -163,6 +208,16 @@ export async function benchPlugin(): Promise<PluginBench> {
         met: ratios["meshcni ADD / floor (3)"] <= 3,
       },
       { target: "CHECK p50 <= ADD p50", value: `${p50(names.check)} vs ${p50(names.add)} ms`, met: p50(names.check) <= p50(names.add) },
+      {
+        target: "nftables ADD p50 <= 3 x nft floor",
+        value: ratios["meshcni ADD nftables / nft floor (3)"].toFixed(2),
+        met: ratios["meshcni ADD nftables / nft floor (3)"] <= 3,
+      },
+      {
+        target: "nftables ADD p50 <= iptables (nft) ADD p50",
+        value: `${p50(names.addNftables)} vs ${p50(names.add)} ms`,
+        met: p50(names.addNftables) <= p50(names.add),
+      },
       {
         target: "DEL p50 <= 2 x startup (VERSION)",
         value: `${p50(names.del)} vs ${p50(names.version)} ms`,

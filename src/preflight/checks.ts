@@ -40,11 +40,6 @@ const backendsBinaries = {
   legacy: ["iptables-legacy-save", "iptables-legacy-restore", "ip6tables-legacy-save", "ip6tables-legacy-restore"],
 };
 
-/** Kernels from 5.2 have nat in nftables' inet family (the nftables backend's one table). */
-function kernelAtLeast(release: string, wanted: string): boolean {
-  return compareVersions(release.split("-")[0] ?? "0", wanted) >= 0;
-}
-
 /** Judges a node from its facts: one line per check, ok, warn or fail, each saying what to do. */
 export function preflight(facts: NodeFacts): CheckResult[] {
   const results: CheckResult[] = [];
@@ -138,38 +133,39 @@ export function preflight(facts: NodeFacts): CheckResult[] {
   const backends = (Object.keys(backendsBinaries) as Array<keyof typeof backendsBinaries>).filter((backend) =>
     have(backendsBinaries[backend]),
   );
-  if (backends.length === 0)
+  if (backends.length === 0) {
+    const usable = facts.nfTables !== "absent";
     add(
       "iptables",
-      "fail",
-      "no iptables-nft or iptables-legacy save/restore binaries for IPv4 and IPv6: install iptables (Debian: apt-get install iptables)",
+      usable ? "ok" : "fail",
+      usable
+        ? "no iptables binaries: meshcni writes the redirect over netlink itself (nftables), with no binary"
+        : "no iptables binaries and no nf_tables in the kernel: install iptables (legacy) or boot a kernel with nf_tables",
     );
-  else add("iptables", "ok", `backends with their binaries: ${backends.join(", ")}`);
-  const auto = `iptables-mode auto picks ${facts.detection.backend}`;
-  add(
-    "backend",
-    facts.detection.found ? "ok" : "warn",
-    facts.detection.found
-      ? `${auto}: kubelet's chains are in ${facts.detection.backend}'s tables`
-      : `${auto}: no kubelet chains found (is kubelet running here?); it uses nft until they appear; set linkerd.iptables-mode to be sure`,
-  );
-  if (!backends.includes(facts.detection.backend) && backends.length > 0)
+    add("backend", usable ? "ok" : "fail", "iptables-mode auto picks nftables (netlink, in-process)");
+  } else {
+    add("iptables", "ok", `backends with their binaries: ${backends.join(", ")}`);
+    const auto = `iptables-mode auto picks ${facts.detection.backend}`;
     add(
       "backend",
-      "fail",
-      `${facts.detection.backend}'s binaries are missing: install them or set linkerd.iptables-mode to ${backends[0]}`,
+      facts.detection.found ? "ok" : "warn",
+      facts.detection.found
+        ? `${auto}: kubelet's chains are in ${facts.detection.backend}'s tables`
+        : `${auto}: no kubelet chains found (is kubelet running here?); it uses nft until they appear; set linkerd.iptables-mode to be sure`,
     );
+    if (!backends.includes(facts.detection.backend))
+      add("backend", "fail", `${facts.detection.backend}'s binaries are missing: install them or set linkerd.iptables-mode to ${backends[0]}`);
+  }
 
   const nfTables = {
     "built-in": ["ok", "built in"],
     loaded: ["ok", "loaded"],
     module: ["ok", "a module, loaded on first use"],
     absent: ["warn", "absent from this kernel: only iptables-legacy works (set linkerd.iptables-mode legacy)"],
-    unknown: ["warn", "not loaded, and no kernel config to tell whether it can be (iptables-nft fails if it cannot)"],
+    unknown: ["warn", "not loaded, and no kernel config to tell whether it can be (iptables-nft and nftables fail if it cannot)"],
   } as const;
   const [nfLevel, nfText] = nfTables[facts.nfTables];
   add("kernel", nfLevel, `${facts.kernel}; nf_tables ${nfText}`);
-  if (!kernelAtLeast(facts.kernel, "5.2")) add("kernel", "warn", "kernels before 5.2 have no nat in nftables' inet family");
 
   for (const { dir, entries } of facts.netnsDirs) {
     add(

@@ -1,7 +1,7 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import type { Verb } from "../../src/cni/env.js";
 import { errorMessage } from "../../src/errors.js";
-import { type Backend, binaryName, type IptablesBackend } from "../../src/iptables/backend.js";
+import { type Backend, binaryName, type IptablesBackend, resolveBackend } from "../../src/iptables/backend.js";
 import { IptablesError, type IptablesRunner } from "../../src/iptables/exec.js";
 import { iptablesRedirector } from "../../src/iptables/redirector.js";
 import { tokenize } from "../../src/iptables/save.js";
@@ -11,6 +11,7 @@ import type { Logger } from "../../src/log.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
 import { NetnsGoneError, OwnNetnsError } from "../../src/netns/enter.js";
 import type { PluginDeps, PluginRequest } from "../../src/plugin/request.js";
+import type { NetConf } from "../../src/mesh/netconf.js";
 import type { Redirector } from "../../src/redirector.js";
 import type { AttachmentRecord, RecordStore } from "../../src/state/records.js";
 import { podObject } from "./api-server.js";
@@ -98,6 +99,8 @@ export class FakeNode {
   /** Made unusable: the kubeconfig's problem, for STATUS and lookups. */
   kubeconfigProblem: string | undefined;
   missingBinaries = new Set<string>();
+  /** What nf_tables answers a read with, when it fails (see redirector). */
+  nftablesProblem: Error | undefined;
   /** Runners handed out and not closed yet. */
   openRunners = 0;
   private current: string | undefined;
@@ -153,10 +156,27 @@ export class FakeNode {
     return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
   }
 
-  /** The real iptables redirector over this node's fake iptables (it has no nftables). */
+  /**
+   * The real iptables redirector over this node's fake iptables. nftables is only a kernel
+   * that answers reads (empty) or, with nftablesProblem, fails them: what STATUS asks; the
+   * netns tests cover the rest.
+   */
   redirector(backend: Backend): Redirector {
-    if (backend === "nftables") throw new Error("the fake node has no nftables: the netns tests cover it");
-    return iptablesRedirector(this.runner(backend));
+    if (backend !== "nftables") return iptablesRedirector(this.runner(backend));
+    const unavailable = async (): Promise<never> => {
+      throw new Error("the fake node's nftables only answers reads");
+    };
+    return {
+      backend,
+      read: async () => {
+        if (this.nftablesProblem) throw this.nftablesProblem;
+        return { chains: new Set(), rules: [] };
+      },
+      apply: unavailable,
+      remove: unavailable,
+      expected: (plan) => plan,
+      close: () => undefined,
+    };
   }
 
   /** A runner over the nat tables of the netns the caller is in (see enter). */
@@ -234,8 +254,8 @@ export class FakeNode {
   }
 
   deps(): PluginDeps {
-    const backend = async (conf: { linkerd: { "iptables-mode": string } }): Promise<Backend> =>
-      conf.linkerd["iptables-mode"] === "auto" ? "nft" : (conf.linkerd["iptables-mode"] as Backend);
+    // As on a host: auto finds no kubelet chains here (nft), or no iptables binaries at all (nftables).
+    const backend = (conf: NetConf) => resolveBackend(conf.linkerd["iptables-mode"], async () => "", undefined, (name) => !this.missingBinaries.has(name));
     return {
       log: this.logger(),
       kubeReader: async () => {

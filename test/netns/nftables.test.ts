@@ -222,6 +222,13 @@ describe.skipIf(!isRoot)("the nftables backend, through cnitool", () => {
       return JSON.parse(result.stdout).pods[0] as { status: string; details: string[] };
     };
     expect(await audit()).toMatchObject({ status: "protected" });
+    const rules = await execa(meshcniBinary, ["rules", "demo/web", "--node", "node-a", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", net.confDir], {
+      reject: false,
+    });
+    expect(rules.exitCode, rules.stderr).toBe(0);
+    expect(rules.stdout).toContain("backend nftables");
+    expect(rules.stdout).toContain("ipv4, in its netns:\n  -A PREROUTING -m comment --comment proxy-init/install-proxy-init-prerouting -j PROXY_INIT_REDIRECT");
+    expect(rules.stdout).toContain("ipv4, meshcni's plan:\n  (the same)");
     const handles = (await nft(web, "-a", "list", "chain", "ip", "meshcni", "PROXY_INIT_OUTPUT")).stdout;
     await nft(web, "delete", "rule", "ip", "meshcni", "PROXY_INIT_OUTPUT", "handle", /ignore-loopback" # handle (\d+)/.exec(handles)![1]!);
     expect(await audit()).toEqual(

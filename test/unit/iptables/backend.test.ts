@@ -50,6 +50,14 @@ describe("backend detection", () => {
     expect(await resolveBackend("plain", cached.probe, cache)).toBe("plain");
   });
 
+  it("picks nftables on a host without iptables binaries, probing nothing; any of them means iptables", async () => {
+    const none = probeWith({});
+    expect(await resolveBackend("auto", none.probe, undefined, () => false)).toBe("nftables");
+    expect(none.calls).toEqual([]);
+    expect(await resolveBackend("auto", none.probe, undefined, (binary) => binary === "iptables-legacy-restore")).toBe("nft");
+    expect(await resolveBackend("nftables", none.probe, undefined, () => true)).toBe("nftables");
+  });
+
   it("names each backend's binaries", () => {
     expect(binaryName("legacy", "ipv6", "restore")).toBe("ip6tables-legacy-restore");
     expect(binaryName("nft", "ipv4", "save")).toBe("iptables-nft-save");

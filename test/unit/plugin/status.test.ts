@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors.js";
+import { restoreBinaries } from "../../../src/iptables/backend.js";
 import { status } from "../../../src/plugin/status.js";
 import { FakeNode, pluginRequest } from "../../kit/fake-node.js";
 
@@ -24,6 +25,17 @@ describe("STATUS", () => {
       code: 50,
       message:
         "meshcni cannot serve ADD: cannot read kubeconfig /k: ENOENT; ip6tables-legacy-restore not found for iptables backend legacy",
+    });
+  });
+
+  it("with no iptables binaries, auto means nftables: ready while nf_tables answers over netlink, and says which backend", async () => {
+    for (const binary of restoreBinaries) node.missingBinaries.add(binary);
+    await expect(status(request(), node.deps())).resolves.toBeUndefined();
+    expect(node.logs).toContainEqual(expect.objectContaining({ message: "ADD can be served", fields: { backend: "nftables" } }));
+    node.nftablesProblem = new Error("nftables: list tables (ipv4) failed: EPROTONOSUPPORT (93)");
+    await expect(status(request(), node.deps())).rejects.toMatchObject({
+      code: 50,
+      message: "meshcni cannot serve ADD: nf_tables does not answer over netlink: nftables: list tables (ipv4) failed: EPROTONOSUPPORT (93)",
     });
   });
 });
