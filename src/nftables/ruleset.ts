@@ -262,6 +262,9 @@ function setPorts(set: NftSet | undefined): string | undefined {
   return ranges.length > 0 ? renderRanges(portRanges(renderRanges(ranges))) : undefined;
 }
 
+/** A load of the TCP destination port. */
+const isDport = (expr: Expr) => expr.kind === "payload" && expr.base === BASE_TRANSPORT && expr.offset === 2 && expr.len === 2;
+
 /** The iptables arguments a rule read back stands for; what has none shows as `nft:<expression>`. */
 export function ruleArgs(rule: NftRule, family: Family, sets: NftSet[]): string[] {
   const matches: string[] = [];
@@ -282,24 +285,11 @@ export function ruleArgs(rule: NftRule, family: Family, sets: NftSet[]): string[
       else if (first.key === META_OIFNAME) matches.push("-o", new TextDecoder().decode(second.data).replace(/\0.*$/s, ""));
       else matches.push(`nft:meta-${first.key}`);
       i += 2;
-    } else if (
-      first.kind === "payload" &&
-      first.base === BASE_TRANSPORT &&
-      first.offset === 2 &&
-      first.len === 2 &&
-      second?.kind === "lookup"
-    ) {
+    } else if (isDport(first) && second?.kind === "lookup") {
       const ports = setPorts(sets.find((set) => set.name === second.set));
       matches.push(...(ports === undefined ? [`nft:set-${second.set}`] : ["-m", "multiport", "--dports", ports]));
       i += 2;
-    } else if (
-      first.kind === "payload" &&
-      first.base === BASE_TRANSPORT &&
-      first.offset === 2 &&
-      first.len === 2 &&
-      eq(second) &&
-      second.data.byteLength === 2
-    ) {
+    } else if (isDport(first) && eq(second) && second.data.byteLength === 2) {
       matches.push("-m", "tcp", "--dport", String(readU16be(second.data)));
       i += 2;
     } else if (first.kind === "payload" && first.base === BASE_NETWORK && first.offset === saddrOffset[family]) {

@@ -154,7 +154,11 @@ export function preflight(facts: NodeFacts): CheckResult[] {
         : `${auto}: no kubelet chains found (is kubelet running here?); it uses nft until they appear; set linkerd.iptables-mode to be sure`,
     );
     if (!backends.includes(facts.detection.backend))
-      add("backend", "fail", `${facts.detection.backend}'s binaries are missing: install them or set linkerd.iptables-mode to ${backends[0]}`);
+      add(
+        "backend",
+        "fail",
+        `${facts.detection.backend}'s binaries are missing: install them or set linkerd.iptables-mode to ${backends[0]}`,
+      );
   }
 
   const nfTables = {

@@ -8,10 +8,10 @@ import { tokenize } from "../../src/iptables/save.js";
 import type { Family } from "../../src/iptables/types.js";
 import { ApiRequestError, type KubeReader } from "../../src/kube/pod-reader.js";
 import type { Logger } from "../../src/log.js";
+import type { NetConf } from "../../src/mesh/netconf.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
 import { NetnsGoneError, OwnNetnsError } from "../../src/netns/enter.js";
 import type { PluginDeps, PluginRequest } from "../../src/plugin/request.js";
-import type { NetConf } from "../../src/mesh/netconf.js";
 import type { Redirector } from "../../src/redirector.js";
 import type { AttachmentRecord, RecordStore } from "../../src/state/records.js";
 import { podObject } from "./api-server.js";
@@ -255,7 +255,13 @@ export class FakeNode {
 
   deps(): PluginDeps {
     // As on a host: auto finds no kubelet chains here (nft), or no iptables binaries at all (nftables).
-    const backend = (conf: NetConf) => resolveBackend(conf.linkerd["iptables-mode"], async () => "", undefined, (name) => !this.missingBinaries.has(name));
+    const backend = (conf: NetConf) =>
+      resolveBackend(
+        conf.linkerd["iptables-mode"],
+        async () => "",
+        undefined,
+        (name) => !this.missingBinaries.has(name),
+      );
     return {
       log: this.logger(),
       kubeReader: async () => {

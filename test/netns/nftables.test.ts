@@ -18,6 +18,13 @@ async function nftTable(netns: string, family: "ip" | "ip6"): Promise<string[]> 
     .filter(Boolean);
 }
 
+/** Runs `meshcni audit` or `rules` as an operator on node-a would, on this network's dirs; `wrap` prefixes the command. */
+function onNode(net: TestNetwork, kubeconfig: string, args: string[], wrap: string[] = []) {
+  const host = ["--node", "node-a", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", net.confDir];
+  const [command, ...rest] = [...wrap, meshcniBinary, ...args, ...host];
+  return execa(command!, rest, { reject: false });
+}
+
 const nft = (netns: string, ...args: string[]) => execa("ip", ["netns", "exec", netns, "nft", ...args]);
 
 /** What `nft list table ip meshcni` shows after ADD: Linkerd's rules, comments and all. */
@@ -200,34 +207,16 @@ describe.skipIf(!isRoot)("the nftables backend, through cnitool", () => {
   it("is judged by the audit: protected, then drifted with the rule named once one is deleted with nft", async () => {
     api.addPod(podObject("demo", "web", { proxy: "container", nodeName: "node-a", podIP: webIp }));
     const audit = async () => {
-      const result = await execa(
-        meshcniBinary,
-        [
-          "audit",
-          "--node",
-          "node-a",
-          "--kubeconfig",
-          kubeconfig,
-          "--state-dir",
-          net.stateDir,
-          "--net-dir",
-          net.confDir,
-          "--output",
-          "json",
-          "--pod",
-          "demo/web",
-        ],
-        { reject: false },
-      );
+      const result = await onNode(net, kubeconfig, ["audit", "--output", "json", "--pod", "demo/web"]);
       return JSON.parse(result.stdout).pods[0] as { status: string; details: string[] };
     };
     expect(await audit()).toMatchObject({ status: "protected" });
-    const rules = await execa(meshcniBinary, ["rules", "demo/web", "--node", "node-a", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", net.confDir], {
-      reject: false,
-    });
+    const rules = await onNode(net, kubeconfig, ["rules", "demo/web"]);
     expect(rules.exitCode, rules.stderr).toBe(0);
     expect(rules.stdout).toContain("backend nftables");
-    expect(rules.stdout).toContain("ipv4, in its netns:\n  -A PREROUTING -m comment --comment proxy-init/install-proxy-init-prerouting -j PROXY_INIT_REDIRECT");
+    expect(rules.stdout).toContain(
+      "ipv4, in its netns:\n  -A PREROUTING -m comment --comment proxy-init/install-proxy-init-prerouting -j PROXY_INIT_REDIRECT",
+    );
     expect(rules.stdout).toContain("ipv4, meshcni's plan:\n  (the same)");
     const handles = (await nft(web, "-a", "list", "chain", "ip", "meshcni", "PROXY_INIT_OUTPUT")).stdout;
     await nft(web, "delete", "rule", "ip", "meshcni", "PROXY_INIT_OUTPUT", "handle", /ignore-loopback" # handle (\d+)/.exec(handles)![1]!);
@@ -330,27 +319,7 @@ describe.skipIf(!isRoot)("the nftables backend on a host without iptables, nft o
     const checked = await net.cnitool("check", "mesh", pod, args, undefined, hidden);
     expect(checked.exitCode, checked.stdout).toBe(0);
     api.addPod(podObject("demo", "web", { proxy: "container", nodeName: "node-a", podIP: TestNetwork.address(added) }));
-    const audit = await execa(
-      hidden[0]!,
-      [
-        ...hidden.slice(1),
-        meshcniBinary,
-        "audit",
-        "--node",
-        "node-a",
-        "--kubeconfig",
-        kubeconfig,
-        "--state-dir",
-        net.stateDir,
-        "--net-dir",
-        net.confDir,
-        "--output",
-        "json",
-      ],
-      {
-        reject: false,
-      },
-    );
+    const audit = await onNode(net, kubeconfig, ["audit", "--output", "json"], hidden);
     expect(audit.exitCode, audit.stderr).toBe(0);
     expect(JSON.parse(audit.stdout).pods).toEqual([expect.objectContaining({ name: "web", status: "protected" })]);
     const deleted = await net.cnitool("del", "mesh", pod, args, undefined, hidden);

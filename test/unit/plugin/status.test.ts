@@ -35,7 +35,8 @@ describe("STATUS", () => {
     node.nftablesProblem = new Error("nftables: list tables (ipv4) failed: EPROTONOSUPPORT (93)");
     await expect(status(request(), node.deps())).rejects.toMatchObject({
       code: 50,
-      message: "meshcni cannot serve ADD: nf_tables does not answer over netlink: nftables: list tables (ipv4) failed: EPROTONOSUPPORT (93)",
+      message:
+        "meshcni cannot serve ADD: nf_tables does not answer over netlink: nftables: list tables (ipv4) failed: EPROTONOSUPPORT (93)",
     });
   });
 });
