@@ -27,7 +27,7 @@ export const hostFlags = {
 
 export const hostFlagsUsage = `  --node NAME               the node [NODE_NAME] (this host's name)
   --output FORMAT           table or json (table)
-  --kubeconfig PATH         API access [KUBECONFIG] (else in-cluster)
+  --kubeconfig PATH         API access [KUBECONFIG] (else in-cluster; "-": read it from stdin)
   --host-root DIR           where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] ("")
   --state-dir DIR           the plugin's state_dir on the host (${defaultStateDir})
   --net-dir DIR             the CNI config dir on the host, for pods without a record (/etc/cni/net.d)

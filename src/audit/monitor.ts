@@ -1,6 +1,5 @@
+import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
-import { errorMessage } from "../errors.js";
-import type { NodeApi } from "../kube/node-api.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { formatPodKey, podName } from "../pod-key.js";
 import { type PodStatus, podStatuses, podsToAudit } from "./classify.js";
@@ -13,7 +12,8 @@ export const actedMemoryMs = 10 * 60_000;
 export interface MonitorOptions {
   binary: string;
   node: string;
-  kubeconfig: string;
+  /** The agent's own kubeconfig, handed to each sweep on stdin (it is never written to the host). */
+  credentials: () => string | undefined;
   hostRoot: string;
   stateDir: string;
   netDir: string;
@@ -67,9 +67,9 @@ export class SweepMemory {
 }
 
 /**
- * The agent's side of the audit: on every change to a meshed pod of the node (a watch),
- * and every auditSeconds for all of them, runs `meshcni audit --repair` as a child
- * process (so entering pod netns never moves the agent's own thread, whose sockets must
+ * The agent's side of the audit: on every change to a meshed pod of the node (the agent's
+ * watch calls changed()), and every auditSeconds for all of them, runs `meshcni audit
+ * --repair` as a child process (so entering pod netns never moves the agent's own thread, whose sockets must
  * stay in the host netns). The child acts and emits the Events; the agent keeps what
  * must outlive one sweep (pods acted on, the eviction rate) and the metrics.
  */
@@ -78,7 +78,6 @@ export class AuditMonitor {
   private readonly memory: SweepMemory;
   private full = false;
   private running = false;
-  private stopWatch: (() => Promise<void>) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly problems: StandingProblems;
   private readonly blocked = new Set<string>();
@@ -92,33 +91,26 @@ export class AuditMonitor {
     this.problems = new StandingProblems(log);
   }
 
-  /** Starts, or restarts with new credentials (a rotated token means a new client). */
-  async start(api: NodeApi): Promise<void> {
-    // The periodic sweep first: it must not wait for the watch to be established.
+  /** Starts sweeping: every pod now and every auditSeconds; changes come in through changed() and removed(). */
+  start(): void {
     this.timer ??= setInterval(() => this.sweepAll(), this.options.auditSeconds * 1000);
     this.sweepAll();
-    await this.stopWatch?.();
-    this.stopWatch = await api.watchPods({
-      change: (pod) => {
-        if (podsToAudit([pod]).length > 0) {
-          this.pending.set(podName(pod), performance.now());
-          this.kick();
-        }
-      },
-      remove: (pod) => {
-        this.memory.forget(pod.metadata?.uid ?? "");
-        this.blocked.delete(pod.metadata?.uid ?? "");
-      },
-      error: (error) =>
-        this.problems.set("pod watch", `the watch of this node's pods failed, restarting it each second: ${errorMessage(error)}`),
-      connected: () => this.problems.set("pod watch", undefined),
-    });
   }
 
-  async stop(): Promise<void> {
+  /** A pod of the node changed (the agent's watch): a meshed one is swept soon. */
+  changed(pod: V1Pod): void {
+    if (podsToAudit([pod]).length === 0) return;
+    this.pending.set(podName(pod), performance.now());
+    this.kick();
+  }
+
+  removed(pod: V1Pod): void {
+    this.memory.forget(pod.metadata?.uid ?? "");
+    this.blocked.delete(pod.metadata?.uid ?? "");
+  }
+
+  stop(): void {
     if (this.timer) clearInterval(this.timer);
-    await this.stopWatch?.();
-    this.stopWatch = undefined;
   }
 
   private sweepAll(): void {
@@ -147,17 +139,22 @@ export class AuditMonitor {
   /** One sweep, of the changed pods or (no batch) of all; what it did is logged and counted. */
   private async sweep(batch: Map<string, number> | undefined): Promise<void> {
     const started = performance.now();
-    const { binary, node, kubeconfig, hostRoot, stateDir, netDir, netnsDirs, policy, excludeNamespaces } = this.options;
+    const { binary, node, credentials, hostRoot, stateDir, netDir, netnsDirs, policy, excludeNamespaces } = this.options;
+    const kubeconfig = credentials();
+    if (kubeconfig === undefined) {
+      this.problems.set("audit", "the audit waits for the agent's credentials", { level: "error" });
+      return;
+    }
     const { skipUids, evictionsLeft } = this.memory.limits(Date.now());
     const args = [
-      ...["audit", "--output", "json", "--repair", policy, "--node", node, "--kubeconfig", kubeconfig, "--host-root", hostRoot],
+      ...["audit", "--output", "json", "--repair", policy, "--node", node, "--kubeconfig", "-", "--host-root", hostRoot],
       ...["--state-dir", stateDir, "--net-dir", netDir, ...netnsDirs.flatMap((dir) => ["--netns-dir", dir])],
       ...["--max-evictions", String(evictionsLeft), "--repair-exclude-namespaces", excludeNamespaces.join(",")],
       ...skipUids.flatMap((uid) => ["--skip-uid", uid]),
       ...[...(batch?.keys() ?? [])].flatMap((pod) => ["--pod", pod]),
     ];
     this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
-    const result = await execa(binary, args, { reject: false });
+    const result = await execa(binary, args, { reject: false, input: kubeconfig });
     this.metrics.audited((performance.now() - started) / 1000);
     if (result.exitCode !== 0 && result.exitCode !== 1) {
       const stderr = String(result.stderr).trim();

@@ -1,18 +1,20 @@
 import { rmSync } from "node:fs";
 import type { Server } from "node:http";
 import { join } from "node:path";
+import { KubeConfig } from "@kubernetes/client-node";
 import { brokenConfigReason, isConfigName, parseConfig, readConfigFiles } from "../cni/config-dir.js";
 import { errorMessage, withTimeout } from "../errors.js";
 import { writeAtomic } from "../files.js";
-import { createNodeApi, kubeConfigFrom } from "../kube/node-api.js";
+import { createNodeApi } from "../kube/node-api.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { installBinary } from "./binary.js";
 import { withoutEntry } from "./conflist.js";
+import { agentKubeconfig, caPem, PluginTokens } from "./credentials.js";
 import { fightWindowMs } from "./fight.js";
-import { syncKubeconfig } from "./kubeconfig.js";
+import { type ApiEndpoint, syncKubeconfig } from "./kubeconfig.js";
 import type { InstallerMetrics } from "./metrics.js";
 import { freshMemory, type NetDirMemory, planNetDir } from "./netdir.js";
-import { NodeTasks } from "./node-tasks.js";
+import { type AgentClient, NodeTasks } from "./node-tasks.js";
 import { type InstallerOptions, installerPaths } from "./options.js";
 import { checkLiveness, checkReadiness, type Readiness } from "./readiness.js";
 import { serveProbes } from "./server.js";
@@ -21,11 +23,12 @@ import { decideStop, removeInstalledFiles } from "./uninstall.js";
 import { DirWatcher } from "./watch.js";
 
 /**
- * The node agent: installs the binary, keeps the kubeconfig current, and keeps meshcni's
- * entry last in the active CNI config. Level-triggered: every watch event, retry and
- * resync runs the same reconcile, which carries out what planNetDir decides from the
- * disk as it is, so event kinds do not matter and its own writes change nothing the
- * second time. Its NodeTasks audit the node's pods and lift the startup taint once ready.
+ * The node agent: installs the binary, keeps the plugin's kubeconfig current (with a
+ * token it mints for the plugin's own ServiceAccount; its own stays in memory), and keeps
+ * meshcni's entry last in the active CNI config. Level-triggered: every watch event, retry
+ * and resync runs the same reconcile, which carries out what planNetDir decides from the
+ * disk as it is, so event kinds do not matter and its own writes change nothing the second
+ * time. Its NodeTasks answer the plugin, audit the node's pods and lift the startup taint.
  */
 export class InstallAgent {
   private readonly paths: ReturnType<typeof installerPaths>;
@@ -37,6 +40,9 @@ export class InstallAgent {
   private stopped = false;
   private lastReconcileAt: number;
   private readonly problems: StandingProblems;
+  private readonly tokens: PluginTokens;
+  private client: AgentClient | undefined;
+  private renewal: NodeJS.Timeout | undefined;
   readiness: Readiness = { ready: false, reasons: ["starting"], active: undefined };
 
   constructor(
@@ -48,6 +54,7 @@ export class InstallAgent {
     this.paths = installerPaths(options);
     this.lastReconcileAt = now();
     this.problems = new StandingProblems(log);
+    this.tokens = new PluginTokens(options.pluginServiceAccount, options.pluginTokenSeconds, () => Date.now());
     this.template = loadTemplate(options);
     this.watcher = new DirWatcher(
       [
@@ -59,7 +66,7 @@ export class InstallAgent {
       log,
     );
     const retry = () => this.watcher.schedule(undefined, 1000);
-    this.nodeTasks = options.node ? new NodeTasks(options.node, options, this.paths.kubeconfig, log, metrics, retry) : undefined;
+    this.nodeTasks = options.node ? new NodeTasks(options.node, options, this.paths.agentSocket, log, metrics, retry) : undefined;
   }
 
   /** Listens first: an address it cannot bind fails the start before anything on the host changes. */
@@ -93,10 +100,11 @@ export class InstallAgent {
    */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.renewal);
     const { uninstall, why } = await decideStop(this.options.onStop, this.options.self !== undefined, () => {
       const self = this.options.self!;
-      const api = createNodeApi(kubeConfigFrom(this.paths.kubeconfig), this.options.node ?? "");
-      return withTimeout(api.ownerDaemonSet(self.namespace, self.name), 5000);
+      if (!this.client) throw new Error("the agent has no credentials");
+      return withTimeout(this.client.api.ownerDaemonSet(self.namespace, self.name), 5000);
     });
     await this.nodeTasks?.stop();
     this.watcher.stop();
@@ -131,24 +139,7 @@ export class InstallAgent {
     if (this.stopped) return;
     this.lastReconcileAt = this.now();
     this.log.debug("reconcile");
-    try {
-      const { apiHost: host, apiPort: port, apiProtocol: protocol, skipTlsVerify } = this.options;
-      const api = host && port ? { protocol, host, port, skipTlsVerify } : undefined;
-      const kubeconfig = syncKubeconfig({
-        path: this.paths.kubeconfig,
-        serviceAccountDir: this.options.serviceAccountDir,
-        caFile: this.options.caFile,
-        api,
-      });
-      if (kubeconfig !== "unchanged") {
-        this.log.info(kubeconfig === "written" ? "kubeconfig written" : "kubeconfig rewritten (token or CA changed)", {
-          path: this.paths.kubeconfig,
-        });
-      }
-      this.problems.set("kubeconfig", undefined);
-    } catch (error) {
-      this.problems.set("kubeconfig", errorMessage(error));
-    }
+    this.syncCredentials();
     try {
       if (this.template.ok) this.applyNetDir(this.template.entry, eventAt);
       this.problems.set("netdir-io", undefined);
@@ -166,7 +157,64 @@ export class InstallAgent {
     }
     this.readiness = readiness;
     this.metrics.ready.set(readiness.ready ? 1 : 0);
-    this.nodeTasks?.follow(readiness.ready);
+    this.nodeTasks?.follow(this.client, readiness.ready);
+  }
+
+  /**
+   * The agent's own client (from its projected token, rebuilt when kubelet rotates it), and
+   * the plugin's kubeconfig with a token minted for the plugin's ServiceAccount, renewed
+   * before it expires. A mint's end schedules another reconcile, which writes it.
+   */
+  private syncCredentials(): void {
+    const { apiHost: host, apiPort: port, apiProtocol: protocol, skipTlsVerify } = this.options;
+    const api: ApiEndpoint | undefined = host && port ? { protocol, host, port, skipTlsVerify } : undefined;
+    try {
+      const kubeconfig = agentKubeconfig(this.options.serviceAccountDir, this.options.caFile, api);
+      if (this.client?.kubeconfig !== kubeconfig) {
+        const config = new KubeConfig();
+        config.loadFromString(kubeconfig);
+        this.client = { api: createNodeApi(config, this.options.node ?? ""), kubeconfig };
+      }
+      this.problems.set("credentials", undefined);
+    } catch (error) {
+      this.problems.set("credentials", errorMessage(error));
+    }
+    const { namespace, name } = this.options.pluginServiceAccount;
+    if (this.client) {
+      this.tokens.refresh(this.client.api.mintToken, (error) => {
+        this.problems.set(
+          "plugin token",
+          error === undefined
+            ? undefined
+            : `cannot mint a token for ServiceAccount ${namespace}/${name} (TokenRequest), retrying: ${errorMessage(error)}`,
+        );
+        // The next reconcile writes the token and times the next mint from it.
+        clearTimeout(this.renewal);
+        this.renewal = undefined;
+        this.watcher.schedule();
+      });
+      // Looked at again when the next mint is due (renewal, or a retry), with a margin: timers may fire a little early.
+      if (!this.renewal) {
+        this.renewal = setTimeout(() => {
+          this.renewal = undefined;
+          this.watcher.schedule();
+        }, this.tokens.dueInMs() + 50);
+      }
+    }
+    const token = this.tokens.token();
+    if (!token) return;
+    try {
+      const written = syncKubeconfig({ path: this.paths.kubeconfig, token, caPem: caPem(this.options.caFile), api });
+      if (written !== "unchanged") {
+        this.log.info(written === "written" ? "kubeconfig written" : "kubeconfig rewritten (a renewed token, or the CA changed)", {
+          path: this.paths.kubeconfig,
+          serviceAccount: `${namespace}/${name}`,
+        });
+      }
+      this.problems.set("kubeconfig", undefined);
+    } catch (error) {
+      this.problems.set("kubeconfig", errorMessage(error));
+    }
   }
 
   /** Carries out planNetDir's plan; the memory is kept only once the writes succeeded. */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
 import { readRegularFile, writeAtomic } from "../files.js";
 
-/** What the kubeconfig is made of: the pod's service account and the API's address. */
+/** What a kubeconfig is made of: a token, the CA, and (ApiEndpoint) the API's address. */
 export interface ServiceAccount {
   token: string;
   caPem: string | undefined;
@@ -17,9 +17,9 @@ export interface ApiEndpoint {
 }
 
 /**
- * A kubeconfig for the plugin (same content as linkerd-cni's), written as JSON: valid
- * YAML for kubectl, and the plugin reads it without loading a YAML parser per pod start.
- * IPv6 hosts are bracketed.
+ * A kubeconfig (the plugin's has linkerd-cni's shape), as JSON: valid YAML for kubectl,
+ * and the plugin reads it without loading a YAML parser per pod start. IPv6 hosts are
+ * bracketed.
  */
 export function renderKubeconfig(account: ServiceAccount, api: ApiEndpoint): string {
   const host = api.host.includes(":") && !api.host.startsWith("[") ? `[${api.host}]` : api.host;
@@ -53,11 +53,12 @@ export function serviceAccountToken(serviceAccountDir: string): { ok: true; toke
   }
 }
 
-/** Where and how the agent writes the plugin's kubeconfig. */
+/** Where and what the agent writes as the plugin's kubeconfig. */
 export interface KubeconfigSource {
   path: string;
-  serviceAccountDir: string;
-  caFile: string | undefined;
+  /** The plugin's token: minted for its own ServiceAccount, never the agent's. */
+  token: string;
+  caPem: string | undefined;
   api: ApiEndpoint | undefined;
 }
 
@@ -68,10 +69,7 @@ export interface KubeconfigSource {
  */
 export function syncKubeconfig(source: KubeconfigSource): "written" | "rewritten" | "unchanged" {
   if (!source.api) throw new Error("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are needed for the kubeconfig");
-  const token = serviceAccountToken(source.serviceAccountDir);
-  if (!token.ok) throw new Error(token.problem);
-  const caPem = source.caFile && existsSync(source.caFile) ? readRegularFile(source.caFile) : undefined;
-  const content = renderKubeconfig({ token: token.token, caPem }, source.api);
+  const content = renderKubeconfig({ token: source.token, caPem: source.caPem }, source.api);
   const current = existsSync(source.path) ? readRegularFile(source.path) : undefined;
   if (current === content) return "unchanged";
   writeAtomic(source.path, content, 0o600);

@@ -1,55 +1,127 @@
-import { existsSync, readFileSync } from "node:fs";
+import type { Server } from "node:net";
 import { AuditMonitor } from "../audit/monitor.js";
 import { errorMessage } from "../errors.js";
-import { createNodeApi, kubeConfigFrom, type NodeApi } from "../kube/node-api.js";
-import type { Logger } from "../log.js";
+import type { NodeApi } from "../kube/node-api.js";
+import { type Logger, StandingProblems } from "../log.js";
 import type { InstallerMetrics } from "./metrics.js";
+import { NodeCache } from "./node-cache.js";
 import type { InstallerOptions } from "./options.js";
+import { answerAsk, servePlugin } from "./plugin-server.js";
 import { TaintKeeper } from "./taint.js";
 
+/** The agent's API client and the credentials it was made from. */
+export interface AgentClient {
+  api: NodeApi;
+  kubeconfig: string;
+}
+
 /**
- * What the agent does through the API for its node once it knows its readiness: audit
- * and repair the node's meshed pods (once ready), and lift or restore the startup taint.
- * It uses the kubeconfig the agent wrote, and a new client whenever that changed (a
- * rotated token).
+ * What the agent does through the API for its node: watch the node's pods and every
+ * namespace into a cache, answer the plugin from it on a unix socket, audit and repair the
+ * node's meshed pods once ready, and lift or restore the startup taint. A new client (a
+ * rotated token) restarts the watches on it.
  */
 export class NodeTasks {
+  private readonly cache = new NodeCache();
   private readonly taint: TaintKeeper | undefined;
+  private readonly problems: StandingProblems;
   private monitor: AuditMonitor | undefined;
-  private monitorApi: NodeApi | undefined;
-  private client: { api: NodeApi; kubeconfig: string } | undefined;
+  private client: AgentClient | undefined;
+  private watching: NodeApi | undefined;
+  private stopWatches: Array<() => Promise<void>> = [];
+  private server: Promise<Server | undefined> | undefined;
 
   constructor(
     private readonly node: string,
     private readonly options: InstallerOptions,
-    private readonly kubeconfigPath: string,
+    /** The socket's path inside the agent's container; undefined: the plugin is not served. */
+    private readonly socketPath: string | undefined,
     private readonly log: Logger,
     private readonly metrics: InstallerMetrics,
     retry: () => void,
   ) {
     this.taint = options.startupTaint && new TaintKeeper(options.startupTaint, options.restoreTaint, log, retry);
+    this.problems = new StandingProblems(log);
   }
 
-  follow(ready: boolean): void {
-    const api = this.currentApi();
-    if (!api) return;
-    if (ready && this.monitorApi !== api) {
-      this.monitorApi = api;
-      this.monitor ??= this.createMonitor();
-      this.monitor.start(api).catch((error: unknown) => this.log.error("cannot watch this node's pods", { error: errorMessage(error) }));
+  follow(client: AgentClient | undefined, ready: boolean): void {
+    this.client = client;
+    if (!client) return;
+    if (this.watching !== client.api) this.watch(client.api);
+    this.server ??= this.serve();
+    if (ready && !this.monitor) {
+      this.monitor = this.createMonitor();
+      this.monitor.start();
     }
-    this.taint?.follow(api, ready);
+    this.taint?.follow(client.api, ready);
   }
 
   async stop(): Promise<void> {
-    await this.monitor?.stop();
+    this.monitor?.stop();
+    await Promise.all(this.stopWatches.map((stop) => stop()));
+    const server = await this.server;
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   }
 
-  private currentApi(): NodeApi | undefined {
-    if (!existsSync(this.kubeconfigPath)) return undefined;
-    const kubeconfig = readFileSync(this.kubeconfigPath, "utf8");
-    if (this.client?.kubeconfig !== kubeconfig)
-      this.client = { api: createNodeApi(kubeConfigFrom(this.kubeconfigPath), this.node), kubeconfig };
+  /** Watches the node's pods (into the cache and the monitor) and every namespace (into the cache) with this client. */
+  private watch(api: NodeApi): void {
+    this.watching = api;
+    const previous = this.stopWatches;
+    this.stopWatches = [];
+    void Promise.all(previous.map((stop) => stop()));
+    const failed = (what: string) => (error: unknown) =>
+      this.problems.set(what, `the watch of ${what} failed, restarting it each second: ${errorMessage(error)}`);
+    const started = [
+      api.watchPods({
+        change: (pod) => {
+          this.cache.setPod(pod);
+          this.monitor?.changed(pod);
+        },
+        remove: (pod) => {
+          this.cache.removePod(pod);
+          this.monitor?.removed(pod);
+        },
+        error: failed("this node's pods"),
+        connected: () => this.problems.set("this node's pods", undefined),
+      }),
+      api.watchNamespaces({
+        change: (namespace) => this.cache.setNamespace(namespace),
+        remove: (namespace) => this.cache.removeNamespace(namespace),
+        error: failed("namespaces"),
+        connected: () => this.problems.set("namespaces", undefined),
+      }),
+    ];
+    for (const watching of started) {
+      watching.then(
+        (stop) => (this.watching === api ? this.stopWatches.push(stop) : void stop()),
+        (error: unknown) => this.log.error("cannot watch the API", { error: errorMessage(error) }),
+      );
+    }
+  }
+
+  /** Answers the plugin on its socket from the cache, else through the current client. */
+  private async serve(): Promise<Server | undefined> {
+    if (!this.socketPath) return undefined;
+    const serverPort = Number(this.options.apiPort ?? 443);
+    const lookup = {
+      readPod: (namespace: string, name: string) => this.currentApi().readPod(namespace, name),
+      readNamespace: (name: string) => this.currentApi().readNamespace(name),
+    };
+    try {
+      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, this.cache, lookup, serverPort));
+      this.log.info("answering the plugin", { socket: this.socketPath });
+      return server;
+    } catch (error) {
+      this.log.error("cannot answer the plugin on its socket: it asks the API server itself", {
+        socket: this.socketPath,
+        error: errorMessage(error),
+      });
+      return undefined;
+    }
+  }
+
+  private currentApi(): NodeApi {
+    if (!this.client) throw new Error("the agent has no credentials yet");
     return this.client.api;
   }
 
@@ -60,7 +132,7 @@ export class NodeTasks {
       {
         binary: sourceBinary,
         node: this.node,
-        kubeconfig: this.kubeconfigPath,
+        credentials: () => this.client?.kubeconfig,
         hostRoot,
         stateDir,
         netDir,

@@ -47,6 +47,11 @@ export interface InstallerOptions {
   netnsDirs: string[];
   self: PodKey | undefined;
   logLevel: AgentLogLevel;
+  /** The ServiceAccount whose minted token goes into the plugin's kubeconfig, and the token's life. */
+  pluginServiceAccount: { namespace: string; name: string };
+  pluginTokenSeconds: number;
+  /** Where the agent answers the plugin (a unix socket), as the host sees it; undefined: it does not. */
+  agentSocket: string | undefined;
 }
 
 export const installerUsage = `meshcni install [options]   run the node agent (DaemonSet container)
@@ -76,6 +81,11 @@ Options (environment variable in brackets):
   --startup-taint TAINT      remove key[=value][:Effect] from this node once ready
   --restore-taint            put the startup taint back while not ready
   --log-level LEVEL          ${agentLogLevels.join(", ")} [LOG_LEVEL] (info)
+  --plugin-service-account NS/NAME   whose token (minted, TokenRequest) the plugin's kubeconfig holds
+                             ([POD_NAMESPACE or meshcni]/meshcni-plugin)
+  --plugin-token-seconds N   the minted token's life, renewed at 80% (3600; at least 600)
+  --agent-socket PATH        where the plugin asks the agent for pods, on the host; "" turns it off
+                             (<state-dir>/agent/plugin.sock; needs --node)
 Own pod (never repaired; its DaemonSet decides --on-stop auto): POD_NAMESPACE and POD_NAME.
 API address: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PROTOCOL (https);
 KUBE_CA_FILE overrides the CA, SKIP_TLS_VERIFY=true skips verification.
@@ -101,6 +111,12 @@ function oneOf<T extends string>(flag: string, text: string, allowed: readonly T
   if (!(allowed as readonly string[]).includes(text))
     throw new Error(`--${flag} must be one of ${allowed.join(", ")}, not ${JSON.stringify(text)}`);
   return text as T;
+}
+
+function serviceAccountOf(text: string): { namespace: string; name: string } {
+  const match = /^([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253})$/.exec(text);
+  if (!match) throw new Error(`--plugin-service-account must be NAMESPACE/NAME, not ${JSON.stringify(text)}`);
+  return { namespace: match[1]!, name: match[2]! };
 }
 
 /** Reads the flags and environment; throws one line naming the bad flag and value. */
@@ -130,6 +146,9 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
       "startup-taint": { type: "string" },
       "restore-taint": { type: "boolean", default: false },
       "log-level": { type: "string" },
+      "plugin-service-account": { type: "string" },
+      "plugin-token-seconds": { type: "string", default: "3600" },
+      "agent-socket": { type: "string" },
     },
   });
   const positive = (value: number) => Number.isFinite(value) && value > 0;
@@ -170,6 +189,14 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
     netnsDirs: values["netns-dir"],
     self: env.POD_NAMESPACE && env.POD_NAME ? { namespace: env.POD_NAMESPACE, name: env.POD_NAME } : undefined,
     logLevel: oneOf("log-level", values["log-level"] ?? (env.LOG_LEVEL || "info"), agentLogLevels),
+    pluginServiceAccount: serviceAccountOf(values["plugin-service-account"] ?? `${env.POD_NAMESPACE || "meshcni"}/meshcni-plugin`),
+    pluginTokenSeconds: number(
+      "plugin-token-seconds",
+      values["plugin-token-seconds"],
+      (n) => Number.isInteger(n) && n >= 600,
+      "a whole number of seconds, at least 600",
+    ),
+    agentSocket: values["agent-socket"] === "" ? undefined : (values["agent-socket"] ?? join(values["state-dir"], "agent", "plugin.sock")),
   };
 }
 
@@ -183,5 +210,6 @@ export function installerPaths(options: InstallerOptions) {
     kubeconfig: join(netDir, options.kubeconfigName),
     kubeconfigOnHost: join(options.netDir, options.kubeconfigName),
     stateDir: onHost(options.stateDir),
+    agentSocket: options.agentSocket === undefined ? undefined : onHost(options.agentSocket),
   };
 }

@@ -20,10 +20,11 @@ export const defaultTemplate = JSON.stringify({
 export type Template = { ok: true; entry: JsonObject; binaryName: string } | { ok: false; reason: string };
 
 /**
- * Turns the netconf template (Linkerd's CNI_NETWORK_CONFIG) into the plugin entry. Its
- * type names the binary in the CNI bin dir, so it must be meshcni or linkerd-cni.
+ * Turns the netconf template (Linkerd's CNI_NETWORK_CONFIG) into the plugin entry, with
+ * the agent's socket. Its type names the binary in the CNI bin dir, so it must be meshcni
+ * or linkerd-cni.
  */
-export function renderTemplate(text: string, kubeconfigPath: string): Template {
+export function renderTemplate(text: string, kubeconfigPath: string, agentSocket?: string): Template {
   let entry: unknown;
   try {
     entry = JSON.parse(text.split(kubeconfigPlaceholder).join(kubeconfigPath.replace(/["\\]/g, "\\$&")));
@@ -39,7 +40,9 @@ export function renderTemplate(text: string, kubeconfigPath: string): Template {
       reason: `the netconf template's type must be "meshcni" or "linkerd-cni", not ${JSON.stringify((entry as JsonObject).type)}`,
     };
   }
-  return { ok: true, entry: entry as JsonObject, binaryName: (entry as JsonObject).type as string };
+  // The plugin asks the agent there first (the agent serves where it says; a template's own value is replaced).
+  const withSocket = agentSocket === undefined ? (entry as JsonObject) : { ...(entry as JsonObject), agent_socket: agentSocket };
+  return { ok: true, entry: withSocket, binaryName: (entry as JsonObject).type as string };
 }
 
 /** The template the options name (flag, file, or the default), rendered for this host. */
@@ -52,5 +55,6 @@ export function loadTemplate(options: InstallerOptions): Template {
       return { ok: false, reason: `cannot read the netconf template ${options.templateFile}: ${errorMessage(error)}` };
     }
   }
-  return renderTemplate(text, installerPaths(options).kubeconfigOnHost);
+  // Only an agent with a node caches its pods and serves them.
+  return renderTemplate(text, installerPaths(options).kubeconfigOnHost, options.node ? options.agentSocket : undefined);
 }

@@ -1,9 +1,12 @@
+import { readFileSync } from "node:fs";
 import {
   ApiException,
   AppsV1Api,
   CoreV1Api,
   type CoreV1Event,
   KubeConfig,
+  type KubernetesListObject,
+  type KubernetesObject,
   makeInformer,
   PatchStrategy,
   setHeaderOptions,
@@ -13,17 +16,28 @@ import {
 } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
 
+/** What a watch calls back with. */
+export interface WatchHandlers<T> {
+  change(object: T): void;
+  remove(object: T): void;
+  error(error: unknown): void;
+  connected(): void;
+}
+
 /** What audit and the agent's repair do with the API, for the pods of one node. */
 export interface NodeApi {
   listPods(): Promise<V1Pod[]>;
   /** Calls back on every change to a pod of the node until the returned stop is called. */
   /** `error`: the watch broke and is being restarted; `connected`: it (re)started. Neither after stop. */
-  watchPods(handlers: {
-    change(pod: V1Pod): void;
-    remove(pod: V1Pod): void;
-    error(error: unknown): void;
-    connected(): void;
-  }): Promise<() => Promise<void>>;
+  watchPods(handlers: WatchHandlers<V1Pod>): Promise<() => Promise<void>>;
+  /** Every namespace, as watchPods does for the node's pods. */
+  watchNamespaces(handlers: WatchHandlers<V1Namespace>): Promise<() => Promise<void>>;
+  readPod(namespace: string, name: string): Promise<V1Pod>;
+  /**
+   * A token of a ServiceAccount (TokenRequest), valid for `seconds`: what the agent writes
+   * into the plugin's kubeconfig instead of its own.
+   */
+  mintToken(namespace: string, serviceAccount: string, seconds: number): Promise<{ token: string; expiresAt: number }>;
   /** An Event on the pod: why (reason), what meshcni did about it (action), and what to do (message). */
   createPodEvent(pod: V1Pod, event: { reason: string; action: string; message: string; type: "Normal" | "Warning" }): Promise<void>;
   labelPod(pod: V1Pod, key: string, value: string): Promise<void>;
@@ -44,15 +58,46 @@ export interface NodeApi {
   setNodeTaints(taints: V1Taint[], resourceVersion: string): Promise<void>;
 }
 
+/** A kubeconfig from a file, from stdin ("-": how the agent hands a sweep its credentials), or the default (KUBECONFIG, in-cluster). */
 export function kubeConfigFrom(path: string | undefined): KubeConfig {
   const config = new KubeConfig();
   try {
-    if (path) config.loadFromFile(path);
+    if (path === "-") config.loadFromString(readFileSync(0, "utf8"));
+    else if (path) config.loadFromFile(path);
     else config.loadFromDefault();
   } catch (error) {
     throw new Error(`cannot read kubeconfig ${path ?? "(default)"}: ${errorMessage(error)}`);
   }
   return config;
+}
+
+/**
+ * An informer: list, then watch, calling back on each change; restarted a second after
+ * it breaks, as client-go's reflector does. Returns its stop.
+ */
+async function watch<T extends KubernetesObject>(
+  config: KubeConfig,
+  path: string,
+  list: () => Promise<KubernetesListObject<T>>,
+  { change, remove, error, connected }: WatchHandlers<T>,
+): Promise<() => Promise<void>> {
+  const informer = makeInformer(config, path, list);
+  let stopped = false;
+  informer.on("add", change);
+  informer.on("update", change);
+  informer.on("delete", remove);
+  informer.on("connect", () => stopped || connected());
+  informer.on("error", (failure) => {
+    // Stopping aborts the watch: that is no failure to report.
+    if (stopped) return;
+    error(failure);
+    setTimeout(() => void (stopped || informer.start().catch(error)), 1000);
+  });
+  await informer.start();
+  return async () => {
+    stopped = true;
+    await informer.stop();
+  };
 }
 
 export function createNodeApi(config: KubeConfig, nodeName: string, component = "meshcni"): NodeApi {
@@ -62,27 +107,25 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
   return {
     listPods,
-    async watchPods({ change, remove, error, connected }) {
-      const informer = makeInformer(config, `/api/v1/pods?fieldSelector=${encodeURIComponent(fieldSelector)}`, () =>
-        api.listPodForAllNamespaces({ fieldSelector }),
-      );
-      let stopped = false;
-      informer.on("add", change);
-      informer.on("update", change);
-      informer.on("delete", remove);
-      informer.on("connect", () => stopped || connected());
-      informer.on("error", (failure) => {
-        // Stopping aborts the watch: that is no failure to report.
-        if (stopped) return;
-        error(failure);
-        // The informer stops on error; come back after a pause, as client-go's reflector does.
-        setTimeout(() => void (stopped || informer.start().catch(error)), 1000);
+    watchPods: (handlers) =>
+      watch(
+        config,
+        `/api/v1/pods?fieldSelector=${encodeURIComponent(fieldSelector)}`,
+        () => api.listPodForAllNamespaces({ fieldSelector }),
+        handlers,
+      ),
+    watchNamespaces: (handlers) => watch(config, "/api/v1/namespaces", () => api.listNamespace(), handlers),
+    readPod: (namespace, name) => api.readNamespacedPod({ namespace, name }),
+    async mintToken(namespace, serviceAccount, seconds) {
+      const answer = await api.createNamespacedServiceAccountToken({
+        namespace,
+        name: serviceAccount,
+        body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences: [], expirationSeconds: seconds } },
       });
-      await informer.start();
-      return async () => {
-        stopped = true;
-        await informer.stop();
-      };
+      const token = answer.status?.token;
+      const expires = answer.status?.expirationTimestamp;
+      if (!token || !expires) throw new Error(`the API server's TokenRequest answer for ${namespace}/${serviceAccount} has no token`);
+      return { token, expiresAt: new Date(expires).getTime() };
     },
     async createPodEvent(pod, { reason, action, message, type }) {
       const now = new Date();

@@ -13,7 +13,8 @@ import { loadApiAccess } from "./kubeconfig.js";
 
 /** The plugin's two reads: the pod being added and, for overrides, its namespace. */
 export interface KubeReader {
-  readPod(namespace: string, name: string): Promise<V1Pod>;
+  /** The pod; `uid` (the runtime's K8S_POD_UID) lets a cache tell a recreated pod from the one asked for. */
+  readPod(namespace: string, name: string, uid?: string): Promise<V1Pod>;
   readNamespace(name: string): Promise<V1Namespace>;
   /** The port of the API server the kubeconfig points at. */
   serverPort: number;

@@ -46,6 +46,8 @@ export const defaultManifestOptions: ManifestOptions = {
 };
 
 const name = "meshcni";
+/** The ServiceAccount whose minted tokens the plugin's kubeconfig holds (the agent's default). */
+export const pluginServiceAccount = "meshcni-plugin";
 const stateDir = "/var/run/meshcni";
 type K8sObject = { apiVersion: string; kind: string; metadata: Record<string, unknown>; [key: string]: unknown };
 
@@ -55,18 +57,27 @@ type K8sObject = { apiVersion: string; kind: string; metadata: Record<string, un
  * pods only to label them (label, or evict's fallback), creates evictions only for evict,
  * reads and patches its node only to lift a startup taint.
  */
-export function clusterRules(
-  options: Pick<ManifestOptions, "repair" | "startupTaint">,
-): Array<{ apiGroups: string[]; resources: string[]; verbs: string[] }> {
+export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupTaint">): Rule[] {
   const patch = options.repair === "label" || options.repair === "evict";
   return [
     { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", ...(patch ? ["patch"] : [])] },
     ...(options.repair === "evict" ? [{ apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] }] : []),
-    { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
+    { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
     { apiGroups: [""], resources: ["events"], verbs: ["create"] },
     ...(options.startupTaint ? [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] }] : []),
   ];
 }
+
+/** What the plugin's own ServiceAccount may do, whose minted token is on each node's disk: read the pod it adds and its namespace. */
+export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }];
+
+/** In meshcni's namespace: read its own DaemonSet (at a stop), mint the plugin's token (that ServiceAccount's only). */
+export const agentNamespaceRules = (pluginAccount: string): Rule[] => [
+  { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
+  { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginAccount] },
+];
+
+export type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
 
 /** The agent's entry in the active config (CNI_NETWORK_CONFIG), Linkerd's defaults overridden. */
 export function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linkerd">): string {
@@ -83,6 +94,8 @@ export function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linke
 /** A comment written above a field of an object of this kind: deploy/ says why each setting is so. */
 export interface FieldComment {
   kind: string;
+  /** Only the object of this name (when there are several of the kind). */
+  name?: string;
   path: Array<string | number>;
   text: string;
 }
@@ -106,21 +119,34 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     { kind: "Namespace", path: ["metadata", "labels"], text: "The agent writes host paths as root: the namespace admits privileged pods." },
     {
       kind: "ClusterRole",
+      name,
       path: ["rules"],
       text: [
-        "Exactly what meshcni uses, sized by what is turned on:",
-        "- the plugin (this account's token in its kubeconfig) gets the pod being added, and its namespace for annotations;",
-        "- the agent lists and watches its node's pods (a field selector RBAC cannot narrow), gets namespaces, creates Events on unprotected pods;",
+        "The agent's, sized by what is turned on:",
+        "- it lists and watches its node's pods (a field selector RBAC cannot narrow) and every namespace, to answer the plugin",
+        "  and to audit; it gets a pod or namespace its watches have not seen yet; it creates Events on unprotected pods;",
         `- ${repairs[options.repair]};`,
         options.startupTaint
-          ? "- nodes get and patch: the agent lifts the startup taint from its node once ready."
+          ? "- nodes get and patch: it lifts the startup taint from its node once ready."
           : "- no node access: no startup taint.",
       ].join("\n"),
     },
     {
+      kind: "ClusterRole",
+      name: pluginServiceAccount,
+      path: ["rules"],
+      text: "The plugin's, whose token is on each node's disk (in its kubeconfig): it reads the pod being added and its namespace,\nwhen the agent cannot answer it. The agent mints that token (TokenRequest) and renews it before it expires.",
+    },
+    {
+      kind: "ServiceAccount",
+      name: pluginServiceAccount,
+      path: ["automountServiceAccountToken"],
+      text: "No pod runs as it: only the agent mints its tokens, for the plugin's kubeconfig.",
+    },
+    {
       kind: "Role",
       path: ["rules"],
-      text: "At a stop the agent gets its DaemonSet: still there, a rollout (keep everything); deleted, an uninstall.",
+      text: "At a stop the agent gets its DaemonSet: still there, a rollout (keep everything); deleted, an uninstall.\nIt mints the plugin's token: that ServiceAccount's only.",
     },
     {
       kind: "ConfigMap",
@@ -150,7 +176,10 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
       ["securityContext"],
       "SYS_ADMIN: a sweep enters pod netns (setns); NET_ADMIN: it reads and writes their nat tables;\nNET_RAW: iptables-legacy opens a raw socket. Root: it writes root-owned host dirs.",
     ),
-    container(["volumeMounts", 2], "Sweeps record adopted and repaired pods and remove stale records."),
+    container(
+      ["volumeMounts", 2],
+      "Sweeps record adopted and repaired pods and remove stale records; the agent answers the plugin on a socket here.",
+    ),
     container(["volumeMounts", 3], "Pod netns are bind mounts made after the agent starts."),
   ];
 }
@@ -166,8 +195,15 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
   const meta = (extra: Record<string, unknown> = {}) => ({ name, namespace: options.namespace, labels, ...extra });
   const selector = { "app.kubernetes.io/name": name };
   const onHost = (path: string) => `/host${path}`;
-  const subject = [{ kind: "ServiceAccount", name, namespace: options.namespace }];
   const hostDir = (volume: string, path: string) => ({ name: volume, hostPath: { path, type: "DirectoryOrCreate" } });
+  const pluginAccount = pluginServiceAccount;
+  const binding = (kind: "ClusterRoleBinding" | "RoleBinding", roleKind: "ClusterRole" | "Role", roleName: string, account: string) => ({
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind,
+    metadata: kind === "RoleBinding" ? meta({ name: roleName }) : { name: roleName, labels },
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: roleKind, name: roleName },
+    subjects: [{ kind: "ServiceAccount", name: account, namespace: options.namespace }],
+  });
   const objects: K8sObject[] = [
     {
       apiVersion: "v1",
@@ -175,27 +211,13 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
       metadata: { name: options.namespace, labels: { ...labels, "pod-security.kubernetes.io/enforce": "privileged" } },
     },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta() },
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: meta({ name: pluginAccount }), automountServiceAccountToken: false },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels }, rules: clusterRules(options) },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "ClusterRoleBinding",
-      metadata: { name, labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
-      subjects: subject,
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "Role",
-      metadata: meta(),
-      rules: [{ apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] }],
-    },
-    {
-      apiVersion: "rbac.authorization.k8s.io/v1",
-      kind: "RoleBinding",
-      metadata: meta(),
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-      subjects: subject,
-    },
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: pluginAccount, labels }, rules: pluginRules },
+    binding("ClusterRoleBinding", "ClusterRole", name, name),
+    binding("ClusterRoleBinding", "ClusterRole", pluginAccount, pluginAccount),
+    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(), rules: agentNamespaceRules(pluginAccount) },
+    binding("RoleBinding", "Role", name, name),
     {
       apiVersion: "v1",
       kind: "ConfigMap",

@@ -21,9 +21,11 @@ function annotate(doc: Document, { path, text }: FieldComment): void {
 }
 
 /** One object as YAML, with the comments that say why its fields are so. */
-function objectYaml(object: { kind: string }, comments: FieldComment[]): string {
+function objectYaml(object: { kind: string; metadata?: unknown }, comments: FieldComment[]): string {
   const doc = new Document(object, { aliasDuplicateObjects: false });
-  for (const comment of comments) if (comment.kind === object.kind) annotate(doc, comment);
+  const name = (object.metadata as { name?: string } | undefined)?.name;
+  for (const comment of comments)
+    if (comment.kind === object.kind && (comment.name === undefined || comment.name === name)) annotate(doc, comment);
   return doc.toString({ lineWidth: 0 });
 }
 
@@ -38,11 +40,15 @@ export function manifestsYaml(options: ManifestOptions): string {
   );
 }
 
-/** The manifests as files: one per object and a kustomization.yaml listing them (`kubectl apply -k`). Pure. */
+/** The manifests as files: one per kind (its objects as documents) and a kustomization.yaml listing them (`kubectl apply -k`). Pure. */
 export function manifestFiles(options: ManifestOptions): Array<{ name: string; text: string }> {
   const comments = manifestComments(options);
-  const objects = renderManifests(options);
-  const files = objects.map((object) => ({ name: `${object.kind.toLowerCase()}.yaml`, text: header + objectYaml(object, comments) }));
+  const byKind = new Map<string, string[]>();
+  for (const object of renderManifests(options)) {
+    const file = `${object.kind.toLowerCase()}.yaml`;
+    byKind.set(file, [...(byKind.get(file) ?? []), objectYaml(object, comments)]);
+  }
+  const files = [...byKind].map(([name, documents]) => ({ name, text: header + documents.join("---\n") }));
   const kustomization = {
     apiVersion: "kustomize.config.k8s.io/v1beta1",
     kind: "Kustomization",

@@ -53,6 +53,8 @@ const netConfSchema = v.looseObject({
   log_file: v.optional(v.pipe(v.string(), v.minLength(1))),
   /** Where ADD records what it did for each meshed pod (read by `meshcni audit`). */
   state_dir: v.optional(v.pipe(v.string(), v.minLength(1)), defaultStateDir),
+  /** The agent's unix socket: the plugin asks it for the pod first (the installer writes it). */
+  agent_socket: v.optional(v.pipe(v.string(), v.startsWith("/", "must be an absolute path"))),
   kubernetes: v.optional(
     v.looseObject({
       kubeconfig: v.optional(v.pipe(v.string(), v.minLength(1)), defaultKubeconfig),

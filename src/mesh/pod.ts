@@ -97,3 +97,27 @@ export function firewallSpecFor(conf: LinkerdConf, pod: V1Pod, namespace: V1Name
 export function redirectFamilies(conf: LinkerdConf, addresses: string[]): Family[] {
   return conf.ipv6 || addresses.some((address) => address.includes(":")) ? ["ipv4", "ipv6"] : ["ipv4"];
 }
+
+/**
+ * What the decision reads of a pod (isMeshed, the overrides, the control-plane label), as
+ * the API shapes it: what the agent sends the plugin instead of the whole pod.
+ */
+export function decisionFields(pod: V1Pod): V1Pod {
+  const { name, namespace, uid, labels, annotations } = pod.metadata ?? {};
+  const names = (containers: Array<{ name: string }> | undefined) => containers?.map(({ name }) => ({ name }));
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace, uid, labels, annotations },
+    spec: {
+      containers: names(pod.spec?.containers) ?? [],
+      ...(pod.spec?.initContainers ? { initContainers: names(pod.spec.initContainers) } : {}),
+    },
+  } as V1Pod;
+}
+
+/** What the decision reads of a namespace: its annotations. */
+export function namespaceDecisionFields(namespace: V1Namespace): V1Namespace {
+  const { name, annotations } = namespace.metadata ?? {};
+  return { apiVersion: "v1", kind: "Namespace", metadata: { name, annotations } } as V1Namespace;
+}

@@ -18,6 +18,7 @@ export function productionDeps(log: Logger): PluginDeps {
     log,
     // Loaded only by the verbs that call the API: it is most of the bundle.
     kubeReader: async (options) => (await import("../kube/pod-reader.js")).createKubeReader(options),
+    agentReader: async (socket, timeoutMs) => (await import("../kube/agent-reader.js")).createAgentReader(socket, timeoutMs),
     checkKubeconfig: async (path) => void (await loadApiAccess(path)),
     backend: backendOf,
     async redirector(conf) {

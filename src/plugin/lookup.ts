@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { parseCniArgs, podIdentity } from "../cni/args.js";
 import { errorMessage } from "../errors.js";
 import type { FirewallSpec } from "../iptables/types.js";
+import { AgentUnavailableError } from "../kube/agent-reader.js";
 import type { KubeReader } from "../kube/pod-reader.js";
 import { firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../mesh/pod.js";
 import { formatPodKey, type PodKey } from "../pod-key.js";
@@ -34,12 +35,25 @@ export function namedPod(request: PluginRequest, deps: PluginDeps): PodKey | und
   return identity;
 }
 
+/** The agent answers at once from its cache, or from the API within this; past it the plugin asks the API itself. */
+export const agentTimeoutMs = 1000;
+
 /**
- * Looks the pod up and decides its firewall. Any API failure, and any answer that is not
- * the pod asked for, fails closed: a meshed pod must never start unredirected.
+ * Looks the pod up and decides its firewall: from the agent on the same node (its socket
+ * in the netconf), else, when the agent cannot answer, from the API server. Any API
+ * failure, and any answer that is not the pod asked for, fails closed: a meshed pod must
+ * never start unredirected.
  */
 export async function lookupPod(request: PluginRequest, deps: PluginDeps, identity: PodKey): Promise<Decision> {
-  const subject = formatPodKey(identity);
+  const socket = request.conf.agent_socket;
+  if (socket) {
+    try {
+      return await decide(request, identity, await deps.agentReader(socket, agentTimeoutMs));
+    } catch (error) {
+      if (!(error instanceof AgentUnavailableError)) throw error;
+      deps.log.warn("asking the API server instead of the agent", { pod: formatPodKey(identity), reason: error.message });
+    }
+  }
   const { kubeconfig, timeout_seconds } = request.conf.kubernetes;
   const deadline = AbortSignal.timeout(timeout_seconds * 1000);
   let reader: KubeReader;
@@ -48,20 +62,27 @@ export async function lookupPod(request: PluginRequest, deps: PluginDeps, identi
       kubeconfig,
       deadline,
       attemptTimeoutMs: Math.min(attemptTimeoutMs, timeout_seconds * 1000),
-      onRetry: (attempt, cause) => deps.log.warn("API request failed, retrying", { pod: subject, attempt, cause }),
+      onRetry: (attempt, cause) => deps.log.warn("API request failed, retrying", { pod: formatPodKey(identity), attempt, cause }),
     });
   } catch (error) {
     throw new PodLookupError(identity, errorMessage(error));
   }
+  return decide(request, identity, reader);
+}
+
+/** Reads the pod (and, for overrides, its namespace) through `reader` and decides; an agent that stops answering passes through. */
+async function decide(request: PluginRequest, identity: PodKey, reader: KubeReader): Promise<Decision> {
+  const subject = formatPodKey(identity);
   const read = async <T>(what: string, call: () => Promise<T>) => {
     try {
       return await call();
     } catch (error) {
+      if (error instanceof AgentUnavailableError) throw error;
       throw new PodLookupError(identity, `reading ${what}: ${errorMessage(error)}`);
     }
   };
   try {
-    const pod = await read(`pod ${subject}`, () => reader.readPod(identity.namespace, identity.name));
+    const pod = await read(`pod ${subject}`, () => reader.readPod(identity.namespace, identity.name, identity.uid));
     // A pod recreated under the same name is another pod: its spec says nothing of this sandbox.
     if (identity.uid && pod.metadata?.uid !== identity.uid) {
       throw new PodLookupError(

@@ -22,6 +22,8 @@ export interface PluginRequest {
 export interface PluginDeps {
   log: Logger;
   kubeReader(options: KubeReaderOptions): Promise<KubeReader>;
+  /** The same reads, asked of the agent on its socket; throws AgentUnavailableError when it cannot answer. */
+  agentReader(socket: string, timeoutMs: number): Promise<KubeReader>;
   /** Loads a kubeconfig without asking the API; throws what makes it unusable. */
   checkKubeconfig(path: string): Promise<void>;
   /** The backend the netconf selects; "auto" is detected in the host netns. */

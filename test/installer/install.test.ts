@@ -45,10 +45,12 @@ describe("meshcni install", () => {
     expect(plugins![2]).toMatchObject({ kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } });
     expect(readFileSync(`${host.binDir}/meshcni`).equals(readFileSync(meshcniBinary))).toBe(true);
     expect(statSync(`${host.binDir}/meshcni`).mode & 0o777).toBe(0o755);
-    expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
-    expect(readFileSync(host.kubeconfigPath, "utf8")).toContain('"token": "token-one"');
-    expect(readFileSync(host.kubeconfigPath, "utf8")).toContain('"server": "https://10.96.0.1:443"');
     await host.waitFor(async () => (await host.readyz()).status === 200);
+    expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
+    // The plugin's kubeconfig holds a token minted for its own ServiceAccount, never the agent's.
+    expect(host.ownApi!.minted.get(host.pluginToken())?.serviceAccount).toBe("meshcni/meshcni-plugin");
+    expect(host.kubeconfig()).not.toContain("token-one");
+    expect(host.kubeconfig()).toContain(`"server": "https://127.0.0.1:${host.ownApi!.port}"`);
     expect(await host.metric("meshcni_ready")).toBe(1);
     const healthz = await fetch(`http://${host.address}/healthz`);
     expect([healthz.status, await healthz.text()]).toEqual([200, "ok\n"]);
@@ -153,14 +155,34 @@ describe("meshcni install", () => {
     expect(host.stderr.some((line) => line.includes('"level":"error"'))).toBe(false);
   });
 
-  it("rewrites the kubeconfig when the projected token rotates, never logging it", async () => {
-    await started({ "10-calico.conflist": calico() });
-    await host.waitFor(() => host.kubeconfig().includes("token-one"));
-    host.rotateToken("token-two");
-    await host.waitFor(() => host.kubeconfig().includes('"token": "token-two"'), 10_000);
-    expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
-    expect(host.logs.some((line) => line.msg.includes("kubeconfig rewritten"))).toBe(true);
-    expect(host.stderr.join("\n")).not.toMatch(/token-(one|two)/);
+  it("renews the plugin's minted token before it expires; the agent's own, even rotated, never touches the disk or the log", async () => {
+    const api = await new FakeApiServer().start();
+    try {
+      // Tokens this server mints expire 3 s after they are issued: renewed at 80%, every ~2.4 s.
+      api.now = () => Date.now() - 597_000;
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      await host.startWithApi(api, ["--plugin-token-seconds", "600"]);
+      await host.waitFor(() => host.kubeconfig() !== "", 5000);
+      const first = host.pluginToken();
+      expect(api.minted.get(first)?.serviceAccount).toBe("meshcni/meshcni-plugin");
+      await host.waitFor(() => host.pluginToken() !== first, 10_000);
+      expect(api.minted.get(host.pluginToken())?.serviceAccount).toBe("meshcni/meshcni-plugin");
+      expect(host.logs.some((line) => line.msg.includes("kubeconfig rewritten (a renewed token"))).toBe(true);
+      // kubelet rotates the agent's projected token: it keeps minting with the new one.
+      api.agentTokens.add("token-two");
+      host.rotateToken("token-two");
+      const second = host.pluginToken();
+      await host.waitFor(() => host.pluginToken() !== second, 10_000);
+      const mints = api.requestsTo("POST", /\/serviceaccounts\/meshcni-plugin\/token$/);
+      expect(mints.every((request) => request.who === "agent")).toBe(true);
+      expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
+      expect(host.kubeconfig()).not.toMatch(new RegExp(`${api.token}|token-two`));
+      expect(host.stderr.join("\n")).not.toMatch(new RegExp(`${api.token}|token-two|minted-`));
+    } finally {
+      await host.cleanup();
+      await api.stop();
+    }
   });
 
   it("uninstalls on SIGTERM outside a pod: every config restored in meaning, kubeconfig, binary and state dir removed, exit 0", async () => {
@@ -181,11 +203,12 @@ describe("meshcni install", () => {
 
   it("keeps everything on SIGTERM with --on-stop keep", async () => {
     await started({ "10-calico.conflist": calico() }, ["--on-stop", "keep"]);
-    await host.waitFor(chainedIn("10-calico.conflist"));
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    const kubeconfig = host.kubeconfig();
     expect(await host.stop("SIGINT")).toBe(0);
     expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
     expect(readdirSync(host.binDir)).toEqual(["meshcni"]);
-    expect(host.kubeconfig()).toContain('"token": "token-one"');
+    expect(host.kubeconfig()).toBe(kubeconfig);
   });
 
   describe("in a pod (--on-stop auto)", () => {
@@ -202,7 +225,7 @@ describe("meshcni install", () => {
       host = new AgentHarness();
       writeFileSync(host.path("10-calico.conflist"), calico());
       await host.startWithApi(api, [], self);
-      await host.waitFor(chainedIn("10-calico.conflist"));
+      await host.waitFor(async () => (await host.readyz()).status === 200);
       expect(await host.stop()).toBe(0);
       expect(host.logs.find((line) => line.msg.startsWith("stopping; meshcni stays"))?.why).toBe(
         "the DaemonSet stays: a restart or rollout",
@@ -277,6 +300,7 @@ describe("meshcni install", () => {
     it("waits with no config at all, never writing a standalone one", async () => {
       await started({});
       await host.waitFor(async () => (await host.readyz()).body.includes("no CNI config"));
+      await host.waitFor(() => host.kubeconfig() !== "");
       expect(readdirSync(host.netDir)).toEqual(["ZZZ-meshcni-kubeconfig"]);
       writeFileSync(host.path("10-calico.conflist"), calico());
       await host.waitFor(chainedIn("10-calico.conflist"));

@@ -13,9 +13,12 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { FakeApiServer } from "./api-server.js";
+import { type AgentAnswer, type AgentAsk, parseAnswer } from "../../src/agent-socket.js";
+import { pluginRules, pluginServiceAccount } from "../../src/manifests/render.js";
+import { FakeApiServer } from "./api-server.js";
 import { sleep } from "./common.js";
 import { meshcniBinary } from "./network.js";
 
@@ -44,6 +47,8 @@ export class AgentHarness {
   address = "";
 
   private readonly onHost: boolean;
+  /** The API server start() made when the test gave none. */
+  ownApi: FakeApiServer | undefined;
 
   /** `onHost`: no host root; the dirs are real paths, so the conflist works for cnitool here. */
   constructor(options: { onHost?: boolean } = {}) {
@@ -63,6 +68,7 @@ export class AgentHarness {
 
   /** Swaps the projected volume's `..data` link as kubelet's atomic writer does. */
   rotateToken(token: string, caPem = readFileSync(join(this.serviceAccountDir, "ca.crt"), "utf8")): void {
+    this.ownApi?.agentTokens.add(token);
     const generation = join(this.serviceAccountDir, `..gen_${++this.tokenGeneration}`);
     mkdirSync(generation);
     writeFileSync(join(generation, "token"), token);
@@ -73,6 +79,11 @@ export class AgentHarness {
     for (const name of ["token", "ca.crt"]) {
       if (!existsSync(join(this.serviceAccountDir, name))) symlinkSync(`..data/${name}`, join(this.serviceAccountDir, name));
     }
+  }
+
+  /** The agent's projected token, as the test last made it. */
+  projectedToken(): string {
+    return readFileSync(join(this.serviceAccountDir, "token"), "utf8");
   }
 
   /** The plugin's state dir as the agent sees it (the host's /var/run/meshcni is never touched). */
@@ -90,7 +101,21 @@ export class AgentHarness {
     return { ...process.env, KUBERNETES_SERVICE_HOST: "10.96.0.1", KUBERNETES_SERVICE_PORT: "443", LOG_LEVEL: "debug" };
   }
 
+  /**
+   * Starts the agent. Without an API server of the test's (startWithApi), one of its own:
+   * the agent mints the plugin's token from it, as it would from a cluster's.
+   */
   async start(extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<void> {
+    if (env.KUBERNETES_SERVICE_HOST === undefined) {
+      if (!this.ownApi) {
+        this.ownApi = await new FakeApiServer().start();
+        grantPluginRules(this.ownApi);
+        // The projected token stays what the test made it (token-one…); the API takes it as the agent's.
+        this.ownApi.agentTokens.add(this.projectedToken());
+        this.rotateToken(this.projectedToken(), this.ownApi.caPem);
+      }
+      env = { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(this.ownApi.port), ...env };
+    }
     const child = spawn(meshcniBinary, ["install", ...this.args(["--listen", "127.0.0.1:0", "--resync-seconds", "60", ...extra])], {
       env: { ...this.env, ...env },
       stdio: ["ignore", "ignore", "pipe"],
@@ -119,6 +144,7 @@ export class AgentHarness {
 
   /** Starts the agent against an in-test API server: its token and CA projected, its address in the env. */
   async startWithApi(api: FakeApiServer, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<void> {
+    grantPluginRules(api);
     this.rotateToken(api.token, api.caPem);
     await this.start(extra, { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port), ...env });
   }
@@ -127,6 +153,11 @@ export class AgentHarness {
   peakRssMb(): number {
     const status = readFileSync(`/proc/${this.child?.pid}/status`, "utf8");
     return Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1]) / 1024;
+  }
+
+  /** Sends a signal (SIGSTOP: the agent hangs; SIGCONT: it goes on). */
+  signal(signal: NodeJS.Signals): void {
+    this.child?.kill(signal);
   }
 
   /** Sends a signal and returns the exit code. */
@@ -157,6 +188,12 @@ export class AgentHarness {
       await sleep(2);
     }
     return performance.now() - started;
+  }
+
+  /** The token in the plugin's kubeconfig ("" while there is none). */
+  pluginToken(): string {
+    const text = this.kubeconfig();
+    return text ? (JSON.parse(text) as { users: Array<{ user: { token: string } }> }).users[0]!.user.token : "";
   }
 
   /** The kubeconfig the agent wrote, or "" while there is none. */
@@ -205,8 +242,31 @@ export class AgentHarness {
 
   async cleanup(): Promise<void> {
     if (this.child) await this.stop("SIGKILL");
+    await this.ownApi?.stop();
     rmSync(this.root, { recursive: true, force: true });
   }
+}
+
+/** Asks the agent on its socket as the plugin does, and returns its answer. */
+export function askAgent(socket: string, ask: AgentAsk): Promise<AgentAnswer> {
+  return new Promise((resolve, reject) => {
+    const connection = connect(socket);
+    let buffered = "";
+    connection.setEncoding("utf8");
+    connection.on("error", reject);
+    connection.on("data", (chunk: string) => {
+      buffered += chunk;
+      if (!buffered.includes("\n")) return;
+      connection.destroy();
+      resolve(parseAnswer(buffered.slice(0, buffered.indexOf("\n"))));
+    });
+    connection.write(`${JSON.stringify(ask)}\n`);
+  });
+}
+
+/** Lets tokens minted for the plugin's ServiceAccount do what deploy/ grants it. */
+export function grantPluginRules(api: FakeApiServer, namespace = "meshcni"): void {
+  api.serviceAccountRules.set(`${namespace}/${pluginServiceAccount}`, pluginRules);
 }
 
 export const conflist = (name: string, plugins: object[], extra: object = {}) =>

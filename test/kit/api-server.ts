@@ -17,8 +17,68 @@ export interface RecordedRequest {
   path: string;
   query: Record<string, string>;
   authorized: boolean;
+  /** Whose token it carried: "agent" (the server's own token), a minted token's ServiceAccount, or "anonymous". */
+  who: string;
   body: unknown;
   at: number;
+}
+
+/** An RBAC rule, as a ClusterRole holds it. */
+export interface RbacRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/** A token minted through TokenRequest: for whom, and until when (ms since the epoch). */
+interface MintedToken {
+  serviceAccount: string;
+  expires: number;
+}
+
+/**
+ * The RBAC verb and resource of a request, as the API server's authorizer sees them:
+ * GET of a collection is list (watch with ?watch=true), of one object get.
+ */
+function authorizationOf(
+  method: string,
+  path: string,
+  query: Record<string, string>,
+): { verb: string; group: string; resource: string; name: string | undefined } {
+  const parts = path.split("/").filter(Boolean);
+  const group = parts[0] === "apis" ? parts[1]! : "";
+  let rest = parts.slice(parts[0] === "apis" ? 3 : 2);
+  if (rest[0] === "namespaces" && rest.length > 2) rest = rest.slice(2);
+  const [resource = "", name, subresource] = rest;
+  const verb =
+    method === "GET"
+      ? name === undefined
+        ? query.watch === "true"
+          ? "watch"
+          : "list"
+        : "get"
+      : ({ POST: "create", PATCH: "patch", PUT: "update", DELETE: "delete" }[method] ?? method.toLowerCase());
+  // A POST to a collection creates in it; to a subresource (eviction, token), creates that.
+  return {
+    verb,
+    group,
+    resource: subresource ? `${resource}/${subresource}` : resource,
+    name: subresource || verb !== "create" ? name : undefined,
+  };
+}
+
+export function allowedBy(
+  rules: RbacRule[],
+  request: { verb: string; group: string; resource: string; name: string | undefined },
+): boolean {
+  return rules.some(
+    (rule) =>
+      rule.apiGroups.includes(request.group) &&
+      rule.resources.includes(request.resource) &&
+      rule.verbs.includes(request.verb) &&
+      (!rule.resourceNames || (request.name !== undefined && rule.resourceNames.includes(request.name))),
+  );
 }
 
 type KubeObject = {
@@ -29,6 +89,10 @@ type KubeObject = {
 interface PodWatcher {
   res: ServerResponse;
   nodeName: string | undefined;
+}
+
+interface NamespaceWatcher {
+  res: ServerResponse;
 }
 
 /** What the server answers: a status code and a JSON body. */
@@ -77,13 +141,17 @@ function jsonPatch(target: KubeObject, ops: Array<{ op: string; path: string; va
 
 /**
  * An HTTPS server with the Kubernetes API's shapes for what meshcni uses (pods: get,
- * list and watch by spec.nodeName, merge-patch, delete; namespaces; nodes: get and
- * JSON-patch; events: create), bearer-token auth and a self-signed CA, reached through
- * a real kubeconfig. Tests put objects in it, inject faults per path and read back
- * every request it got.
+ * list and watch by spec.nodeName, merge-patch, delete; namespaces: get, list, watch;
+ * nodes: get and JSON-patch; events: create; ServiceAccount tokens: TokenRequest),
+ * bearer-token auth and a self-signed CA, reached through a real kubeconfig. Its own
+ * token may do anything; a token it minted may do what `serviceAccountRules` grants that
+ * ServiceAccount, until it expires. Tests put objects in it, inject faults per path and
+ * read back every request it got.
  */
 export class FakeApiServer {
   readonly token = `meshcni-test-${Math.random().toString(36).slice(2)}`;
+  /** Tokens that act as the agent's (its own token, and any a test projects for it). */
+  readonly agentTokens = new Set([this.token]);
   readonly pods = new Map<string, KubeObject>();
   readonly namespaces = new Map<string, KubeObject>();
   readonly nodes = new Map<string, KubeObject>();
@@ -94,11 +162,20 @@ export class FakeApiServer {
   readonly events: KubeObject[] = [];
   readonly faults = new Map<string, Fault>();
   readonly requests: RecordedRequest[] = [];
+  /** What each ServiceAccount (`namespace/name`) may do with a token minted for it. */
+  readonly serviceAccountRules = new Map<string, RbacRule[]>();
+  /** Tokens minted through TokenRequest. */
+  readonly minted = new Map<string, MintedToken>();
+  /** The clock token expiry is judged by (ms since the epoch). */
+  now: () => number = () => Date.now();
   /** Made by start(), so a suite that never runs leaves nothing behind. */
   dir = "";
   private server: Server | undefined;
   private hanging = new Set<ServerResponse>();
   private watchers = new Set<PodWatcher>();
+  private namespaceWatchers = new Set<NamespaceWatcher>();
+  /** Every pod and namespace change, for watches that start from an older resourceVersion. */
+  private readonly history: Array<{ version: number; kind: "Pod" | "Namespace"; type: string; object: KubeObject }> = [];
   private version = 1;
   port = 0;
 
@@ -165,19 +242,26 @@ export class FakeApiServer {
     return path;
   }
 
-  /** Adds or replaces a pod; pod watchers see ADDED or MODIFIED. */
-  addPod(pod: KubeObject): void {
+  /** Adds or replaces a pod; pod watchers see ADDED or MODIFIED (unless `quietly`: a watch that missed it). */
+  addPod(pod: KubeObject, options: { quietly?: boolean } = {}): void {
     const { namespace = "default", name = "" } = pod.metadata ?? {};
     const key = `${namespace}/${name}`;
     const existed = this.pods.has(key);
     const stored = this.stamp({ apiVersion: "v1", kind: "Pod", ...pod });
     this.pods.set(key, stored);
     if (!this.namespaces.has(namespace)) this.addNamespace({ metadata: { name: namespace } });
-    this.notify(existed ? "MODIFIED" : "ADDED", stored);
+    if (!options.quietly) this.notify(existed ? "MODIFIED" : "ADDED", stored);
   }
 
+  /** Adds or replaces a namespace; namespace watchers see ADDED or MODIFIED. */
   addNamespace(namespace: KubeObject): void {
-    this.namespaces.set(namespace.metadata?.name ?? "", { apiVersion: "v1", kind: "Namespace", ...namespace });
+    const name = namespace.metadata?.name ?? "";
+    const existed = this.namespaces.has(name);
+    const stored = this.stamp({ apiVersion: "v1", kind: "Namespace", ...namespace });
+    this.namespaces.set(name, stored);
+    const type = existed ? "MODIFIED" : "ADDED";
+    this.history.push({ version: this.version, kind: "Namespace", type, object: stored });
+    for (const watcher of this.namespaceWatchers) this.send(watcher, "Namespace", type, stored);
   }
 
   addDaemonSet(namespace: string, name: string): void {
@@ -198,7 +282,7 @@ export class FakeApiServer {
 
   async stop(): Promise<void> {
     for (const res of this.hanging) res.destroy();
-    for (const watcher of this.watchers) watcher.res.destroy();
+    for (const watcher of [...this.watchers, ...this.namespaceWatchers]) watcher.res.destroy();
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
@@ -209,17 +293,32 @@ export class FakeApiServer {
   }
 
   private notify(type: "ADDED" | "MODIFIED" | "DELETED", pod: KubeObject): void {
-    const nodeName = (pod.spec as { nodeName?: string } | undefined)?.nodeName;
-    for (const watcher of this.watchers) {
-      if (watcher.nodeName === undefined || watcher.nodeName === nodeName) watcher.res.write(`${JSON.stringify({ type, object: pod })}\n`);
-    }
+    this.history.push({ version: this.version, kind: "Pod", type, object: pod });
+    for (const watcher of this.watchers) this.send(watcher, "Pod", type, pod);
+  }
+
+  /** Writes a watch event to a watcher of that kind (a pod watch: of its node, when it names one). */
+  private send(watcher: PodWatcher | NamespaceWatcher, kind: "Pod" | "Namespace", type: string, object: KubeObject): void {
+    const nodeName = (object.spec as { nodeName?: string } | undefined)?.nodeName;
+    if (kind === "Pod" && "nodeName" in watcher && watcher.nodeName !== undefined && watcher.nodeName !== nodeName) return;
+    watcher.res.write(`${JSON.stringify({ type, object })}\n`);
+  }
+
+  /** As the API server does: a watch from a resourceVersion first gets the events since then. */
+  private replay(watcher: PodWatcher | NamespaceWatcher, kind: "Pod" | "Namespace", from: string | undefined): void {
+    const since = Number(from ?? this.version);
+    for (const event of this.history) if (event.kind === kind && event.version > since) this.send(watcher, kind, event.type, event.object);
   }
 
   private handle(req: IncomingMessage, res: ServerResponse, rawBody: string): void {
     const url = new URL(req.url ?? "/", "https://localhost");
     const path = url.pathname;
     const query = Object.fromEntries(url.searchParams);
-    const authorized = req.headers.authorization === `Bearer ${this.token}`;
+    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
+    const mintedToken = bearer === undefined ? undefined : this.minted.get(bearer);
+    const live = mintedToken !== undefined && mintedToken.expires > this.now();
+    const who = bearer !== undefined && this.agentTokens.has(bearer) ? "agent" : live ? mintedToken.serviceAccount : "anonymous";
+    const authorized = who !== "anonymous";
     let body: unknown = rawBody;
     try {
       body = rawBody ? JSON.parse(rawBody) : undefined;
@@ -227,7 +326,12 @@ export class FakeApiServer {
       // kept as text
     }
     const method = req.method ?? "";
-    this.requests.push({ method, path, query, authorized, body, at: performance.now() });
+    this.requests.push({ method, path, query, authorized, who, body, at: performance.now() });
+    if (authorized && who !== "agent" && !allowedBy(this.serviceAccountRules.get(who) ?? [], authorizationOf(method, path, query))) {
+      const forbidden = failure(403, "Forbidden", `system:serviceaccount:${who.replace("/", ":")} cannot ${method} ${path}`);
+      res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
+      return;
+    }
     const fault = this.faults.get(path);
     if (fault && "hang" in fault) {
       this.hanging.add(res);
@@ -273,6 +377,7 @@ export class FakeApiServer {
         const watcher = { res, nodeName };
         this.watchers.add(watcher);
         res.on("close", () => this.watchers.delete(watcher));
+        this.replay(watcher, "Pod", query.resourceVersion);
         return undefined;
       }
       const items = [...this.pods.values()].filter(
@@ -336,6 +441,40 @@ export class FakeApiServer {
         this.nodes.set(node[1]!, stored);
         return ok(stored);
       }
+    }
+    if (path === "/api/v1/namespaces" && method === "GET") {
+      if (query.watch === "true") {
+        res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" }).flushHeaders();
+        const watcher = { res };
+        this.namespaceWatchers.add(watcher);
+        res.on("close", () => this.namespaceWatchers.delete(watcher));
+        this.replay(watcher, "Namespace", query.resourceVersion);
+        return undefined;
+      }
+      return ok({
+        apiVersion: "v1",
+        kind: "NamespaceList",
+        metadata: { resourceVersion: String(this.version) },
+        items: [...this.namespaces.values()],
+      });
+    }
+    const tokenRequest = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)\/token$/.exec(path);
+    if (tokenRequest && method === "POST") {
+      const seconds = (body as { spec?: { expirationSeconds?: number } } | undefined)?.spec?.expirationSeconds ?? 3600;
+      if (seconds < 600) return failure(422, "Invalid", "spec.expirationSeconds: may not specify a duration less than 10 minutes");
+      const token = `minted-${this.minted.size + 1}-${Math.random().toString(36).slice(2)}`;
+      const expires = this.now() + seconds * 1000;
+      this.minted.set(token, { serviceAccount: `${tokenRequest[1]}/${tokenRequest[2]}`, expires });
+      return ok(
+        {
+          apiVersion: "authentication.k8s.io/v1",
+          kind: "TokenRequest",
+          metadata: { name: tokenRequest[2], namespace: tokenRequest[1] },
+          spec: { expirationSeconds: seconds },
+          status: { token, expirationTimestamp: new Date(expires).toISOString().replace(/\.\d{3}Z$/, "Z") },
+        },
+        201,
+      );
     }
     const namespace = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(path);
     const found = method === "GET" && namespace ? this.namespaces.get(namespace[1]!) : undefined;

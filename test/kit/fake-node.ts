@@ -6,6 +6,7 @@ import { IptablesError, type IptablesRunner } from "../../src/iptables/exec.js";
 import { iptablesRedirector } from "../../src/iptables/redirector.js";
 import { tokenize } from "../../src/iptables/save.js";
 import type { Family } from "../../src/iptables/types.js";
+import { AgentUnavailableError } from "../../src/kube/agent-reader.js";
 import { ApiRequestError, type KubeReader } from "../../src/kube/pod-reader.js";
 import type { Logger } from "../../src/log.js";
 import type { NetConf } from "../../src/mesh/netconf.js";
@@ -89,6 +90,9 @@ export class FakeNode {
   readonly logs: LogEntry[] = [];
   /** Each API read, as `pod ns/name` or `namespace name`. */
   readonly apiReads: string[] = [];
+  /** What the agent was asked (with an agent_socket in the netconf); "down": it does not answer. */
+  readonly agentReads: string[] = [];
+  agent: "up" | "down" = "up";
   /** Restores of a family fail with this stderr. */
   readonly failRestore: Partial<Record<Family, string>> = {};
   failRecordWrites = false;
@@ -213,9 +217,9 @@ export class FakeNode {
     if (!this.netns.has(path)) throw new NetnsGoneError(path, "ENOENT");
   }
 
-  private reader(): KubeReader {
+  private reader(reads = this.apiReads): KubeReader {
     const read = <T>(what: string, path: string, found: T | undefined): Promise<T> => {
-      this.apiReads.push(what);
+      reads.push(what);
       return found ? Promise.resolve(structuredClone(found)) : Promise.reject(new ApiRequestError(path, "404 Not Found"));
     };
     return {
@@ -267,6 +271,10 @@ export class FakeNode {
       kubeReader: async () => {
         if (this.kubeconfigProblem) throw new Error(this.kubeconfigProblem);
         return this.reader();
+      },
+      agentReader: async (socket) => {
+        if (this.agent === "down") throw new AgentUnavailableError(socket, "ECONNREFUSED");
+        return this.reader(this.agentReads);
       },
       checkKubeconfig: async () => {
         if (this.kubeconfigProblem) throw new Error(this.kubeconfigProblem);

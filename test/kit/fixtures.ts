@@ -67,7 +67,10 @@ export const calicoConflist = {
 export const manifestKinds = [
   "Namespace",
   "ServiceAccount",
+  "ServiceAccount",
   "ClusterRole",
+  "ClusterRole",
+  "ClusterRoleBinding",
   "ClusterRoleBinding",
   "Role",
   "RoleBinding",

@@ -238,7 +238,10 @@ describe.skipIf(!isRoot)("a node migrating from linkerd-cni", () => {
     await s.host.waitFor(() => adopted().length === names.length, 10_000);
     expect(adopted().sort()).toEqual(names.map((name) => `shop/${name}`).sort());
     await sleep(1500);
-    expect(s.api.requests.filter((request) => request.method !== "GET")).toEqual([]);
+    // The agent's only write: minting the plugin's token.
+    expect(s.api.requests.filter((request) => request.method !== "GET").map((request) => `${request.method} ${request.path}`)).toEqual([
+      "POST /api/v1/namespaces/meshcni/serviceaccounts/meshcni-plugin/token",
+    ]);
     expect(
       readdirSync(join(s.net.stateDir, "attachments"))
         .filter((name) => name.startsWith("adopted-"))

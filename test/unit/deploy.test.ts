@@ -9,7 +9,7 @@ import { parseAllDocuments } from "yaml";
 import { parseInstallerOptions } from "../../src/installer/options.js";
 import { renderTemplate } from "../../src/installer/template.js";
 import { parseManifestArgs } from "../../src/manifests/main.js";
-import { clusterRules, defaultManifestOptions, type ManifestOptions } from "../../src/manifests/render.js";
+import { clusterRules, defaultManifestOptions, type ManifestOptions, pluginServiceAccount } from "../../src/manifests/render.js";
 import { manifestFiles, manifestsYaml } from "../../src/manifests/yaml.js";
 import { linkerdDefaults } from "../../src/mesh/defaults.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
@@ -160,20 +160,37 @@ describe("deploy/ and meshcni manifests", () => {
     expect(reference).toEqual({ name: configMap.metadata.name, key: "cni_network_config" });
   });
 
-  it("binds the ClusterRole and the Role to the agent's service account", () => {
+  it("binds the agent's roles to its ServiceAccount, and the plugin's narrow role to the plugin's, whose token only the agent mints", () => {
+    const subjects = (kind: string, name: string) =>
+      (deployed.find((manifest) => manifest.kind === kind && manifest.metadata.name === name) as unknown as { subjects: unknown[] })
+        .subjects;
+    const account = (name: string) => [{ kind: "ServiceAccount", name, namespace: kustomization.namespace }];
+    expect(subjects("ClusterRoleBinding", "meshcni")).toEqual(account(podSpec.serviceAccountName!));
+    expect(subjects("RoleBinding", "meshcni")).toEqual(account(podSpec.serviceAccountName!));
+    expect(subjects("ClusterRoleBinding", pluginServiceAccount)).toEqual(account(pluginServiceAccount));
+    const plugin = deployed.find(
+      (manifest) => manifest.kind === "ClusterRole" && manifest.metadata.name === pluginServiceAccount,
+    ) as unknown as { rules: unknown };
+    expect(plugin.rules).toEqual([{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }]);
     const ownNamespace = byKind("Role")[0] as unknown as { rules: unknown[] };
-    expect(ownNamespace.rules).toEqual([{ apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] }]);
-    for (const kind of ["ClusterRoleBinding", "RoleBinding"]) {
-      const binding = byKind(kind)[0] as unknown as { subjects: Array<{ name: string; namespace: string }> };
-      expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: podSpec.serviceAccountName, namespace: kustomization.namespace }]);
-    }
+    expect(ownNamespace.rules).toEqual([
+      { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
+      { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginServiceAccount] },
+    ]);
+    expect(
+      deployed.find((manifest) => manifest.kind === "ServiceAccount" && manifest.metadata.name === pluginServiceAccount),
+    ).toMatchObject({
+      automountServiceAccountToken: false,
+    });
+    // The agent's default for --plugin-service-account is that account, in its own namespace.
+    expect(agent.pluginServiceAccount).toEqual({ namespace: "meshcni", name: pluginServiceAccount });
   });
 });
 
 describe("RBAC sized by what is turned on", () => {
   const verbsOf = (options: Pick<ManifestOptions, "repair" | "startupTaint">) =>
     Object.fromEntries(clusterRules(options).map((rule) => [rule.resources.join(","), rule.verbs.join(",")]));
-  const base = { pods: "get,list,watch", namespaces: "get", events: "create" };
+  const base = { pods: "get,list,watch", namespaces: "get,list,watch", events: "create" };
 
   it.each([
     ["redirect", undefined, base],
@@ -186,7 +203,9 @@ describe("RBAC sized by what is turned on", () => {
   });
 
   it("the deployed ClusterRole is the default's: redirect repair and a startup taint", () => {
-    expect((byKind("ClusterRole")[0] as unknown as { rules: unknown[] }).rules).toEqual(clusterRules(defaultManifestOptions));
+    expect((byKind("ClusterRole").find((role) => role.metadata.name === "meshcni") as unknown as { rules: unknown[] }).rules).toEqual(
+      clusterRules(defaultManifestOptions),
+    );
   });
 });
 
@@ -201,7 +220,7 @@ describe("meshcni manifests flags", () => {
     const { daemonSet, podSpec: spec, container: agentContainer, options } = agentOf(manifests);
     expect(
       manifests.filter((manifest) => manifest.metadata.namespace !== undefined).map((manifest) => manifest.metadata.namespace),
-    ).toEqual(Array(5).fill("mesh-system"));
+    ).toEqual(Array(6).fill("mesh-system"));
     expect(agentContainer.image).toBe("registry.local/meshcni:dev");
     expect(options).toMatchObject({ logLevel: "debug", repair: "label", netDir: "/etc/cni/multus/net.d", binDir: "/var/lib/cni/bin" });
     expect(options.netnsDirs).toEqual(["/run/netns"]);

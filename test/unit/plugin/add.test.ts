@@ -33,6 +33,29 @@ describe("ADD", () => {
     expect(node.openRunners).toBe(0);
   });
 
+  it("asks the agent on its socket, not the API; when the agent does not answer, the API, with the same rules", async () => {
+    const conf = { agent_socket: "/var/run/meshcni/agent/plugin.sock" };
+    await add(pluginRequest("ADD", { pod: ["shop", "web"], conf }), node.deps());
+    expect(node.agentReads).toEqual(["pod shop/web", "namespace shop"]);
+    expect(node.apiReads).toEqual([]);
+    const viaAgent = node.table(netns).save();
+    const other = new FakeNode();
+    Object.assign(other, { pods: node.pods, namespaces: node.namespaces });
+    other.addNetns(netns, ["10.1.0.5"]);
+    other.agent = "down";
+    await add(pluginRequest("ADD", { pod: ["shop", "web"], conf }), other.deps());
+    expect(other.agentReads).toEqual([]);
+    expect(other.apiReads).toEqual(["pod shop/web", "namespace shop"]);
+    expect(other.table(netns).save()).toBe(viaAgent);
+    expect(other.logs).toContainEqual(
+      expect.objectContaining({
+        level: "warn",
+        message: "asking the API server instead of the agent",
+        fields: expect.objectContaining({ reason: expect.stringContaining("ECONNREFUSED") }),
+      }),
+    );
+  });
+
   it("changes nothing on a repeated ADD", async () => {
     await add(pluginRequest("ADD", { pod: ["shop", "web"] }), node.deps());
     const before = node.table(netns).save();

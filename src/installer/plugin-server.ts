@@ -1,0 +1,79 @@
+import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
+import { createServer, type Server } from "node:net";
+import { dirname } from "node:path";
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import { type AgentAnswer, type AgentAsk, maxLineBytes, parseAsk } from "../agent-socket.js";
+import { errnoCode, errorMessage } from "../errors.js";
+import { describeApiFailure } from "../kube/errors.js";
+import { decisionFields, namespaceDecisionFields } from "../mesh/pod.js";
+import type { NodeCache } from "./node-cache.js";
+
+/** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
+export interface Lookup {
+  readPod(namespace: string, name: string): Promise<V1Pod>;
+  readNamespace(name: string): Promise<V1Namespace>;
+}
+
+/**
+ * The answer to one question: from the cache when it has the object (the pod of the UID
+ * asked for), else from the API over the agent's warm connection (a pod recreated under
+ * the same name is read afresh).
+ */
+export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup, serverPort: number): Promise<AgentAnswer> {
+  try {
+    if (ask.get === "pod") {
+      const cached = cache.pod(ask.namespace, ask.name);
+      if (cached && (ask.uid === undefined || cached.metadata?.uid === ask.uid))
+        return { object: decisionFields(cached), serverPort, cached: true };
+      return { object: decisionFields(await lookup.readPod(ask.namespace, ask.name)), serverPort, cached: false };
+    }
+    const cached = cache.namespace(ask.name);
+    if (cached) return { object: namespaceDecisionFields(cached), serverPort, cached: true };
+    return { object: namespaceDecisionFields(await lookup.readNamespace(ask.name)), serverPort, cached: false };
+  } catch (error) {
+    return { error: describeApiFailure(error).cause };
+  }
+}
+
+/**
+ * Serves the plugin on a unix socket at `path`, in a directory only root may enter (0700),
+ * the socket itself 0600. A socket left by an earlier agent is replaced; any other file
+ * there is refused.
+ */
+export async function servePlugin(path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>): Promise<Server> {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  chmodSync(dirname(path), 0o700);
+  try {
+    if (!lstatSync(path).isSocket()) throw new Error(`${path} exists and is no socket: not replacing it`);
+    unlinkSync(path);
+  } catch (error) {
+    if (errnoCode(error) !== "ENOENT") throw error;
+  }
+  const server = createServer((connection) => {
+    let buffered = "";
+    connection.setEncoding("utf8");
+    connection.on("error", () => connection.destroy());
+    connection.on("data", (chunk: string) => {
+      buffered += chunk;
+      if (buffered.length > maxLineBytes) return connection.destroy();
+      for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
+        const line = buffered.slice(0, end);
+        buffered = buffered.slice(end + 1);
+        let ask: AgentAsk;
+        try {
+          ask = parseAsk(line);
+        } catch (error) {
+          connection.end(`${JSON.stringify({ error: `not a question: ${errorMessage(error)}` })}\n`);
+          return;
+        }
+        void answer(ask).then((reply) => connection.writable && connection.write(`${JSON.stringify(reply)}\n`));
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(path, () => resolve());
+  });
+  chmodSync(path, 0o600);
+  return server;
+}

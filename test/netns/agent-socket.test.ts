@@ -1,0 +1,191 @@
+import { writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentHarness, askAgent } from "../kit/agent.js";
+import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { agentTemplate, isRoot, podArgs, until } from "../kit/common.js";
+import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
+
+const node = "node-s";
+
+/**
+ * A node whose agent answers the plugin on its unix socket: ADD asks it, not the API
+ * server; a stale cache, a dead or a hung agent still give the right answer (from the API);
+ * the token on the node's disk can read pods and namespaces and nothing else.
+ */
+describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
+  const api = new FakeApiServer();
+  const net = new TestNetwork(84);
+  const host = new AgentHarness({ onHost: true });
+  const socket = () => join(net.stateDir, "agent", "plugin.sock");
+  let entry: Record<string, unknown> = {};
+
+  /** The plugin's ADD of a pod in a fresh netns, as the runtime runs it with the agent's entry: its outcome and how long it took. */
+  const addPod = async (name: string, uid?: string) => {
+    const netns = await net.addNetns(name);
+    const started = performance.now();
+    const args = `${podArgs("shop", name)}${uid ? `;K8S_POD_UID=${uid}` : ""}`;
+    const result = await invokePlugin(pluginEnv(net.netnsPath(netns), `c-${name}`, args), {
+      cniVersion: "1.0.0",
+      name: "primary",
+      ...entry,
+    });
+    return { result, netns, ms: performance.now() - started };
+  };
+  /** The API requests since `before` that read one pod or namespace, or came with the plugin's token (not the agent's sweeps). */
+  const lookups = (before: number) =>
+    api.requests
+      .slice(before)
+      .filter((seen) => seen.who !== "agent" || /^\/api\/v1\/namespaces\/[^/]+(\/pods\/[^/]+)?$/.test(seen.path))
+      .map((seen) => `${seen.who} ${seen.method} ${seen.path}`);
+  /** Waits until the agent's watches have the pod and its namespace: it answers from its cache. */
+  const cached = (name: string, uid = `uid-shop-${name}`) =>
+    until(async () => {
+      const answers = [
+        await askAgent(socket(), { get: "pod", namespace: "shop", name, uid }),
+        await askAgent(socket(), { get: "namespace", name: "shop" }),
+      ];
+      return answers.every((answer) => "cached" in answer && answer.cached);
+    });
+
+  beforeAll(async () => {
+    await api.start();
+    api.addNode({ metadata: { name: node } });
+    writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
+    await host.startWithApi(
+      api,
+      ["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir, "--audit-seconds", "60"],
+      {
+        POD_NAMESPACE: "meshcni",
+      },
+    );
+    await host.waitFor(async () => (await host.readyz()).status === 200, 10_000);
+    await host.waitFor(() => host.logs.some((line) => line.msg === "answering the plugin"), 5000);
+    entry = host.json("10-primary.conflist").plugins!.at(-1) as Record<string, unknown>;
+  });
+
+  afterAll(async () => {
+    await host.cleanup();
+    await net.cleanup();
+    await api.stop();
+  });
+
+  it("writes its socket into the plugin's entry; the socket is root's alone", async () => {
+    expect(entry.agent_socket).toBe(socket());
+    const { statSync } = await import("node:fs");
+    expect(statSync(socket()).mode & 0o777).toBe(0o600);
+    expect(statSync(join(net.stateDir, "agent")).mode & 0o777).toBe(0o700);
+  });
+
+  it("ADD of a meshed pod asks the agent: no API request at all, the redirect in place", async () => {
+    api.addPod(
+      podObject("shop", "web", { proxy: "container", nodeName: node, annotations: { "config.linkerd.io/skip-outbound-ports": "5432" } }),
+    );
+    await cached("web");
+    const before = api.requests.length;
+    const { result, netns } = await addPod("web", "uid-shop-web");
+    expect(result.exitCode, result.stdout + result.stderr).toBe(0);
+    expect(lookups(before)).toEqual([]);
+    expect(await natRules(netns, "nft")).toContain(
+      '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 5432 -m comment --comment "proxy-init/ignore-port-5432" -j RETURN',
+    );
+  });
+
+  it("a pod recreated under the same name (its watch event not in yet): the agent reads the new one, the plugin gets its spec", async () => {
+    api.addPod(podObject("shop", "again", { proxy: "container", nodeName: node }));
+    await cached("again");
+    const recreated = podObject("shop", "again", {
+      proxy: "container",
+      nodeName: node,
+      annotations: { "config.linkerd.io/skip-outbound-ports": "6379" },
+    });
+    api.addPod({ ...recreated, metadata: { ...recreated.metadata, uid: "uid-again-2" } }, { quietly: true });
+    const before = api.requests.length;
+    const { result, netns } = await addPod("again", "uid-again-2");
+    expect(result.exitCode, result.stdout).toBe(0);
+    expect(api.requests.slice(before).map((seen) => `${seen.who} ${seen.method} ${seen.path}`)).toEqual([
+      "agent GET /api/v1/namespaces/shop/pods/again",
+    ]);
+    expect(await natRules(netns, "nft")).toContain(
+      '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 6379 -m comment --comment "proxy-init/ignore-port-6379" -j RETURN',
+    );
+  });
+
+  it("the token on the node's disk reads pods and namespaces, and nothing else", async () => {
+    const token = host.pluginToken();
+    expect(api.minted.get(token)?.serviceAccount).toBe("meshcni/meshcni-plugin");
+    const status = (method: string, path: string, body?: unknown) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(
+          {
+            host: "127.0.0.1",
+            port: api.port,
+            path,
+            method,
+            ca: api.caPem,
+            headers: { Authorization: `Bearer ${token}`, "content-type": "application/json" },
+          },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on("error", reject);
+        req.end(body === undefined ? undefined : JSON.stringify(body));
+      });
+    expect(await status("GET", "/api/v1/namespaces/shop/pods/web")).toBe(200);
+    expect(await status("GET", "/api/v1/namespaces/shop")).toBe(200);
+    expect(await status("GET", "/api/v1/pods")).toBe(403);
+    expect(await status("GET", "/api/v1/namespaces")).toBe(403);
+    expect(await status("DELETE", "/api/v1/namespaces/shop/pods/web")).toBe(403);
+    expect(await status("PATCH", "/api/v1/namespaces/shop/pods/web", { metadata: { labels: { a: "b" } } })).toBe(403);
+    expect(await status("PATCH", `/api/v1/nodes/${node}`, [])).toBe(403);
+    expect(await status("POST", "/api/v1/namespaces/shop/events", {})).toBe(403);
+    expect(await status("POST", "/api/v1/namespaces/meshcni/serviceaccounts/meshcni-plugin/token", {})).toBe(403);
+    expect(await status("POST", "/api/v1/namespaces/shop/pods/web/eviction", {})).toBe(403);
+  });
+
+  it("100 ADDs at once through one agent: every one redirected, no API request", async () => {
+    const names = Array.from({ length: 100 }, (_, i) => `many-${i}`);
+    for (const name of names) api.addPod(podObject("shop", name, { proxy: "container", nodeName: node }));
+    await Promise.all(names.map((name) => cached(name)));
+    const before = api.requests.length;
+    const results = await Promise.all(names.map((name) => addPod(name, `uid-shop-${name}`)));
+    expect(results.filter(({ result }) => result.exitCode !== 0).map(({ result }) => result.stdout)).toEqual([]);
+    expect(lookups(before)).toEqual([]);
+    for (const { netns } of results.slice(0, 5)) expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    for (const { netns } of results) await net.removeNetns(netns);
+  }, 120_000);
+
+  it("an agent that hangs: ADD asks the API itself after the agent's second, with the same result", async () => {
+    api.addPod(podObject("shop", "slow", { proxy: "container", nodeName: node }));
+    await cached("slow");
+    host.signal("SIGSTOP");
+    try {
+      const before = api.requests.length;
+      const { result, netns, ms } = await addPod("slow", "uid-shop-slow");
+      expect(result.exitCode, result.stdout).toBe(0);
+      expect(ms).toBeGreaterThan(1000);
+      expect(result.stderr).toContain("asking the API server instead of the agent");
+      expect(result.stderr).toContain("no answer within 1000 ms");
+      expect(api.requests.slice(before).map((seen) => `${seen.who} ${seen.method} ${seen.path}`)).toEqual([
+        "meshcni/meshcni-plugin GET /api/v1/namespaces/shop/pods/slow",
+        "meshcni/meshcni-plugin GET /api/v1/namespaces/shop",
+      ]);
+      expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    } finally {
+      host.signal("SIGCONT");
+    }
+  });
+
+  it("no agent (killed, its socket left behind): ADD asks the API itself at once; a pod still starts redirected", async () => {
+    api.addPod(podObject("shop", "after", { proxy: "container", nodeName: node }));
+    await host.stop("SIGKILL");
+    const { result, netns, ms } = await addPod("after", "uid-shop-after");
+    expect(result.exitCode, result.stdout).toBe(0);
+    expect(result.stderr).toContain("ECONNREFUSED");
+    expect(ms).toBeLessThan(1000);
+    expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+  });
+});

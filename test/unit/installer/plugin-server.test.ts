@@ -1,0 +1,77 @@
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { NodeCache } from "../../../src/installer/node-cache.js";
+import { answerAsk } from "../../../src/installer/plugin-server.js";
+import { podObject } from "../../kit/api-server.js";
+
+describe("the agent's answers to the plugin", () => {
+  const cached = podObject("shop", "web", {
+    proxy: "container",
+    annotations: { "config.linkerd.io/skip-outbound-ports": "5432" },
+  }) as V1Pod;
+  const fresh = {
+    ...podObject("shop", "web", { proxy: "container" }),
+    metadata: { ...podObject("shop", "web").metadata, uid: "uid-new" },
+  } as V1Pod;
+  const asked: string[] = [];
+  const api = {
+    readPod: async (namespace: string, name: string) => {
+      asked.push(`pod ${namespace}/${name}`);
+      if (name === "gone") throw Object.assign(new Error("not found"), { code: 404 });
+      return fresh;
+    },
+    readNamespace: async (name: string) => {
+      asked.push(`namespace ${name}`);
+      return { metadata: { name, annotations: { a: "b" } } } as V1Namespace;
+    },
+  };
+
+  it("answers from the cache with only what the decision reads, asking the API nothing", async () => {
+    const cache = new NodeCache();
+    cache.setPod({ ...cached, status: { phase: "Running", podIP: "10.0.0.1" } } as V1Pod);
+    asked.length = 0;
+    const answer = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api, 6443);
+    expect(answer).toEqual({
+      object: {
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: {
+          name: "web",
+          namespace: "shop",
+          uid: "uid-shop-web",
+          labels: {},
+          annotations: { "config.linkerd.io/skip-outbound-ports": "5432" },
+        },
+        spec: { containers: [{ name: "app" }, { name: "linkerd-proxy" }] },
+      },
+      serverPort: 6443,
+      cached: true,
+    });
+    expect(asked).toEqual([]);
+  });
+
+  it("asks the API when the cache has another pod of that name (recreated) or none, and for a namespace it has not seen", async () => {
+    const cache = new NodeCache();
+    cache.setPod(cached);
+    asked.length = 0;
+    const recreated = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-new" }, cache, api, 443);
+    expect(recreated).toMatchObject({ object: { metadata: { uid: "uid-new" } }, cached: false });
+    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api, 443)).toMatchObject({
+      object: { kind: "Namespace", metadata: { name: "shop", annotations: { a: "b" } } },
+      cached: false,
+    });
+    expect(asked).toEqual(["pod shop/web", "namespace shop"]);
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "gone" }, cache, api, 443)).toEqual({
+      error: expect.stringContaining("404"),
+    });
+  });
+
+  it("keeps a recreated pod when the old one's deletion arrives late", () => {
+    const cache = new NodeCache();
+    cache.setPod(fresh);
+    cache.removePod(cached);
+    expect(cache.pod("shop", "web")?.metadata?.uid).toBe("uid-new");
+    cache.removePod(fresh);
+    expect(cache.pod("shop", "web")).toBeUndefined();
+  });
+});
