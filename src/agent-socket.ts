@@ -30,3 +30,14 @@ export function parseAsk(line: string): AgentAsk {
 export function parseAnswer(line: string): AgentAnswer {
   return v.parse(answerSchema, JSON.parse(line)) as AgentAnswer;
 }
+
+/** The agent could not be asked (no socket, nobody listening, too slow, an answer that is no answer): ask the API instead. */
+export class AgentUnavailableError extends Error {
+  constructor(
+    readonly socket: string,
+    reason: string,
+  ) {
+    super(`the agent at ${socket} did not answer: ${reason}`);
+    this.name = "AgentUnavailableError";
+  }
+}

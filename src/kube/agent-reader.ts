@@ -1,19 +1,8 @@
 import { connect } from "node:net";
-import { type AgentAnswer, type AgentAsk, maxLineBytes, parseAnswer } from "../agent-socket.js";
+import { type AgentAnswer, type AgentAsk, AgentUnavailableError, maxLineBytes, parseAnswer } from "../agent-socket.js";
 import { errnoCode, errorMessage } from "../errors.js";
 import { namespaceAnswer, podAnswer } from "./answers.js";
 import type { KubeReader } from "./pod-reader.js";
-
-/** The agent could not be asked (no socket, nobody listening, too slow, an answer that is no answer): ask the API instead. */
-export class AgentUnavailableError extends Error {
-  constructor(
-    readonly socket: string,
-    reason: string,
-  ) {
-    super(`the agent at ${socket} did not answer: ${reason}`);
-    this.name = "AgentUnavailableError";
-  }
-}
 
 /**
  * The plugin's reads, asked of the agent on its unix socket: one connection, one line per

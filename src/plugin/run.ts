@@ -4,18 +4,18 @@ import { CniError, ErrorCode } from "../cni/errors.js";
 import { compareVersions, isSupportedVersion, latestVersion, versionInfo } from "../cni/version.js";
 import { createLogger } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
-import { add } from "./add.js";
-import { check } from "./check.js";
-import { del } from "./del.js";
-import { productionDeps } from "./deps.js";
 import { toCniError } from "./failure.js";
-import { gc } from "./gc.js";
 import type { PluginDeps, PluginRequest, VerbHandler } from "./request.js";
-import { status } from "./status.js";
 import { startWatchdog } from "./watchdog.js";
 
-/** The verbs that read a netconf; VERSION is answered before one is read. */
-const handlers: Record<Exclude<Verb, "VERSION">, VerbHandler> = { ADD: add, CHECK: check, DEL: del, STATUS: status, GC: gc };
+/** The verbs that read a netconf, each loaded when called (a pod start pays for its verb's code only); VERSION is answered before one is read. */
+const handlers: Record<Exclude<Verb, "VERSION">, () => Promise<VerbHandler>> = {
+  ADD: async () => (await import("./add.js")).add,
+  CHECK: async () => (await import("./check.js")).check,
+  DEL: async () => (await import("./del.js")).del,
+  STATUS: async () => (await import("./status.js")).status,
+  GC: async () => (await import("./gc.js")).gc,
+};
 
 /** Runtimes write the netconf and close stdin at once; a stdin that never closes must not hang the plugin. */
 const stdinTimeoutMs = 5000;
@@ -73,7 +73,7 @@ export async function runVerb(request: PluginRequest, deps: PluginDeps): Promise
   if ((command === "STATUS" || command === "GC") && compareVersions(request.conf.cniVersion, "1.1.0") < 0) {
     throw new CniError(ErrorCode.incompatibleVersion, `${command} needs cniVersion 1.1.0 or later, config has ${request.conf.cniVersion}`);
   }
-  return handlers[command](request, deps);
+  return (await handlers[command]())(request, deps);
 }
 
 /**
@@ -110,6 +110,7 @@ export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
       // Whatever was midway stays recorded as such (an "adding" record); the runtime's DEL follows.
       process.exit(fail(new CniError(ErrorCode.tryAgainLater, `meshcni did not finish ${cniEnv.command} within ${budgetMs / 1000} s`)));
     });
+    const { productionDeps } = await import("./deps.js");
     const output = await runVerb({ env: cniEnv, conf }, productionDeps(log)).finally(disarm);
     log.debug("done", { ms: Math.round(performance.now() - started) });
     if (output !== undefined) print(output);

@@ -1,4 +1,5 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import { AgentUnavailableError } from "../../src/agent-socket.js";
 import type { Verb } from "../../src/cni/env.js";
 import { errorMessage } from "../../src/errors.js";
 import { type Backend, binaryName, type IptablesBackend, resolveBackend } from "../../src/iptables/backend.js";
@@ -6,7 +7,6 @@ import { IptablesError, type IptablesRunner } from "../../src/iptables/exec.js";
 import { iptablesRedirector } from "../../src/iptables/redirector.js";
 import { tokenize } from "../../src/iptables/save.js";
 import type { Family } from "../../src/iptables/types.js";
-import { AgentUnavailableError } from "../../src/kube/agent-reader.js";
 import { ApiRequestError, type KubeReader } from "../../src/kube/pod-reader.js";
 import type { Logger } from "../../src/log.js";
 import type { NetConf } from "../../src/mesh/netconf.js";
