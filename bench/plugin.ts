@@ -12,6 +12,7 @@ import { firewallSpecFor } from "../src/mesh/pod.js";
 import { AgentHarness, askAgent } from "../test/kit/agent.js";
 import { FakeApiServer, podObject } from "../test/kit/api-server.js";
 import { meshcniNetconf, podArgs, until } from "../test/kit/common.js";
+import { nftRuleset } from "../test/kit/fixtures.js";
 import { meshcniBinary, projectRoot } from "../test/kit/network.js";
 import { cleanupMeasure, type Measured, measure } from "./measure.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
@@ -44,26 +45,18 @@ const perRuleLines = [
 ].join("\n");
 
 /** The same rules for nft, as meshcni's nftables backend writes them (checked below: CHECK passes on them). */
-const nftText = `table ip meshcni {
-  chain PROXY_INIT_REDIRECT {
-    tcp dport { 4191, 4190 } return comment "proxy-init/ignore-port-4191,4190"
-    meta l4proto tcp redirect to :4143 comment "proxy-init/redirect-all-incoming-to-proxy-port"
-  }
-  chain PROXY_INIT_OUTPUT {
-    meta skuid 2102 return comment "proxy-init/ignore-proxy-user-id"
-    oifname "lo" return comment "proxy-init/ignore-loopback"
-    meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"
-  }
-  chain PREROUTING {
-    type nat hook prerouting priority -100; policy accept;
-    jump PROXY_INIT_REDIRECT comment "proxy-init/install-proxy-init-prerouting"
-  }
-  chain OUTPUT {
-    type nat hook output priority -100; policy accept;
-    jump PROXY_INIT_OUTPUT comment "proxy-init/install-proxy-init-output"
-  }
-}
-`;
+const nftText = nftRuleset(
+  "ip",
+  [
+    'tcp dport { 4191, 4190 } return comment "proxy-init/ignore-port-4191,4190"',
+    'meta l4proto tcp redirect to :4143 comment "proxy-init/redirect-all-incoming-to-proxy-port"',
+  ],
+  [
+    'meta skuid 2102 return comment "proxy-init/ignore-proxy-user-id"',
+    'oifname "lo" return comment "proxy-init/ignore-loopback"',
+    'meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"',
+  ],
+);
 
 let netnsCounter = 0;
 const liveNetns = new Set<string>();

@@ -77,3 +77,16 @@ export const manifestKinds = [
   "ConfigMap",
   "DaemonSet",
 ];
+
+/** meshcni's table in nft's syntax: its two chains' rules as given, and the base chains jumping to them, as the nftables backend writes them. */
+export function nftRuleset(family: "ip" | "ip6", redirect: string[], output: string[]): string {
+  const chain = (name: string, rules: string[]) => ` chain ${name} {\n${rules.map((rule) => `  ${rule}\n`).join("")} }\n`;
+  const base = (name: string, hook: string, target: string, comment: string) =>
+    chain(name, [`type nat hook ${hook} priority -100; policy accept;`, `jump ${target} comment "proxy-init/${comment}"`]);
+  return `table ${family} meshcni {\n${chain("PROXY_INIT_REDIRECT", redirect)}${chain("PROXY_INIT_OUTPUT", output)}${base(
+    "PREROUTING",
+    "prerouting",
+    "PROXY_INIT_REDIRECT",
+    "install-proxy-init-prerouting",
+  )}${base("OUTPUT", "output", "PROXY_INIT_OUTPUT", "install-proxy-init-output")}}\n`;
+}

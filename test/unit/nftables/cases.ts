@@ -1,3 +1,5 @@
+import { nftRuleset } from "../../kit/fixtures.js";
+
 /**
  * Small rulesets in nft's syntax, each what meshcni writes for one kind of rule or object:
  * test/kit/nft-golden.ts records the messages Debian's nft sends for each (golden.json),
@@ -29,30 +31,22 @@ export const goldenCases = {
 export const dumpCases = {
   ipv4: {
     table: "ip meshcni",
-    ruleset: `table ip meshcni {
- chain PROXY_INIT_REDIRECT {
-  tcp dport { 4191, 4190 } return comment "proxy-init/ignore-port-4191,4190"
-  ip saddr 10.16.0.0/12 return comment "proxy-init/ignore-subnet-10.16.0.0/12"
-  ip saddr 192.168.0.0/16 return comment "proxy-init/ignore-subnet-192.168.0.0/16"
-  meta l4proto tcp redirect to :4143 comment "proxy-init/redirect-all-incoming-to-proxy-port"
- }
- chain PROXY_INIT_OUTPUT {
-  meta skuid 2102 return comment "proxy-init/ignore-proxy-user-id"
-  meta skgid 2103 return comment "proxy-init/ignore-proxy-group-id"
-  oifname "lo" return comment "proxy-init/ignore-loopback"
-  tcp dport { 9091, 9200-9210 } return comment "proxy-init/ignore-port-9091,9200:9210"
-  meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"
- }
- chain PREROUTING {
-  type nat hook prerouting priority -100; policy accept;
-  jump PROXY_INIT_REDIRECT comment "proxy-init/install-proxy-init-prerouting"
- }
- chain OUTPUT {
-  type nat hook output priority -100; policy accept;
-  jump PROXY_INIT_OUTPUT comment "proxy-init/install-proxy-init-output"
- }
-}
-`,
+    ruleset: nftRuleset(
+      "ip",
+      [
+        'tcp dport { 4191, 4190 } return comment "proxy-init/ignore-port-4191,4190"',
+        'ip saddr 10.16.0.0/12 return comment "proxy-init/ignore-subnet-10.16.0.0/12"',
+        'ip saddr 192.168.0.0/16 return comment "proxy-init/ignore-subnet-192.168.0.0/16"',
+        'meta l4proto tcp redirect to :4143 comment "proxy-init/redirect-all-incoming-to-proxy-port"',
+      ],
+      [
+        'meta skuid 2102 return comment "proxy-init/ignore-proxy-user-id"',
+        'meta skgid 2103 return comment "proxy-init/ignore-proxy-group-id"',
+        'oifname "lo" return comment "proxy-init/ignore-loopback"',
+        'tcp dport { 9091, 9200-9210 } return comment "proxy-init/ignore-port-9091,9200:9210"',
+        'meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"',
+      ],
+    ),
   },
   ipv6: {
     table: "ip6 meshcni",
