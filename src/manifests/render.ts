@@ -170,7 +170,7 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     ),
     container(
       ["resources"],
-      "npm run bench (agent-memory): the agent peaks at ~73 MB with 100 meshed pods, a sweep's child\nprocess at ~68 MB more, both within this limit.",
+      "npm run bench (agent-memory): the agent peaks at ~76 MB with 100 meshed pods (and its caches), a sweep's\nchild process at ~56 MB more, both within this limit.",
     ),
     container(
       ["securityContext"],
