@@ -1,9 +1,10 @@
 import { parseArgs } from "node:util";
 import { errorMessage } from "../errors.js";
+import { oneOf } from "../flags.js";
 import { parsePodKey } from "../pod-key.js";
 import { renderTable } from "./format.js";
 import { hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
-import { type RepairPolicy, repairPolicies } from "./repair.js";
+import { repairPolicies } from "./repair.js";
 import { allProtected, sweep } from "./sweep.js";
 
 export const auditUsage = `meshcni audit [options]   judge this node's meshed pods by what their netns hold; repair them
@@ -36,14 +37,12 @@ function parseAuditArgs(argv: string[]) {
       "skip-uid": { type: "string", multiple: true, default: [] },
     },
   });
-  if (values.repair !== undefined && !(repairPolicies as readonly string[]).includes(values.repair)) {
-    throw new Error(`--repair must be one of ${repairPolicies.join(", ")}, not ${JSON.stringify(values.repair)}`);
-  }
+  const repair = values.repair === undefined ? undefined : oneOf("repair", values.repair, repairPolicies);
   const maxEvictions = Number(values["max-evictions"]);
   if (!Number.isInteger(maxEvictions) || maxEvictions < 0)
     throw new Error(`--max-evictions must be a whole number, not ${JSON.stringify(values["max-evictions"])}`);
   for (const pod of values.pod) if (!parsePodKey(pod)) throw new Error(`--pod must be NAMESPACE/NAME, not ${JSON.stringify(pod)}`);
-  return { ...values, host: hostValues(values), repair: values.repair as RepairPolicy | undefined, maxEvictions };
+  return { ...values, host: hostValues(values), repair, maxEvictions };
 }
 
 export async function runAudit(argv: string[]): Promise<number> {

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
+import { numberFlag, oneOf } from "../flags.js";
 import { type AgentLogLevel, agentLogLevels } from "../log.js";
 import type { PodKey } from "../pod-key.js";
 import { defaultStateDir } from "../state/records.js";
@@ -101,18 +102,6 @@ export function parseListen(text: string): InstallerOptions["listen"] {
   return { host, port };
 }
 
-function number(flag: string, text: string, check: (value: number) => boolean, what: string): number {
-  const value = Number(text);
-  if (text.trim() === "" || !check(value)) throw new Error(`--${flag} must be ${what}, not ${JSON.stringify(text)}`);
-  return value;
-}
-
-function oneOf<T extends string>(flag: string, text: string, allowed: readonly T[]): T {
-  if (!(allowed as readonly string[]).includes(text))
-    throw new Error(`--${flag} must be one of ${allowed.join(", ")}, not ${JSON.stringify(text)}`);
-  return text as T;
-}
-
 function serviceAccountOf(text: string): { namespace: string; name: string } {
   const match = /^([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253})$/.exec(text);
   if (!match) throw new Error(`--plugin-service-account must be NAMESPACE/NAME, not ${JSON.stringify(text)}`);
@@ -164,7 +153,7 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
     sourceBinary: values["source-binary"] ?? execPath,
     listen: parseListen(values.listen ?? env.MESHCNI_LISTEN ?? "127.0.0.1:9911"),
     onStop: oneOf("on-stop", values["on-stop"], stopModes),
-    resyncSeconds: number("resync-seconds", values["resync-seconds"], positive, "a positive number"),
+    resyncSeconds: numberFlag("resync-seconds", values["resync-seconds"], positive, "a positive number"),
     apiProtocol: env.KUBERNETES_SERVICE_PROTOCOL || "https",
     apiHost: env.KUBERNETES_SERVICE_HOST || undefined,
     apiPort: env.KUBERNETES_SERVICE_PORT || undefined,
@@ -172,7 +161,7 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
     skipTlsVerify: env.SKIP_TLS_VERIFY === "true",
     node: values.node ?? (env.NODE_NAME || undefined),
     repair: oneOf("repair", values.repair, repairPolicies),
-    maxEvictionsPerMinute: number(
+    maxEvictionsPerMinute: numberFlag(
       "max-evictions-per-minute",
       values["max-evictions-per-minute"],
       (n) => Number.isInteger(n) && n >= 0,
@@ -184,13 +173,13 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
       .filter(Boolean),
     startupTaint: values["startup-taint"] === undefined ? undefined : parseTaint(values["startup-taint"]),
     restoreTaint: values["restore-taint"],
-    auditSeconds: number("audit-seconds", values["audit-seconds"], positive, "a positive number"),
+    auditSeconds: numberFlag("audit-seconds", values["audit-seconds"], positive, "a positive number"),
     stateDir: values["state-dir"],
     netnsDirs: values["netns-dir"],
     self: env.POD_NAMESPACE && env.POD_NAME ? { namespace: env.POD_NAMESPACE, name: env.POD_NAME } : undefined,
     logLevel: oneOf("log-level", values["log-level"] ?? (env.LOG_LEVEL || "info"), agentLogLevels),
     pluginServiceAccount: serviceAccountOf(values["plugin-service-account"] ?? `${env.POD_NAMESPACE || "meshcni"}/meshcni-plugin`),
-    pluginTokenSeconds: number(
+    pluginTokenSeconds: numberFlag(
       "plugin-token-seconds",
       values["plugin-token-seconds"],
       (n) => Number.isInteger(n) && n >= 600,

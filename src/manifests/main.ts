@@ -3,6 +3,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { repairPolicies } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
+import { numberFlag, oneOf } from "../flags.js";
+import { agentLogLevels } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
 import { defaultManifestOptions as defaults, type ManifestOptions } from "./render.js";
 import { manifestFiles, manifestsYaml } from "./yaml.js";
@@ -77,14 +79,12 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
       "output-dir": { type: "string" },
     },
   });
-  const oneOf = <T extends string>(flag: string, value: string, allowed: readonly T[]): T => {
-    if (!(allowed as readonly string[]).includes(value))
-      throw new Error(`--${flag} must be one of ${allowed.join(", ")}, not ${JSON.stringify(value)}`);
-    return value as T;
-  };
-  const metricsPort = Number(values["metrics-port"]);
-  if (!Number.isInteger(metricsPort) || metricsPort < 1 || metricsPort > 65535)
-    throw new Error(`--metrics-port must be a port, not ${JSON.stringify(values["metrics-port"])}`);
+  const metricsPort = numberFlag(
+    "metrics-port",
+    values["metrics-port"],
+    (port) => Number.isInteger(port) && port >= 1 && port <= 65535,
+    "a port",
+  );
   const linkerd = Object.fromEntries(
     Object.entries(pairs("netconf", values.netconf)).map(([key, text]) => {
       try {
@@ -94,7 +94,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
       }
     }),
   );
-  const logLevel = oneOf("log-level", values["log-level"], ["debug", "info", "warn", "error"] as const);
+  const logLevel = oneOf("log-level", values["log-level"], agentLogLevels);
   // The netconf must be one the plugin accepts: a bad value is refused here, not at every pod start.
   try {
     parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "meshcni", type: "meshcni", log_level: logLevel, linkerd }));
