@@ -8,6 +8,7 @@ import {
   type NetlinkMessage,
   NLM_F_APPEND,
   NLM_F_CREATE,
+  NLM_F_DUMP,
   NLM_F_EXCL,
   NLM_F_REQUEST,
   nest,
@@ -15,8 +16,10 @@ import {
   parseAttrs,
   readI32be,
   readStrz,
+  readU16be,
   readU32be,
   strz,
+  u16be,
   u32be,
 } from "./netlink.js";
 import { type Expr, type NftChain, type NftRule, type NftSet, type NftTable, nfproto } from "./ruleset.js";
@@ -103,7 +106,7 @@ function newChain(of: Family, table: string, chain: NftChain): BatchPart {
 function newSet(of: Family, table: string, set: NftSet): BatchPart[] {
   const flags = SET_ANONYMOUS | SET_CONSTANT | (set.interval ? SET_INTERVAL : 0);
   const userdata = [...setUserdata.byteOrder, ...(set.interval ? setUserdata.merge : []), ...setUserdata.typeofTcpDport];
-  const key = (port: number) => nest(SET_ELEM.key, [attr(DATA.value, new Uint8Array([(port >> 8) & 0xff, port & 0xff]))]);
+  const key = (port: number) => nest(SET_ELEM.key, [attr(DATA.value, u16be(port))]);
   return [
     {
       what: `add set ${set.name} (id ${set.id})`,
@@ -208,7 +211,7 @@ export function tableContents(table: NftTable): BatchPart[] {
 
 /** A dump request (tables, chains, sets, rules) for one family, or a set's elements. */
 export function dumpRequest(type: number, of: Family, attrs: Attr[] = []): (seq: number) => Uint8Array {
-  return (seq) => encodeMessage({ type: nftType(type), flags: NLM_F_REQUEST | 0x300, seq, family: family(of), attrs });
+  return (seq) => encodeMessage({ type: nftType(type), flags: NLM_F_REQUEST | NLM_F_DUMP, seq, family: family(of), attrs });
 }
 
 export const setElementsRequest = (of: Family, table: string, set: string) =>
@@ -318,7 +321,7 @@ export function decodeTable(of: Family, name: string, dumps: Dumps): NftTable | 
           const e = attrMap(element.value);
           const key = decodeData(e.get(SET_ELEM.key));
           return {
-            key: ((key[0] ?? 0) << 8) | (key[1] ?? 0),
+            key: readU16be(key),
             end: ((readU32be(e.get(SET_ELEM.flags)) ?? 0) & SET_ELEM_INTERVAL_END) !== 0,
           };
         }),

@@ -5,7 +5,6 @@
  */
 
 export const NLM_F_REQUEST = 0x1;
-export const NLM_F_MULTI = 0x2;
 export const NLM_F_ACK = 0x4;
 export const NLM_F_DUMP = 0x300;
 export const NLM_F_EXCL = 0x200;
@@ -170,19 +169,15 @@ export function parseAttrs(data: Uint8Array): ParsedAttr[] {
   return attrs;
 }
 
-/** An nf_tables message's attributes (after nfgenmsg) by type, and its family. */
-export function nftAttrs(message: NetlinkMessage): { family: number; attrs: Map<number, Uint8Array> } {
-  return { family: message.payload[0] ?? 0, attrs: attrMap(message.payload.subarray(4)) };
-}
-
 export function attrMap(data: Uint8Array): Map<number, Uint8Array> {
   return new Map(parseAttrs(data).map((parsed) => [parsed.type, parsed.value]));
 }
 
 export const readU32be = (value: Uint8Array | undefined): number | undefined =>
   value && value.byteLength >= 4 ? new DataView(value.buffer, value.byteOffset, 4).getUint32(0, false) : undefined;
-const readU32host = (value: Uint8Array | undefined): number | undefined =>
+export const readU32host = (value: Uint8Array | undefined): number | undefined =>
   value && value.byteLength >= 4 ? new DataView(value.buffer, value.byteOffset, 4).getUint32(0, true) : undefined;
+export const readU16be = (value: Uint8Array): number => ((value[0] ?? 0) << 8) | (value[1] ?? 0);
 export const readI32be = (value: Uint8Array | undefined): number | undefined =>
   value && value.byteLength >= 4 ? new DataView(value.buffer, value.byteOffset, 4).getInt32(0, false) : undefined;
 export const readStrz = (value: Uint8Array | undefined): string | undefined => {

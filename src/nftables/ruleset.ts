@@ -2,6 +2,7 @@ import ipaddr from "ipaddr.js";
 import type { RulePlan } from "../iptables/plan.js";
 import type { NatTable } from "../iptables/save.js";
 import type { Family } from "../iptables/types.js";
+import { readU16be, readU32host, u16be, u32host } from "./netlink.js";
 
 /**
  * meshcni's redirect as nf_tables objects, pure: a plan (iptables' vocabulary, which the
@@ -79,15 +80,8 @@ const baseChains: Record<string, NonNullable<NftChain["hook"]>> = {
   OUTPUT: { num: HOOK_OUTPUT, priority: PRIORITY_DSTNAT, type: "nat", policy: 1 },
 };
 
-const u16be = (value: number) => new Uint8Array([(value >> 8) & 0xff, value & 0xff]);
-const u32host = (value: number) => {
-  const bytes = new Uint8Array(4);
-  new DataView(bytes.buffer).setUint32(0, value >>> 0, true);
-  return bytes;
-};
-const readU16be = (bytes: Uint8Array) => ((bytes[0] ?? 0) << 8) | (bytes[1] ?? 0);
-const readU32host = (bytes: Uint8Array) =>
-  bytes.byteLength === 4 ? new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true) : -1;
+/** A UID or GID compared in a rule: 4 bytes, host order (-1, which no plan holds, for anything else). */
+const ownerId = (bytes: Uint8Array) => (bytes.byteLength === 4 ? readU32host(bytes)! : -1);
 const ifname = (name: string) => {
   const bytes = new Uint8Array(16);
   bytes.set(new TextEncoder().encode(name).subarray(0, 15));
@@ -280,8 +274,8 @@ export function ruleArgs(rule: NftRule, family: Family, sets: NftSet[]): string[
     } else if (first.kind === "meta" && eq(second)) {
       if (first.key === META_L4PROTO && second.data.byteLength === 1)
         matches.push("-p", second.data[0] === IPPROTO_TCP ? "tcp" : String(second.data[0]));
-      else if (first.key === META_SKUID) matches.push("-m", "owner", "--uid-owner", String(readU32host(second.data)));
-      else if (first.key === META_SKGID) matches.push("-m", "owner", "--gid-owner", String(readU32host(second.data)));
+      else if (first.key === META_SKUID) matches.push("-m", "owner", "--uid-owner", String(ownerId(second.data)));
+      else if (first.key === META_SKGID) matches.push("-m", "owner", "--gid-owner", String(ownerId(second.data)));
       else if (first.key === META_OIFNAME) matches.push("-o", new TextDecoder().decode(second.data).replace(/\0.*$/s, ""));
       else matches.push(`nft:meta-${first.key}`);
       i += 2;
