@@ -51,6 +51,7 @@ export async function servePlugin(path: string, answer: (ask: AgentAsk) => Promi
   }
   const server = createServer((connection) => {
     let buffered = "";
+    let replies = Promise.resolve();
     connection.setEncoding("utf8");
     connection.on("error", () => connection.destroy());
     connection.on("data", (chunk: string) => {
@@ -66,7 +67,11 @@ export async function servePlugin(path: string, answer: (ask: AgentAsk) => Promi
           connection.end(`${JSON.stringify({ error: `not a question: ${errorMessage(error)}` })}\n`);
           return;
         }
-        void answer(ask).then((reply) => connection.writable && connection.write(`${JSON.stringify(reply)}\n`));
+        // In the order asked: a cached answer must not overtake one still waiting on the API.
+        replies = replies.then(async () => {
+          const reply = await answer(ask);
+          if (connection.writable) connection.write(`${JSON.stringify(reply)}\n`);
+        });
       }
     });
   });

@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { NodeCache } from "../../../src/installer/node-cache.js";
-import { answerAsk } from "../../../src/installer/plugin-server.js";
+import { answerAsk, servePlugin } from "../../../src/installer/plugin-server.js";
 import { podObject } from "../../kit/api-server.js";
 
 describe("the agent's answers to the plugin", () => {
@@ -73,5 +77,34 @@ describe("the agent's answers to the plugin", () => {
     expect(cache.pod("shop", "web")?.metadata?.uid).toBe("uid-new");
     cache.removePod(fresh);
     expect(cache.pod("shop", "web")).toBeUndefined();
+  });
+
+  it("answers on its socket in the order asked, a slow answer before a fast one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "meshcni-socket-"));
+    const path = join(dir, "agent", "plugin.sock");
+    const server = await servePlugin(path, async (ask) => {
+      if (ask.get === "pod") await new Promise((resolve) => setTimeout(resolve, 50));
+      return { object: ask.get, serverPort: 443, cached: ask.get === "namespace" };
+    });
+    try {
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      const lines = await new Promise<string[]>((resolve, reject) => {
+        const client = connect(path);
+        let text = "";
+        client.on("error", reject);
+        client.on("data", (chunk) => {
+          text += chunk;
+          if (text.split("\n").length > 2) {
+            client.destroy();
+            resolve(text.trim().split("\n"));
+          }
+        });
+        client.write('{"get":"pod","namespace":"shop","name":"web"}\n{"get":"namespace","name":"shop"}\n');
+      });
+      expect(lines.map((line) => (JSON.parse(line) as { object: string }).object)).toEqual(["pod", "namespace"]);
+    } finally {
+      server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
