@@ -109,7 +109,9 @@ export async function benchPlugin(): Promise<PluginBench> {
     LOG_LEVEL: "info",
   });
   await until(async () => {
-    const answer = await askAgent(socket, { get: "pod", namespace: "bench", name: "meshed" }).catch(() => undefined);
+    const answer = await askAgent(socket, { get: "pod", namespace: "bench", name: "meshed", uid: "uid-bench-meshed" }).catch(
+      () => undefined,
+    );
     return answer !== undefined && "cached" in answer && answer.cached;
   }, 10_000);
   const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.253.0.2/24", interface: 0 }] };
@@ -126,7 +128,8 @@ export async function benchPlugin(): Promise<PluginBench> {
     CNI_CONTAINERID: `bench-${netns}`,
     CNI_NETNS: netnsPath(netns),
     CNI_IFNAME: "eth0",
-    CNI_ARGS: `IgnoreUnknown=1;${podArgs("bench", pod)}`,
+    // As containerd passes them: the pod's UID too.
+    CNI_ARGS: `IgnoreUnknown=1;${podArgs("bench", pod)};K8S_POD_UID=uid-bench-${pod}`,
     CNI_PATH: "/usr/lib/cni",
   });
   const meshcni = (command: string, netns: string, options: { pod?: string; mode?: string; viaAgent?: boolean } = {}) =>

@@ -17,13 +17,15 @@ export interface Lookup {
 /**
  * The answer to one question: from the cache when it has the object (the pod of the UID
  * asked for), else from the API over the agent's warm connection (a pod recreated under
- * the same name is read afresh).
+ * the same name, or one asked for without its UID, is read afresh).
  */
 export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup, serverPort: number): Promise<AgentAnswer> {
   try {
     if (ask.get === "pod") {
       const cached = cache.pod(ask.namespace, ask.name);
-      if (cached && (ask.uid === undefined || cached.metadata?.uid === ask.uid))
+      // Without the runtime's UID the cache cannot tell a pod recreated under the same name (its
+      // watch event still on the way) from the one asked for: only the API can.
+      if (cached && ask.uid !== undefined && cached.metadata?.uid === ask.uid)
         return { object: decisionFields(cached), serverPort, cached: true };
       return { object: decisionFields(await lookup.readPod(ask.namespace, ask.name)), serverPort, cached: false };
     }

@@ -54,7 +54,7 @@ describe("the agent's answers to the plugin", () => {
     expect(asked).toEqual([]);
   });
 
-  it("asks the API when the cache has another pod of that name (recreated) or none, and for a namespace it has not seen", async () => {
+  it("asks the API when the cache has another pod of that name (recreated), none, or no UID to check, and for a namespace it has not seen", async () => {
     const cache = new NodeCache();
     cache.setPod(cached);
     asked.length = 0;
@@ -65,6 +65,10 @@ describe("the agent's answers to the plugin", () => {
       cached: false,
     });
     expect(asked).toEqual(["pod shop/web", "namespace shop"]);
+    // Without the runtime's UID the cache cannot vouch for the pod: the API is asked.
+    asked.length = 0;
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web" }, cache, api, 443)).toMatchObject({ cached: false });
+    expect(asked).toEqual(["pod shop/web"]);
     expect(await answerAsk({ get: "pod", namespace: "shop", name: "gone" }, cache, api, 443)).toEqual({
       error: expect.stringContaining("404"),
     });
