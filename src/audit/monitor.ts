@@ -37,6 +37,8 @@ export class SweepMemory {
   private readonly acted = new Map<string, number>();
   private evictions: number[] = [];
   private readonly statuses = new Map<string, PodStatus>();
+  /** Pods whose eviction a PodDisruptionBudget blocked at the last sweep. */
+  private readonly blocked = new Set<string>();
 
   constructor(private readonly maxEvictionsPerMinute: number) {}
 
@@ -61,8 +63,17 @@ export class SweepMemory {
     return counts;
   }
 
+  /** Notes a pod's eviction blocked or not; true when it was blocked already (warned of once, until it is not). */
+  blockedAgain(uid: string, blocked: boolean): boolean {
+    const again = blocked && this.blocked.has(uid);
+    if (blocked) this.blocked.add(uid);
+    else this.blocked.delete(uid);
+    return again;
+  }
+
   forget(uid: string): void {
     this.statuses.delete(uid);
+    this.blocked.delete(uid);
   }
 }
 
@@ -80,7 +91,6 @@ export class AuditMonitor {
   private running = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly problems: StandingProblems;
-  private readonly blocked = new Set<string>();
 
   constructor(
     private readonly options: MonitorOptions,
@@ -106,7 +116,6 @@ export class AuditMonitor {
 
   removed(pod: V1Pod): void {
     this.memory.forget(pod.metadata?.uid ?? "");
-    this.blocked.delete(pod.metadata?.uid ?? "");
   }
 
   stop(): void {
@@ -183,9 +192,7 @@ export class AuditMonitor {
       const result = typeof pod.result === "object" ? "failed" : (pod.result ?? "done");
       this.metrics.repaired(pod.action, result);
       // A blocked eviction is retried at every sweep: warned of once, until it is no longer blocked.
-      const repeated = result === "blocked" && this.blocked.has(pod.uid);
-      if (result === "blocked") this.blocked.add(pod.uid);
-      else this.blocked.delete(pod.uid);
+      const repeated = this.memory.blockedAgain(pod.uid, result === "blocked");
       this.log[repeated ? "debug" : "warn"]("meshed pod without its redirect", {
         ...fields,
         action: pod.action,

@@ -24,6 +24,16 @@ describe("what the agent remembers across sweeps", () => {
     expect(memory.limits(actedMemoryMs).skipUids).toEqual([]);
   });
 
+  it("tells a blocked eviction seen again from a new one, so it is warned of once", () => {
+    const memory = new SweepMemory(2);
+    expect(memory.blockedAgain("b", true)).toBe(false);
+    expect(memory.blockedAgain("b", true)).toBe(true);
+    expect(memory.blockedAgain("b", false)).toBe(false);
+    expect(memory.blockedAgain("b", true)).toBe(false);
+    memory.forget("b");
+    expect(memory.blockedAgain("b", true)).toBe(false);
+  });
+
   it("allows at most the evictions per minute", () => {
     const memory = new SweepMemory(2);
     memory.learn(report([{ uid: "a", action: "evict", result: "done" }]), false, 0);
