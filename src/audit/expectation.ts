@@ -1,8 +1,8 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { activeConfig, brokenConfigReason, type ConfigFile, type JsonObject } from "../cni/config-dir.js";
-import { planRules, type RulePlan } from "../iptables/plan.js";
 import { isOwnEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
 import { firewallSpecFor, redirectFamilies } from "../mesh/pod.js";
+import { planRules, type RulePlan } from "../redirect/plan.js";
 
 /**
  * meshcni's entry in the active config, as the runtime hands it to the plugin (the

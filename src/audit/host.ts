@@ -1,15 +1,12 @@
 import { existsSync, readdirSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
-import { join } from "node:path";
 import { readConfigFiles } from "../cni/config-dir.js";
-import { type Backend, resolveBackend } from "../iptables/backend.js";
-import { fileDetectionCache } from "../iptables/detection-cache.js";
-import { binaryAvailable, hostSaveProbe } from "../iptables/exec.js";
+import { createRedirector, hostBackend, hostPaths } from "../host.js";
 import { loadApiAccess } from "../kube/kubeconfig.js";
 import { createNodeApi, kubeConfigFrom } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
-import { createRedirector, inspectPlans } from "../redirector.js";
-import { defaultStateDir, fileRecordStore, locksDir } from "../state/records.js";
+import { type Backend, inspectPlans } from "../redirect/redirector.js";
+import { defaultStateDir, fileRecordStore } from "../state/records.js";
 import { activeNetconf } from "./expectation.js";
 import { scanNetns } from "./scan.js";
 import type { SweepIo } from "./sweep.js";
@@ -67,14 +64,15 @@ export function hostValues(values: {
 /** The sweep's I/O on this host: the API, the state dir, the runtime's netns, iptables. */
 export function hostIo(values: HostValues): SweepIo {
   const { node, hostRoot } = values;
-  const onHost = (path: string) => join(hostRoot || "/", path);
+  const onHost = hostPaths(hostRoot);
   const stateDir = onHost(values["state-dir"]);
-  const redirector = (backend: Backend) => createRedirector(backend, { wait: false, lockDir: locksDir(stateDir) });
+  const redirector = (backend: Backend) => createRedirector(backend, { stateDir });
   return {
     api: createNodeApi(kubeConfigFrom(values.kubeconfig ?? process.env.KUBECONFIG), node),
     records: fileRecordStore(stateDir),
     netconf: () => activeNetconf(readConfigFiles(onHost(values["net-dir"]))),
-    backend: (conf) => resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, fileDetectionCache(stateDir), binaryAvailable),
+    // The netconf's state_dir holds the backend ADD detected: the same answer, read where the plugin wrote it.
+    backend: (conf) => hostBackend(conf, hostRoot),
     // Control-plane pods skip the API server's port, as the plugin reads it from its kubeconfig.
     apiServerPort: async (conf) =>
       loadApiAccess(onHost(conf.kubernetes.kubeconfig)).then(

@@ -1,14 +1,12 @@
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { errorMessage } from "../errors.js";
-import type { Backend } from "../iptables/backend.js";
-import { planLines, type RulePlan } from "../iptables/plan.js";
-import { ownLines } from "../iptables/save.js";
-import type { Family } from "../iptables/types.js";
+import { createRedirector, hostPaths } from "../host.js";
 import { inNetns } from "../netns/enter.js";
 import { formatPodKey, parsePodKey, podName } from "../pod-key.js";
-import { createRedirector } from "../redirector.js";
-import { locksDir } from "../state/records.js";
+import { planLines, type RulePlan } from "../redirect/plan.js";
+import type { Backend } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
+import { ownLines } from "../redirect/table.js";
 import { classify } from "./classify.js";
 import { hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
 import { expectations } from "./sweep.js";
@@ -24,7 +22,7 @@ Exit 0 when the netns holds the plan, 1 when it does not (or no netns is found),
 
 /** Per family: meshcni's plan as the backend reads it back, and (with a netns) what the netns holds, as rule lines. */
 async function ruleLines(netns: string | undefined, backend: Backend, plans: RulePlan[], stateDir: string) {
-  const redirector = await createRedirector(backend, { wait: false, lockDir: locksDir(stateDir) });
+  const redirector = await createRedirector(backend, { stateDir });
   try {
     const found = new Map<Family, string[]>();
     if (netns !== undefined)
@@ -55,7 +53,7 @@ export async function runRules(argv: string[]): Promise<number> {
   const { key, host } = parsed;
   try {
     const io = hostIo(host);
-    const onHost = (path: string) => join(host.hostRoot || "/", path);
+    const onHost = hostPaths(host.hostRoot);
     const records = io.records.list();
     const pod = (await io.api.listPods()).find((candidate) => podName(candidate) === formatPodKey(key));
     if (!pod) throw new Error(`pod ${formatPodKey(key)} is not on node ${host.node}`);

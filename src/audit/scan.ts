@@ -1,8 +1,8 @@
 import { join } from "node:path";
 import { errorMessage } from "../errors.js";
-import type { Backend } from "../iptables/backend.js";
-import type { RulePlan } from "../iptables/plan.js";
-import type { Redirector } from "../redirector.js";
+import { hostPaths } from "../host.js";
+import type { RulePlan } from "../redirect/plan.js";
+import type { Backend, Redirector } from "../redirect/redirector.js";
 import type { Observation } from "./classify.js";
 
 /** One pod to look for: its netns as ADD recorded it (host path), else its IPs; what to compare it with. */
@@ -36,7 +36,7 @@ export async function scanNetns(
   io: ScanIo,
 ): Promise<Map<string, Observation>> {
   const observations = new Map<string, Observation>();
-  const onHost = (path: string) => join(options.hostRoot || "/", path);
+  const onHost = hostPaths(options.hostRoot);
   const recorded = new Map<string, ScanTarget[]>();
   for (const target of targets) {
     if (target.recordedNetns === undefined) continue;

@@ -1,11 +1,11 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
-import type { Backend } from "../iptables/backend.js";
-import type { RulePlan } from "../iptables/plan.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { NetConf } from "../mesh/netconf.js";
 import { needsNamespaceAnnotations } from "../mesh/pod.js";
 import { podKeyOf, podName } from "../pod-key.js";
+import type { RulePlan } from "../redirect/plan.js";
+import type { Backend } from "../redirect/redirector.js";
 import type { AttachmentRecord, RecordStore } from "../state/records.js";
 import {
   classify,

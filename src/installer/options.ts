@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
 import { numberFlag, oneOf } from "../flags.js";
+import { hostPaths } from "../host.js";
 import { type AgentLogLevel, agentLogLevels } from "../log.js";
 import type { PodKey } from "../pod-key.js";
 import { defaultStateDir } from "../state/records.js";
@@ -191,7 +192,7 @@ export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, ex
 
 /** Where the agent reads and writes, inside its container, and how configs name them. */
 export function installerPaths(options: InstallerOptions) {
-  const onHost = (path: string) => join(options.hostRoot || "/", path);
+  const onHost = hostPaths(options.hostRoot);
   const netDir = onHost(options.netDir);
   return {
     netDir,

@@ -3,8 +3,10 @@ import { accessSync, constants, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
 import { processFileName, removeFile } from "../files.js";
-import { binaryName, type IptablesBackend, type SaveProbe } from "./backend.js";
-import type { Family } from "./types.js";
+import type { IptablesBackend } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
+import { binaryName } from "./binaries.js";
+import type { SaveProbe } from "./detect.js";
 
 /** Runtimes may exec plugins with a PATH lacking the sbin directories iptables lives in. */
 export const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");

@@ -1,10 +1,10 @@
-import type { Redirector } from "../redirector.js";
-import { diffTable } from "./diff.js";
+import { diffTable } from "../redirect/diff.js";
+import type { RulePlan } from "../redirect/plan.js";
+import type { Redirector } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
 import { IptablesError, type IptablesRunner } from "./exec.js";
-import type { RulePlan } from "./plan.js";
 import { renderApply, renderCreate, renderRemove } from "./restore.js";
 import { parseNatTable } from "./save.js";
-import type { Family } from "./types.js";
 
 /**
  * Makes one family's nat table match the plan. A pod's first ADD meets a table without

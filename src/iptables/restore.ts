@@ -1,6 +1,6 @@
-import { sameArgs } from "./diff.js";
-import { ownChains, type RulePlan } from "./plan.js";
-import { jumpsIntoOwnChains, type NatTable } from "./save.js";
+import { sameArgs } from "../redirect/diff.js";
+import { ownChains, type RulePlan } from "../redirect/plan.js";
+import { jumpsIntoOwnChains, type NatTable } from "../redirect/table.js";
 
 /**
  * Every token meshcni writes is a validated number, CIDR, chain name or fixed word, so

@@ -2,7 +2,7 @@ import * as v from "valibot";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { type CniVersion, requireSupportedVersion } from "../cni/version.js";
 import { errorMessage } from "../errors.js";
-import { iptablesModes } from "../iptables/backend.js";
+import { iptablesModes } from "../redirect/redirector.js";
 import { describeIssuePath } from "../schema.js";
 import { defaultStateDir } from "../state/records.js";
 import { defaultKubeconfig, linkerdDefaults as defaults } from "./defaults.js";

@@ -1,6 +1,6 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
-import type { Family, FirewallSpec } from "../iptables/types.js";
 import { podName } from "../pod-key.js";
+import type { Family, FirewallSpec } from "../redirect/spec.js";
 import type { LinkerdConf } from "./netconf.js";
 import { type Parsed, parseIdToken, parsePortToken, parseSubnetToken, splitList } from "./tokens.js";
 

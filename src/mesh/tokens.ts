@@ -1,5 +1,5 @@
 import ipaddr from "ipaddr.js";
-import type { PortRange } from "../iptables/types.js";
+import type { PortRange } from "../redirect/spec.js";
 
 /**
  * Parsers for the user-written tokens that end up in iptables rules. Each returns the

@@ -1,4 +1,4 @@
-import type { Family } from "../iptables/types.js";
+import type { Family } from "../redirect/spec.js";
 import {
   type Attr,
   attr,

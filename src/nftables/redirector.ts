@@ -1,6 +1,6 @@
-import { diffTable } from "../iptables/diff.js";
-import type { Family } from "../iptables/types.js";
-import type { Redirector } from "../redirector.js";
+import { diffTable } from "../redirect/diff.js";
+import type { Redirector } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
 import {
   type BatchPart,
   type Dumps,

@@ -1,7 +1,7 @@
 import ipaddr from "ipaddr.js";
-import type { RulePlan } from "../iptables/plan.js";
-import type { NatTable } from "../iptables/save.js";
-import type { Family } from "../iptables/types.js";
+import type { RulePlan } from "../redirect/plan.js";
+import type { Family } from "../redirect/spec.js";
+import type { NatTable } from "../redirect/table.js";
 import { readU16be, readU32host, u16be, u32host } from "./netlink.js";
 
 /**

@@ -1,13 +1,9 @@
 import { convertResult } from "../cni/result.js";
-import { planRules } from "../iptables/plan.js";
-import { renderApply } from "../iptables/restore.js";
-import { parseNatTable } from "../iptables/save.js";
-import type { Family } from "../iptables/types.js";
 import { podKeyOf, podName } from "../pod-key.js";
+import { planLines, planRules } from "../redirect/plan.js";
+import type { Family } from "../redirect/spec.js";
 import { type Decision, lookupPod, namedPod } from "./lookup.js";
 import { discardRedirector, familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector, swept } from "./request.js";
-
-const emptyTable = parseNatTable("");
 
 /**
  * ADD: a chained plugin's result is its prevResult (or just the version). For a meshed
@@ -40,7 +36,7 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
   // simulate: nothing was prepared, nothing is applied.
   if (!preparing) {
     for (const plan of plans) {
-      deps.log.info("simulate: would apply", { pod: podName(pod), family: plan.family, restore: renderApply(plan, emptyTable) });
+      deps.log.info("simulate: would apply", { pod: podName(pod), family: plan.family, rules: planLines(plan) });
     }
     return result;
   }

@@ -1,9 +1,9 @@
 import { CniError, ErrorCode } from "../cni/errors.js";
-import { planRules } from "../iptables/plan.js";
-import { hasOwnRules } from "../iptables/save.js";
-import type { Family } from "../iptables/types.js";
 import { podName } from "../pod-key.js";
-import { inspectPlans, type Redirector } from "../redirector.js";
+import { planRules } from "../redirect/plan.js";
+import { inspectPlans, type Redirector } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
+import { hasOwnRules } from "../redirect/table.js";
 import { type Decision, lookupPod, namedPod } from "./lookup.js";
 import { discardRedirector, familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector } from "./request.js";
 

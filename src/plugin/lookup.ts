@@ -2,10 +2,10 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { AgentUnavailableError } from "../agent-socket.js";
 import { parseCniArgs, podIdentity } from "../cni/args.js";
 import { errorMessage } from "../errors.js";
-import type { FirewallSpec } from "../iptables/types.js";
 import type { KubeReader } from "../kube/pod-reader.js";
 import { firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../mesh/pod.js";
 import { formatPodKey, type PodKey } from "../pod-key.js";
+import type { FirewallSpec } from "../redirect/spec.js";
 import type { PluginDeps, PluginRequest } from "./request.js";
 
 export interface Decision {

@@ -1,12 +1,11 @@
 import type { CniEnv } from "../cni/env.js";
 import { resultAddresses } from "../cni/result.js";
-import type { Backend } from "../iptables/backend.js";
-import type { Family } from "../iptables/types.js";
 import type { KubeReader, KubeReaderOptions } from "../kube/pod-reader.js";
 import type { Logger } from "../log.js";
 import type { NetConf } from "../mesh/netconf.js";
 import { redirectFamilies } from "../mesh/pod.js";
-import type { Redirector } from "../redirector.js";
+import type { Backend, Redirector } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
 import type { RecordStore } from "../state/records.js";
 
 /** One invocation: what the runtime passed. */

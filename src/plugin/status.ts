@@ -1,7 +1,7 @@
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { errorMessage } from "../errors.js";
-import { binaryName } from "../iptables/backend.js";
-import type { Family } from "../iptables/types.js";
+import { restoreBinaries } from "../host.js";
+import type { Family } from "../redirect/spec.js";
 import type { PluginDeps, PluginRequest } from "./request.js";
 
 /**
@@ -31,10 +31,8 @@ export async function status(request: PluginRequest, deps: PluginDeps): Promise<
       redirector.close();
     }
   } else {
-    for (const family of families) {
-      const binary = binaryName(backend, family, "restore");
+    for (const binary of restoreBinaries(backend, families))
       if (!deps.binaryAvailable(binary)) problems.push(`${binary} not found for iptables backend ${backend}`);
-    }
   }
   deps.log.info(problems.length === 0 ? "ADD can be served" : "ADD cannot be served", { backend });
   if (problems.length > 0) throw new CniError(ErrorCode.pluginNotAvailable, `meshcni cannot serve ADD: ${problems.join("; ")}`);

@@ -1,7 +1,7 @@
 import type { ConfigFile } from "../cni/config-dir.js";
 import { activeConfig, brokenConfigReason } from "../cni/config-dir.js";
 import { compareVersions } from "../cni/version.js";
-import type { Detection } from "../iptables/backend.js";
+import type { Detection } from "../host.js";
 import { isOwnEntry } from "../mesh/netconf.js";
 import type { RuntimeCni } from "./runtime.js";
 
@@ -16,8 +16,8 @@ export interface NodeFacts {
   configs: ConfigFile[] | { unreadable: string };
   binDir: string;
   binaries: string[] | { unreadable: string };
-  /** iptables binaries found on the search path. */
-  iptablesBinaries: string[];
+  /** iptables front ends whose save and restore binaries (IPv4 and IPv6) are all on the search path. */
+  iptablesBackends: Array<"nft" | "legacy">;
   detection: Detection;
   kernel: string;
   /** nf_tables in this kernel: built in, loaded as a module, a module not loaded yet, absent, or not known. */
@@ -34,11 +34,6 @@ export interface CheckResult {
   /** What was found and, when not ok, what to do. */
   message: string;
 }
-
-const backendsBinaries = {
-  nft: ["iptables-nft-save", "iptables-nft-restore", "ip6tables-nft-save", "ip6tables-nft-restore"],
-  legacy: ["iptables-legacy-save", "iptables-legacy-restore", "ip6tables-legacy-save", "ip6tables-legacy-restore"],
-};
 
 /** Judges a node from its facts: one line per check, ok, warn or fail, each saying what to do. */
 export function preflight(facts: NodeFacts): CheckResult[] {
@@ -129,10 +124,7 @@ export function preflight(facts: NodeFacts): CheckResult[] {
       add("linkerd-cni", "warn", `${facts.binDir}/linkerd-cni is installed: remove linkerd-cni first (see the README's migration)`);
   }
 
-  const have = (names: string[]) => names.every((binary) => facts.iptablesBinaries.includes(binary));
-  const backends = (Object.keys(backendsBinaries) as Array<keyof typeof backendsBinaries>).filter((backend) =>
-    have(backendsBinaries[backend]),
-  );
+  const backends = facts.iptablesBackends;
   if (backends.length === 0) {
     const usable = facts.nfTables !== "absent";
     add(

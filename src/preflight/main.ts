@@ -1,12 +1,11 @@
 import { accessSync, constants, existsSync, readdirSync, readFileSync } from "node:fs";
 import { release } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { parseArgs } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { readConfigFiles } from "../cni/config-dir.js";
 import { errnoCode, errorMessage } from "../errors.js";
-import { detectBackend } from "../iptables/backend.js";
-import { binaryAvailable, hostSaveProbe } from "../iptables/exec.js";
+import { detectNodeBackend, hostPaths, installedIptablesBackends } from "../host.js";
 import { defaultStateDir } from "../state/records.js";
 import { type NodeFacts, preflight } from "./checks.js";
 import { type RuntimeCni, runtimeConfigs } from "./runtime.js";
@@ -22,10 +21,6 @@ export const checkUsage = `meshcni check --pre [options]   check a node before i
 
 One line per check: ok, warn or fail, and what to do. Exit 0 without a fail, 1 with one.
 `;
-
-const iptablesBinaries = ["nft", "legacy"].flatMap((backend) =>
-  ["iptables", "ip6tables"].flatMap((tool) => [`${tool}-${backend}-save`, `${tool}-${backend}-restore`]),
-);
 
 function list(dir: string): string[] | { unreadable: string } {
   try {
@@ -85,7 +80,7 @@ type CheckValues = { "host-root": string; "net-dir"?: string; "bin-dir"?: string
 
 /** What the checks need, read from this host (or the one under --host-root); dirs not given come from the runtime's config. */
 async function gather(values: CheckValues): Promise<NodeFacts> {
-  const onHost = (path: string) => join(values["host-root"] || "/", path);
+  const onHost = hostPaths(values["host-root"]);
   const runtime = readRuntime(onHost);
   const found: RuntimeCni | undefined = runtime && !("invalid" in runtime) ? runtime : undefined;
   const netDir = values["net-dir"] ?? found?.confDir ?? "/etc/cni/net.d";
@@ -108,8 +103,8 @@ async function gather(values: CheckValues): Promise<NodeFacts> {
     configs,
     binDir,
     binaries: list(onHost(binDir)),
-    iptablesBinaries: iptablesBinaries.filter(binaryAvailable),
-    detection: await detectBackend(hostSaveProbe),
+    iptablesBackends: installedIptablesBackends(),
+    detection: await detectNodeBackend(),
     kernel: release(),
     nfTables: nfTablesState(),
     netnsDirs: netnsDirs.map((dir) => {

@@ -2,9 +2,9 @@ import { mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
 import { readRegularFile, removeFile, sha256, sweepAbandoned, writeAtomic } from "../files.js";
-import { type Backend, backends } from "../iptables/backend.js";
-import type { RulePlan } from "../iptables/plan.js";
 import type { PodKey } from "../pod-key.js";
+import type { RulePlan } from "../redirect/plan.js";
+import { type Backend, backends } from "../redirect/redirector.js";
 
 /**
  * What ADD did for a meshed pod, kept on the host so `meshcni audit` can tell a pod that

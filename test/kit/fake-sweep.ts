@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { scanNetns } from "../../src/audit/scan.js";
 import type { SweepIo } from "../../src/audit/sweep.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
-import { inspectPlans } from "../../src/redirector.js";
+import { inspectPlans } from "../../src/redirect/redirector.js";
 import type { FakeNode } from "./fake-node.js";
 
 export const stateDir = "/state";

@@ -131,7 +131,7 @@ describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
     expect(await natRules(pod, "nft")).toEqual([]);
   });
 
-  it("logs the restore text and applies nothing with simulate", async () => {
+  it("logs the planned rules and applies nothing with simulate", async () => {
     const logFile = `${net.dir}/simulate.log`;
     const result = await invokePlugin(env(), conf({ log_file: logFile }, { simulate: true }));
     expect(result.exitCode).toBe(0);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { planRules } from "../../../src/iptables/plan.js";
 import { renderApply, renderRemove } from "../../../src/iptables/restore.js";
 import { parseNatTable } from "../../../src/iptables/save.js";
+import { planRules } from "../../../src/redirect/plan.js";
 import { savedTable as saved, testSpec as spec } from "../../kit/fixtures.js";
 
 describe("restore text", () => {

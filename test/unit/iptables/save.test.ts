@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { hasOwnRules, parseNatTable, tokenize } from "../../../src/iptables/save.js";
+import { parseNatTable, tokenize } from "../../../src/iptables/save.js";
+import { hasOwnRules } from "../../../src/redirect/table.js";
 import { savedTable as saved } from "../../kit/fixtures.js";
 
 describe("iptables-save parsing", () => {

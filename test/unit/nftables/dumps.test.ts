@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { diffTable } from "../../../src/iptables/diff.js";
-import { planLines, planRules } from "../../../src/iptables/plan.js";
-import { ownLines } from "../../../src/iptables/save.js";
-import type { FirewallSpec } from "../../../src/iptables/types.js";
 import { type Dumps, decodeTable } from "../../../src/nftables/codec.js";
 import { attrMap, type NetlinkMessage, readStrz } from "../../../src/nftables/netlink.js";
 import { canonicalPlan, natTableOf } from "../../../src/nftables/ruleset.js";
+import { diffTable } from "../../../src/redirect/diff.js";
+import { planLines, planRules } from "../../../src/redirect/plan.js";
+import type { FirewallSpec } from "../../../src/redirect/spec.js";
+import { ownLines } from "../../../src/redirect/table.js";
 import recorded from "./golden.json" with { type: "json" };
 
 /** The kernel's answers to `nft list table` (golden.json), sorted as meshcni's dumps would return them. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { Family } from "../../../src/iptables/types.js";
 import { type BatchPart, deleteTable, newTable, tableContents } from "../../../src/nftables/codec.js";
 import { type NftSet, type NftTable, ruleExprs, tableName } from "../../../src/nftables/ruleset.js";
+import type { Family } from "../../../src/redirect/spec.js";
 import type { goldenCases } from "./cases.js";
 import recorded from "./golden.json" with { type: "json" };
 

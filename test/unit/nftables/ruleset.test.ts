@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { diffTable } from "../../../src/iptables/diff.js";
-import { planLines, planRules } from "../../../src/iptables/plan.js";
-import { ownLines } from "../../../src/iptables/save.js";
-import type { Family, FirewallSpec } from "../../../src/iptables/types.js";
 import { type Dumps, decodeTable, newTable, tableContents } from "../../../src/nftables/codec.js";
 import { attrMap, type NetlinkMessage, parseMessages, readStrz } from "../../../src/nftables/netlink.js";
 import { canonicalPlan, natTableOf, planTable, portRanges, ruleArgs, tableName } from "../../../src/nftables/ruleset.js";
+import { diffTable } from "../../../src/redirect/diff.js";
+import { planLines, planRules } from "../../../src/redirect/plan.js";
+import type { Family, FirewallSpec } from "../../../src/redirect/spec.js";
+import { ownLines } from "../../../src/redirect/table.js";
 
 const spec: FirewallSpec = {
   inboundProxyPort: 4143,

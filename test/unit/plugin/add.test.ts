@@ -79,12 +79,12 @@ describe("ADD", () => {
     expect(node.openRunners).toBe(0);
   });
 
-  it("with simulate, logs the restore text and writes nothing", async () => {
+  it("with simulate, logs the planned rules and writes nothing", async () => {
     await add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { linkerd: { simulate: true } } }), node.deps());
     expect(node.rules(netns)).toEqual([]);
     expect(node.records.size).toBe(0);
     const logged = node.logs.find((entry) => entry.message === "simulate: would apply");
-    expect(logged?.fields?.restore).toContain("-A PROXY_INIT_OUTPUT -o lo");
+    expect(logged?.fields?.rules).toContain("-A PROXY_INIT_OUTPUT -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN");
   });
 
   it("rolls the IPv4 rules back when ip6tables fails, so IPv6 never bypasses the proxy", async () => {

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors.js";
-import { restoreBinaries } from "../../../src/iptables/backend.js";
+import { namedBinaries } from "../../../src/iptables/binaries.js";
 import { status } from "../../../src/plugin/status.js";
 import { FakeNode, pluginRequest } from "../../kit/fake-node.js";
 
@@ -29,7 +29,7 @@ describe("STATUS", () => {
   });
 
   it("with no iptables binaries, auto means nftables: ready while nf_tables answers over netlink, and says which backend", async () => {
-    for (const binary of restoreBinaries) node.missingBinaries.add(binary);
+    for (const binary of namedBinaries(["restore"])) node.missingBinaries.add(binary);
     await expect(status(request(), node.deps())).resolves.toBeUndefined();
     expect(node.logs).toContainEqual(expect.objectContaining({ message: "ADD can be served", fields: { backend: "nftables" } }));
     node.nftablesProblem = new Error("nftables: list tables (ipv4) failed: EPROTONOSUPPORT (93)");

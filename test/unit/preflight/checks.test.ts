@@ -2,10 +2,6 @@ import { describe, expect, it } from "vitest";
 import { type CheckResult, type NodeFacts, preflight } from "../../../src/preflight/checks.js";
 import { conflist } from "../../kit/agent.js";
 
-const allIptables = ["nft", "legacy"].flatMap((backend) =>
-  ["iptables", "ip6tables"].flatMap((tool) => [`${tool}-${backend}-save`, `${tool}-${backend}-restore`]),
-);
-
 /** A node ready for meshcni: containerd with the default dirs, Calico at cniVersion 1.1.0, both iptables. */
 const healthy: NodeFacts = {
   runtime: {
@@ -20,7 +16,7 @@ const healthy: NodeFacts = {
   configs: [{ name: "10-calico.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }], { cniVersion: "1.1.0" }) }],
   binDir: "/opt/cni/bin",
   binaries: ["calico", "calico-ipam", "portmap"],
-  iptablesBinaries: allIptables,
+  iptablesBackends: ["nft", "legacy"],
   detection: { backend: "nft", found: true },
   kernel: "6.1.0-27-amd64",
   nfTables: "loaded",
@@ -78,14 +74,14 @@ describe("meshcni check --pre", () => {
   });
 
   it("without iptables binaries says auto picks nftables, unless the kernel has no nf_tables; fails without the binaries auto picks", () => {
-    const none = check({ iptablesBinaries: [] });
+    const none = check({ iptablesBackends: [] });
     expect(levels([...about(none, "iptables"), ...about(none, "backend")])).toEqual(["ok iptables", "ok backend"]);
     expect(about(none, "backend")[0]!.message).toBe("iptables-mode auto picks nftables (netlink, in-process)");
-    expect(about(check({ iptablesBinaries: [], nfTables: "absent" }), "iptables")[0]).toMatchObject({
+    expect(about(check({ iptablesBackends: [], nfTables: "absent" }), "iptables")[0]).toMatchObject({
       level: "fail",
       message: expect.stringContaining("install iptables"),
     });
-    const legacyOnly = check({ iptablesBinaries: allIptables.filter((name) => name.includes("legacy")) });
+    const legacyOnly = check({ iptablesBackends: ["legacy"] });
     expect(levels(about(legacyOnly, "backend"))).toEqual(["ok backend", "fail backend"]);
     expect(about(legacyOnly, "backend")[1]!.message).toContain("set linkerd.iptables-mode to legacy");
     expect(about(check({ detection: { backend: "nft", found: false } }), "backend")[0]!.level).toBe("warn");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { diffTable } from "../../../src/iptables/diff.js";
-import { planRules } from "../../../src/iptables/plan.js";
 import { parseNatTable } from "../../../src/iptables/save.js";
+import { diffTable } from "../../../src/redirect/diff.js";
+import { planRules } from "../../../src/redirect/plan.js";
 import { savedTable as saved, testSpec as spec } from "../../kit/fixtures.js";
 
 describe("CHECK diffing", () => {

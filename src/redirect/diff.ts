@@ -1,5 +1,5 @@
 import type { RulePlan } from "./plan.js";
-import { jumpsIntoOwnChains, jumpTarget, type NatTable, rulesOf, type SavedRule } from "./save.js";
+import { jumpsIntoOwnChains, jumpTarget, type NatTable, rulesOf, type SavedRule } from "./table.js";
 
 export function sameArgs(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((token, i) => token === b[i]);

@@ -1,4 +1,4 @@
-import type { Family, FirewallSpec, PortRange } from "./types.js";
+import type { Family, FirewallSpec, PortRange } from "./spec.js";
 
 /** Linkerd's chain names and comment prefix, so meshcni is a drop-in for linkerd-cni. */
 export const redirectChain = "PROXY_INIT_REDIRECT";

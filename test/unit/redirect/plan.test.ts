@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chunkPorts, planRules } from "../../../src/iptables/plan.js";
+import { chunkPorts, planRules } from "../../../src/redirect/plan.js";
 import { testSpec as spec } from "../../kit/fixtures.js";
 
 const range = (from: number, to = from) => ({ from, to });

@@ -1,14 +1,24 @@
-import type { Backend } from "./iptables/backend.js";
-import { diffTable } from "./iptables/diff.js";
-import type { RulePlan } from "./iptables/plan.js";
-import { hasOwnRules, type NatTable } from "./iptables/save.js";
-import type { Family } from "./iptables/types.js";
+import { diffTable } from "./diff.js";
+import type { RulePlan } from "./plan.js";
+import type { Family } from "./spec.js";
+import { hasOwnRules, type NatTable } from "./table.js";
+
+/** Which iptables front end writes the rules; "plain" is whatever `iptables` is on the host. */
+export type IptablesBackend = "legacy" | "nft" | "plain";
+/** What writes the redirect: an iptables front end, or nf_tables over netlink in-process (no binary). */
+export type Backend = IptablesBackend | "nftables";
+export const backends = ["legacy", "nft", "plain", "nftables"] as const satisfies readonly Backend[];
+
+/** What the netconf may ask for: a backend, or "auto" to detect the node's. */
+export const iptablesModes = [...backends, "auto"] as const;
+export type IptablesMode = (typeof iptablesModes)[number];
 
 /**
  * What writes, reads and removes a pod's redirect in the netns the caller is in: the
- * iptables binaries of one backend, or nf_tables over netlink. Plans, tables read back
- * and differences are in iptables' vocabulary for every backend, so records, CHECK, the
- * audit and `meshcni rules` speak one language.
+ * iptables binaries of one backend (src/iptables/), or nf_tables over netlink
+ * (src/nftables/). Plans, tables read back and differences are in one vocabulary for
+ * every backend (iptables' arguments: what linkerd-cni wrote and operators read), so
+ * records, CHECK, the audit and `meshcni rules` speak one language.
  */
 export interface Redirector {
   readonly backend: Backend;
@@ -22,23 +32,6 @@ export interface Redirector {
   remove(families: Family[]): Promise<Family[]>;
   /** Releases what it holds (a lock file, a socket). */
   close(): void;
-}
-
-export interface RedirectorOptions {
-  /** iptables-restore's -w. */
-  wait: boolean;
-  /** Where legacy iptables' private lock files go. */
-  lockDir: string;
-}
-
-/** A redirector for the backend, loading only that backend's code. */
-export async function createRedirector(backend: Backend, options: RedirectorOptions): Promise<Redirector> {
-  if (backend === "nftables") return (await import("./nftables/redirector.js")).nftablesRedirector();
-  const [{ createIptablesRunner }, { iptablesRedirector }] = await Promise.all([
-    import("./iptables/exec.js"),
-    import("./iptables/redirector.js"),
-  ]);
-  return iptablesRedirector(await createIptablesRunner(backend, options));
 }
 
 /**

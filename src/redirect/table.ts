@@ -1,0 +1,45 @@
+import { ownChains } from "./plan.js";
+
+/** One rule read back from a netns, in the plan's vocabulary (iptables arguments). */
+export interface SavedRule {
+  chain: string;
+  /** Arguments after `-A CHAIN`, unquoted. */
+  args: string[];
+  /** The same arguments as the backend printed them (iptables-save's quoting), for `-D CHAIN <text>`. */
+  text: string;
+}
+
+/** What one family's nat table holds, as a backend read it back: the chains and their rules. */
+export interface NatTable {
+  chains: Set<string>;
+  rules: SavedRule[];
+}
+
+export const emptyTable = (): NatTable => ({ chains: new Set(), rules: [] });
+
+export function rulesOf(table: NatTable, chain: string): SavedRule[] {
+  return table.rules.filter((rule) => rule.chain === chain);
+}
+
+export function jumpTarget(rule: SavedRule): string | undefined {
+  const index = rule.args.indexOf("-j");
+  return index >= 0 ? rule.args[index + 1] : undefined;
+}
+
+/** Rules outside our chains that jump into them (ours, Linkerd's, or left by an older run). */
+export function jumpsIntoOwnChains(table: NatTable): SavedRule[] {
+  return table.rules.filter(
+    (rule) => !(ownChains as readonly string[]).includes(rule.chain) && (ownChains as readonly string[]).includes(jumpTarget(rule) ?? ""),
+  );
+}
+
+/** True when any trace of the redirect is in the table. */
+export function hasOwnRules(table: NatTable): boolean {
+  return ownChains.some((chain) => table.chains.has(chain)) || jumpsIntoOwnChains(table).length > 0;
+}
+
+/** The redirect a table holds as rule lines, in planLines' order: the jumps into our chains, then their rules. */
+export function ownLines(table: NatTable): string[] {
+  const line = (rule: SavedRule) => `-A ${rule.chain} ${rule.args.join(" ")}`;
+  return [...jumpsIntoOwnChains(table).map(line), ...ownChains.flatMap((chain) => rulesOf(table, chain).map(line))];
+}
