@@ -1,7 +1,8 @@
 /**
  * Netlink framing for nf_tables, pure: message and attribute encoding and parsing. The
  * netlink and attribute headers are in host byte order; nfgenmsg's res_id and every
- * nf_tables number are big-endian (the callers pass them encoded).
+ * nf_tables number are big-endian (the callers pass them encoded). What the
+ * messages say is the objects' business (table.ts, chain.ts, set.ts, rule.ts, expr/).
  */
 
 export const NLM_F_REQUEST = 0x1;
@@ -18,26 +19,10 @@ export const NLMSG_DONE = 3;
 const NLA_F_NESTED = 0x8000;
 const NLA_TYPE_MASK = 0x3fff;
 
-const NFNL_SUBSYS_NFTABLES = 10;
+/** nfnetlink's subsystem of nf_tables: the high byte of every nf_tables message type. */
+export const NFNL_SUBSYS_NFTABLES = 10;
 const NFNL_MSG_BATCH_BEGIN = 0x10;
 const NFNL_MSG_BATCH_END = 0x11;
-
-/** nf_tables message types (NFT_MSG_*). */
-export const msg = {
-  newTable: 0,
-  getTable: 1,
-  delTable: 2,
-  newChain: 3,
-  getChain: 4,
-  newRule: 6,
-  getRule: 7,
-  newSet: 9,
-  getSet: 10,
-  newSetElem: 12,
-  getSetElem: 13,
-} as const;
-
-export const nftType = (message: number) => (NFNL_SUBSYS_NFTABLES << 8) | message;
 
 /** An attribute: raw bytes, or attributes nested in it. */
 export type Attr = { type: number; value: Uint8Array } | { type: number; nested: Attr[] };

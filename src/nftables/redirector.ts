@@ -1,23 +1,18 @@
 import { diffTable } from "../redirect/diff.js";
 import type { Redirector } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
-import {
-  type BatchPart,
-  type Dumps,
-  decodeTable,
-  deleteTable,
-  dumpRequest,
-  newTable,
-  setElementsRequest,
-  setNames,
-  tableContents,
-  tableNames,
-} from "./codec.js";
-import { msg } from "./netlink.js";
-import { canonicalPlan, type NftTable, natTableOf, planTable, tableName } from "./ruleset.js";
+import { planTable } from "./from-plan.js";
+import { type BatchPart, dumpRequest, msg } from "./message.js";
+import { type Dumps, decodeTable, type NftTable, tableContents, tableName } from "./ruleset.js";
+import { setElementsRequest, setNames } from "./set.js";
 import { NftablesError, NftSocket } from "./socket.js";
+import { deleteTable, newTable, tableNames } from "./table.js";
+import { canonicalPlan, natTableOf } from "./to-plan.js";
 
 const EEXIST = 17;
+
+/** What the redirector talks to: nf_tables (or, in tests, a kernel that answers as it would). */
+export type SocketOpener = () => Promise<NftSocket>;
 
 /**
  * nf_tables over netlink, in-process: the redirect is a table of meshcni's own per family
@@ -26,10 +21,10 @@ const EEXIST = 17;
  * that differ, in one batch; DEL deletes the tables in one batch. The socket is opened at
  * first use, in the netns the caller is in.
  */
-export function nftablesRedirector(): Redirector {
+export function nftablesRedirector(openSocket: SocketOpener = () => NftSocket.open()): Redirector {
   let socket: NftSocket | undefined;
   const open = async () => {
-    socket ??= await NftSocket.open();
+    socket ??= await openSocket();
     return socket;
   };
   const present = (nft: NftSocket, family: Family) =>

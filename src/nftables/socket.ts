@@ -1,16 +1,6 @@
 import { errnoNames, type Libc, libc, SyscallError } from "../libc.js";
-import type { BatchPart } from "./codec.js";
-import {
-  encodeBatch,
-  msg,
-  type NetlinkMessage,
-  NLM_F_ACK,
-  NLMSG_DONE,
-  NLMSG_ERROR,
-  parseAttrs,
-  parseError,
-  parseMessages,
-} from "./netlink.js";
+import type { BatchPart } from "./message.js";
+import { encodeBatch, type NetlinkMessage, NLM_F_ACK, NLMSG_DONE, NLMSG_ERROR, parseAttrs, parseError, parseMessages } from "./netlink.js";
 
 const AF_NETLINK = 16;
 const SOCK_RAW = 3;
@@ -34,24 +24,13 @@ export class NftablesError extends Error {
   }
 }
 
-/** Names of the top-level attributes of the messages meshcni sends, by message type. */
-const attributeNames: Record<number, Record<number, string>> = {
-  [msg.newTable]: { 1: "name", 2: "flags" },
-  [msg.delTable]: { 1: "name" },
-  [msg.newChain]: { 1: "table", 3: "name", 4: "hook", 5: "policy", 7: "type" },
-  [msg.newRule]: { 1: "table", 2: "chain", 4: "expressions", 7: "comment" },
-  [msg.newSet]: { 1: "table", 2: "name", 3: "flags", 4: "key type", 5: "key length", 9: "size", 10: "id", 13: "userdata" },
-  [msg.newSetElem]: { 1: "table", 2: "set", 3: "elements", 4: "set id" },
-};
-
 /**
  * Names the attribute at `offset` in a request (where the kernel's extended ack points):
- * from the message down, top-level attributes by name, list entries by position (an
+ * from the message down, top-level attributes by `names`, list entries by position (an
  * expression with its name), nested ones by number.
  */
-export function attributePath(request: Uint8Array, offset: number): string {
+export function attributePath(request: Uint8Array, offset: number, names: Record<number, string>): string {
   const view = new DataView(request.buffer, request.byteOffset, request.byteLength);
-  const names = attributeNames[view.getUint16(4, true) & 0xff] ?? {};
   const path: string[] = [];
   let [start, end] = [20, request.byteLength];
   descend: for (;;) {
@@ -150,7 +129,7 @@ export class NftSocket {
       if (answer.errno === 0) acked.add(index);
       else {
         const part = parts[index];
-        const where = answer.offset !== undefined && messages[index] ? attributePath(messages[index]!, answer.offset) : undefined;
+        const where = answer.offset !== undefined && part ? attributePath(messages[index]!, answer.offset, part.attributes) : undefined;
         throw new NftablesError(
           part?.what ?? `batch message ${answer.seq}`,
           answer.errno,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { type Dumps, decodeTable } from "../../../src/nftables/codec.js";
 import { attrMap, type NetlinkMessage, readStrz } from "../../../src/nftables/netlink.js";
-import { canonicalPlan, natTableOf } from "../../../src/nftables/ruleset.js";
+import { type Dumps, decodeTable } from "../../../src/nftables/ruleset.js";
+import { canonicalPlan, natTableOf } from "../../../src/nftables/to-plan.js";
 import { diffTable } from "../../../src/redirect/diff.js";
 import { planLines, planRules } from "../../../src/redirect/plan.js";
 import type { FirewallSpec } from "../../../src/redirect/spec.js";

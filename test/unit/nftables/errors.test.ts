@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { Libc } from "../../../src/libc.js";
+import { ruleExprs } from "../../../src/nftables/from-plan.js";
 import { NLMSG_ERROR, parseError, parseMessages } from "../../../src/nftables/netlink.js";
+import { newRule } from "../../../src/nftables/rule.js";
+import { tableContents } from "../../../src/nftables/ruleset.js";
 import { attributePath, NftablesError, NftSocket } from "../../../src/nftables/socket.js";
+import { newTable } from "../../../src/nftables/table.js";
+import { errorReply } from "../../kit/fake-kernel.js";
 import recorded from "./golden.json" with { type: "json" };
 
 const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex, "hex"));
@@ -32,12 +37,11 @@ describe("the kernel's refusals", () => {
 
   it("names the attribute the kernel points at: the jump's chain in the rule's immediate expression", () => {
     const rule = recorded.refused.sent.find((message) => (message.type & 0xff) === 6)!;
-    expect(attributePath(wire(rule, 3), answer.offset!)).toBe("at expressions > #1 (immediate)");
+    const ruleAttributes = newRule("ipv4", "meshcni", { chain: "c", exprs: [], comment: undefined }).attributes;
+    expect(attributePath(wire(rule, 3), answer.offset!, ruleAttributes)).toBe("at expressions > #1 (immediate)");
   });
 
   it("fails a commit on the kernel's refusal, naming the message (the rule, by its chain), the errno and the attribute", async () => {
-    const { newTable, tableContents } = await import("../../../src/nftables/codec.js");
-    const { ruleExprs } = await import("../../../src/nftables/ruleset.js");
     // The rule nft's was: a jump to no chain. A kernel that acks the table and chain and refuses the rule as it refused nft's.
     const rule = { chain: "c", ...ruleExprs(["-j", "nochain"], "ipv4", [], () => 0) };
     const parts = [
@@ -52,7 +56,7 @@ describe("the kernel's refusals", () => {
       sendToKernel(_fd, batch) {
         for (const request of parseMessages(batch).filter((message) => message.type >> 8 === 10)) {
           const refused = (request.type & 0xff) === 6;
-          const reply = refused ? wire(error, request.seq) : ack(request.seq);
+          const reply = refused ? wire(error, request.seq) : errorReply(request.seq, 0);
           // The echoed request's sequence number is the one answered.
           new DataView(reply.buffer).setUint32(16 + 12, request.seq, true);
           replies.push(reply);
@@ -72,15 +76,3 @@ describe("the kernel's refusals", () => {
     expect(() => socket.commit(parts)).toThrow("nftables: add rule to c failed: ENOENT (2): at expressions > #1 (immediate)");
   });
 });
-
-/** An ack (errno 0) of a request, capped as with NETLINK_CAP_ACK. */
-function ack(seq: number): Uint8Array {
-  const message = new Uint8Array(36);
-  const view = new DataView(message.buffer);
-  view.setUint32(0, 36, true);
-  view.setUint16(4, NLMSG_ERROR, true);
-  view.setUint16(6, 0x100, true);
-  view.setUint32(8, seq, true);
-  view.setUint32(16 + 4, 16, true);
-  return message;
-}

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { type BatchPart, deleteTable, newTable, tableContents } from "../../../src/nftables/codec.js";
-import { type NftSet, type NftTable, ruleExprs, tableName } from "../../../src/nftables/ruleset.js";
+import { ruleExprs } from "../../../src/nftables/from-plan.js";
+import type { BatchPart } from "../../../src/nftables/message.js";
+import { type NftTable, tableContents, tableName } from "../../../src/nftables/ruleset.js";
+import type { NftSet } from "../../../src/nftables/set.js";
+import { deleteTable, newTable } from "../../../src/nftables/table.js";
 import type { Family } from "../../../src/redirect/spec.js";
 import type { goldenCases } from "./cases.js";
 import recorded from "./golden.json" with { type: "json" };

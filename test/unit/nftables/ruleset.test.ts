@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { type Dumps, decodeTable, newTable, tableContents } from "../../../src/nftables/codec.js";
+import { planTable } from "../../../src/nftables/from-plan.js";
 import { attrMap, type NetlinkMessage, parseMessages, readStrz } from "../../../src/nftables/netlink.js";
-import { canonicalPlan, natTableOf, planTable, portRanges, ruleArgs, tableName } from "../../../src/nftables/ruleset.js";
+import { type Dumps, decodeTable, portRanges, tableContents, tableName } from "../../../src/nftables/ruleset.js";
+import { newTable } from "../../../src/nftables/table.js";
+import { canonicalPlan, natTableOf, ruleArgs } from "../../../src/nftables/to-plan.js";
 import { diffTable } from "../../../src/redirect/diff.js";
 import { planLines, planRules } from "../../../src/redirect/plan.js";
 import type { Family, FirewallSpec } from "../../../src/redirect/spec.js";
