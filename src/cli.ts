@@ -12,6 +12,7 @@ Commands (meshcni help COMMAND, or COMMAND --help, for each one's options):
   install     run the node agent: install the binary, keep it chained, audit and repair pods
   ready       exit 0 when the agent's work is in place (a readiness probe)
   audit       judge this node's meshed pods by what their netns hold; --repair to act
+  sweep       one audit and repair pass as the agent runs it: a request on stdin, the report on stdout
   rules       print a pod's redirect as its netns holds it, beside meshcni's plan
   check       check a node before installing (--pre): runtime config, CNI, iptables, kernel
   manifests   print the manifests that install meshcni (kubectl apply -f -)
@@ -22,16 +23,20 @@ Commands (meshcni help COMMAND, or COMMAND --help, for each one's options):
 /** Each command's usage text and entry, loaded only when used: a pod start loads none of them. */
 const commands: Record<string, { usage: () => Promise<string>; run: (argv: string[]) => Promise<number> | number }> = {
   install: {
-    usage: async () => (await import("./installer/options.js")).installerUsage,
-    run: async (argv) => (await import("./installer/main.js")).runInstall(argv),
+    usage: async () => (await import("./agent/options.js")).agentUsage,
+    run: async (argv) => (await import("./agent/main.js")).runInstall(argv),
   },
   ready: {
-    usage: async () => (await import("./installer/options.js")).installerUsage,
-    run: async (argv) => (await import("./installer/main.js")).runReady(argv),
+    usage: async () => (await import("./agent/options.js")).agentUsage,
+    run: async (argv) => (await import("./agent/main.js")).runReady(argv),
   },
   audit: {
     usage: async () => (await import("./audit/main.js")).auditUsage,
     run: async (argv) => (await import("./audit/main.js")).runAudit(argv),
+  },
+  sweep: {
+    usage: async () => (await import("./audit/main.js")).sweepUsage,
+    run: async (argv) => (await import("./audit/main.js")).runSweep(argv),
   },
   rules: {
     usage: async () => (await import("./audit/rules.js")).rulesUsage,

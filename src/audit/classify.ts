@@ -9,8 +9,8 @@ import type { AttachmentRecord } from "../state/records.js";
  * missing (no redirect), drifted (rules differ from the plan), unknown (no netns found,
  * or no plan can be made).
  */
-export type PodStatus = "protected" | "adopted" | "missing" | "drifted" | "unknown";
-export const podStatuses: readonly PodStatus[] = ["protected", "adopted", "missing", "drifted", "unknown"];
+export const podStatuses = ["protected", "adopted", "missing", "drifted", "unknown"] as const;
+export type PodStatus = (typeof podStatuses)[number];
 
 export interface PodAudit {
   namespace: string;

@@ -1,5 +1,5 @@
 import { podStatuses } from "./classify.js";
-import type { PodReport, SweepReport } from "./sweep.js";
+import type { PodReport, SweepReport } from "./contract.js";
 
 function actionText(pod: PodReport): string {
   if (pod.skipped) return "left alone";

@@ -1,12 +1,14 @@
 import { existsSync, readdirSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
+import type { KubeConfig } from "@kubernetes/client-node";
 import { readConfigFiles } from "../cni/config-dir.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
 import { loadApiAccess } from "../kube/kubeconfig.js";
-import { createNodeApi, kubeConfigFrom } from "../kube/node-api.js";
+import { createNodeApi } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
 import { type Backend, inspectPlans } from "../redirect/redirector.js";
 import { defaultStateDir, fileRecordStore } from "../state/records.js";
+import type { SweepRequest } from "./contract.js";
 import { activeNetconf } from "./expectation.js";
 import { scanNetns } from "./scan.js";
 import type { SweepIo } from "./sweep.js";
@@ -30,13 +32,11 @@ export const hostFlagsUsage = `  --node NAME               the node [NODE_NAME] 
   --net-dir DIR             the CNI config dir on the host, for pods without a record (/etc/cni/net.d)
   --netns-dir DIR           where the runtime keeps pod netns, on the host (repeatable; /var/run/netns)`;
 
+/** What the host flags say: the node, its dirs as a sweep takes them, API access, the output format. */
 export interface HostValues {
   node: string;
-  hostRoot: string;
+  dirs: SweepRequest["dirs"];
   kubeconfig: string | undefined;
-  "state-dir": string;
-  "net-dir": string;
-  "netns-dir": string[];
   output: "table" | "json";
 }
 
@@ -53,24 +53,28 @@ export function hostValues(values: {
   if (values.output !== "table" && values.output !== "json")
     throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);
   return {
-    ...values,
-    output: values.output,
     node: values.node ?? process.env.NODE_NAME ?? hostname(),
-    hostRoot: values["host-root"] ?? process.env.CONTAINER_MOUNT_PREFIX ?? "",
+    dirs: {
+      hostRoot: values["host-root"] ?? process.env.CONTAINER_MOUNT_PREFIX ?? "",
+      stateDir: values["state-dir"],
+      netDir: values["net-dir"],
+      netnsDirs: values["netns-dir"],
+    },
     kubeconfig: values.kubeconfig ?? process.env.KUBECONFIG,
+    output: values.output,
   };
 }
 
-/** The sweep's I/O on this host: the API, the state dir, the runtime's netns, iptables. */
-export function hostIo(values: HostValues): SweepIo {
-  const { node, hostRoot } = values;
+/** The sweep's I/O on this host: the API (as `config` allows), the state dir, the runtime's netns, the redirect's backends. */
+export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeConfig): SweepIo {
+  const { hostRoot } = dirs;
   const onHost = hostPaths(hostRoot);
-  const stateDir = onHost(values["state-dir"]);
+  const stateDir = onHost(dirs.stateDir);
   const redirector = (backend: Backend) => createRedirector(backend, { stateDir });
   return {
-    api: createNodeApi(kubeConfigFrom(values.kubeconfig ?? process.env.KUBECONFIG), node),
+    api: createNodeApi(config, node),
     records: fileRecordStore(stateDir),
-    netconf: () => activeNetconf(readConfigFiles(onHost(values["net-dir"]))),
+    netconf: () => activeNetconf(readConfigFiles(onHost(dirs.netDir))),
     // The netconf's state_dir holds the backend ADD detected: the same answer, read where the plugin wrote it.
     backend: (conf) => hostBackend(conf, hostRoot),
     // Control-plane pods skip the API server's port, as the plugin reads it from its kubeconfig.
@@ -82,7 +86,7 @@ export function hostIo(values: HostValues): SweepIo {
     scan: (targets) =>
       scanNetns(
         targets,
-        { hostRoot, netnsDirs: values["netns-dir"] },
+        { hostRoot, netnsDirs: dirs.netnsDirs },
         {
           inNetns,
           redirector,

@@ -1,7 +1,11 @@
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
-import { oneOf } from "../flags.js";
+import { numberFlag, oneOf } from "../flags.js";
+import { kubeConfigFrom } from "../kube/node-api.js";
 import { parsePodKey } from "../pod-key.js";
+import { parseSweepInput, type SweepInput, type SweepRequest } from "./contract.js";
 import { renderTable } from "./format.js";
 import { hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
 import { repairPolicies } from "./repair.js";
@@ -25,6 +29,14 @@ Exit 0 when every meshed pod is protected or adopted (or redirected by this swee
 otherwise; 2 on a usage or API error.
 `;
 
+export const sweepUsage = `meshcni sweep   one audit and repair pass, as the node agent runs it (its child process)
+
+Reads one JSON object on stdin: {"kubeconfig": "<the agent's kubeconfig>", "request": {...}},
+the request holding the node, the pods, the repair policy and limits, the agent's own pod
+and the host's dirs (what meshcni audit's flags say). Writes the sweep's report as JSON.
+Exit codes as meshcni audit's; 2 when the input is not a request.
+`;
+
 function parseAuditArgs(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
@@ -38,13 +50,12 @@ function parseAuditArgs(argv: string[]) {
     },
   });
   const repair = values.repair === undefined ? undefined : oneOf("repair", values.repair, repairPolicies);
-  const maxEvictions = Number(values["max-evictions"]);
-  if (!Number.isInteger(maxEvictions) || maxEvictions < 0)
-    throw new Error(`--max-evictions must be a whole number, not ${JSON.stringify(values["max-evictions"])}`);
+  const maxEvictions = numberFlag("max-evictions", values["max-evictions"], (n) => Number.isInteger(n) && n >= 0, "a whole number");
   for (const pod of values.pod) if (!parsePodKey(pod)) throw new Error(`--pod must be NAMESPACE/NAME, not ${JSON.stringify(pod)}`);
   return { ...values, host: hostValues(values), repair, maxEvictions };
 }
 
+/** `meshcni audit`: its flags as a sweep request, the report as a table or JSON. */
 export async function runAudit(argv: string[]): Promise<number> {
   let values: ReturnType<typeof parseAuditArgs>;
   try {
@@ -53,28 +64,49 @@ export async function runAudit(argv: string[]): Promise<number> {
     process.stderr.write(`meshcni audit: ${errorMessage(error)} (see meshcni audit --help)\n`);
     return 2;
   }
+  const { host } = values;
+  const { POD_NAMESPACE: namespace, POD_NAME: name } = process.env;
+  const request: SweepRequest = {
+    node: host.node,
+    pods: values.pod,
+    policy: values.repair,
+    limits: {
+      excludeNamespaces: values["repair-exclude-namespaces"].split(",").filter(Boolean),
+      skipUids: values["skip-uid"],
+      evictionsLeft: values.maxEvictions,
+    },
+    ...(namespace && name ? { self: { namespace, name } } : {}),
+    dirs: host.dirs,
+  };
+  return runSweepOf("audit", request, () => kubeConfigFrom(host.kubeconfig), host.output);
+}
+
+/** `meshcni sweep`, the agent's child: a request and the agent's kubeconfig on stdin (checked), the report as JSON on stdout. */
+export async function runSweep(argv: string[]): Promise<number> {
+  let input: SweepInput;
   try {
-    const report = await sweep(
-      {
-        node: values.host.node,
-        only: new Set(values.pod),
-        policy: values.repair,
-        limits: {
-          self:
-            process.env.POD_NAMESPACE && process.env.POD_NAME
-              ? { namespace: process.env.POD_NAMESPACE, name: process.env.POD_NAME }
-              : undefined,
-          excludeNamespaces: new Set(values["repair-exclude-namespaces"].split(",").filter(Boolean)),
-          skipUids: new Set(values["skip-uid"]),
-          evictionsLeft: values.maxEvictions,
-        },
-      },
-      hostIo(values.host),
-    );
-    process.stdout.write(values.host.output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderTable(report));
+    if (argv.length > 0) throw new Error(`takes no arguments, only its input on stdin, not ${JSON.stringify(argv.join(" "))}`);
+    input = parseSweepInput(readFileSync(0, "utf8"));
+  } catch (error) {
+    process.stderr.write(`meshcni sweep: ${errorMessage(error)}\n`);
+    return 2;
+  }
+  const kubeConfig = () => {
+    const config = new KubeConfig();
+    config.loadFromString(input.kubeconfig);
+    return config;
+  };
+  return runSweepOf("sweep", input.request, kubeConfig, "json");
+}
+
+/** Runs one sweep on this host and prints its report. Exit 0 when the node ends it protected, 1 when not, 2 on an error. */
+async function runSweepOf(command: string, request: SweepRequest, kubeConfig: () => KubeConfig, output: "table" | "json"): Promise<number> {
+  try {
+    const report = await sweep(request, hostIo(request.node, request.dirs, kubeConfig()));
+    process.stdout.write(output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderTable(report));
     return allProtected(report) ? 0 : 1;
   } catch (error) {
-    process.stderr.write(`meshcni audit: ${errorMessage(error)}\n`);
+    process.stderr.write(`meshcni ${command}: ${errorMessage(error)}\n`);
     return 2;
   }
 }

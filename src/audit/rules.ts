@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { errorMessage } from "../errors.js";
 import { createRedirector, hostPaths } from "../host.js";
+import { kubeConfigFrom } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
 import { formatPodKey, parsePodKey, podName } from "../pod-key.js";
 import { planLines, type RulePlan } from "../redirect/plan.js";
@@ -52,8 +53,8 @@ export async function runRules(argv: string[]): Promise<number> {
   }
   const { key, host } = parsed;
   try {
-    const io = hostIo(host);
-    const onHost = hostPaths(host.hostRoot);
+    const io = hostIo(host.node, host.dirs, kubeConfigFrom(host.kubeconfig));
+    const onHost = hostPaths(host.dirs.hostRoot);
     const records = io.records.list();
     const pod = (await io.api.listPods()).find((candidate) => podName(candidate) === formatPodKey(key));
     if (!pod) throw new Error(`pod ${formatPodKey(key)} is not on node ${host.node}`);
@@ -62,7 +63,7 @@ export async function runRules(argv: string[]): Promise<number> {
     const observation = (await io.scan([entry.target])).get(entry.target.uid) ?? { found: false as const, reason: "not looked into" };
     const audit = classify(pod, entry.record, observation);
     const netns = observation.found ? onHost(observation.netns) : undefined;
-    const families = await ruleLines(netns, entry.target.backend, entry.target.plans, onHost(host["state-dir"]));
+    const families = await ruleLines(netns, entry.target.backend, entry.target.plans, onHost(host.dirs.stateDir));
     const planFrom = entry.record ? "its ADD record" : "meshcni's entry in the active config";
     if (host.output === "json") {
       process.stdout.write(

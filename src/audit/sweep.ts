@@ -12,12 +12,12 @@ import {
   isUnprotected,
   newestRecordByUid,
   type Observation,
-  type PodAudit,
   type PodStatus,
   podStatuses,
   podsToAudit,
   sortAudits,
 } from "./classify.js";
+import type { PodReport, SweepReport, SweepRequest } from "./contract.js";
 import { plansFor, podIps } from "./expectation.js";
 import {
   eventActions,
@@ -25,7 +25,6 @@ import {
   eventReasons,
   type RepairAction,
   type RepairLimits,
-  type RepairPolicy,
   type RepairResult,
   repairAction,
   unprotectedLabel,
@@ -48,33 +47,6 @@ export interface SweepIo {
   redirect(netns: string, backend: Backend, plans: RulePlan[]): Promise<void>;
   netnsExists(netns: string): boolean;
   now(): number;
-}
-
-export interface SweepOptions {
-  node: string;
-  /** Only these pods (`namespace/name`); all of the node's when empty. */
-  only: ReadonlySet<string>;
-  /** Undefined: audit only, change nothing. */
-  policy: RepairPolicy | undefined;
-  limits: RepairLimits;
-}
-
-/** One pod in the report: its audit and, in a sweep, what was done about it. */
-export interface PodReport extends PodAudit {
-  action?: RepairAction;
-  result?: RepairResult;
-  /** Why an unprotected pod was left alone. */
-  skipped?: string;
-  /** Why its Event could not be created. */
-  eventFailed?: string;
-}
-
-export interface SweepReport {
-  node: string;
-  pods: PodReport[];
-  summary: Record<PodStatus, number>;
-  /** Records removed because what they described is gone. */
-  recordsRemoved: { podGone: number; netnsGone: number };
 }
 
 /** What a pod is compared with: its record's plan, or the one ADD would compute now. */
@@ -174,15 +146,20 @@ async function act(action: RepairAction, entry: Expected, target: ScanTarget, ne
  * what was found and done), and remove records whose pod or netns is gone and the files
  * killed plugin processes left.
  */
-export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepReport> {
+export async function sweep(request: SweepRequest, io: SweepIo): Promise<SweepReport> {
   // Read before the pods are listed: a record written meanwhile belongs to a listed pod.
   const records = io.records.list();
   const allPods = await io.api.listPods();
-  const pods = podsToAudit(allPods).filter((pod) => options.only.size === 0 || options.only.has(podName(pod)));
+  const pods = podsToAudit(allPods).filter((pod) => request.pods.length === 0 || request.pods.includes(podName(pod)));
   const expected = await expectations(pods, records, io);
   const observations = await io.scan(expected.flatMap((entry) => (entry.target ? [entry.target] : [])));
   const reports: PodReport[] = [];
-  const limits = { ...options.limits };
+  const limits: RepairLimits = {
+    self: request.self,
+    excludeNamespaces: new Set(request.limits.excludeNamespaces),
+    skipUids: new Set(request.limits.skipUids),
+    evictionsLeft: request.limits.evictionsLeft,
+  };
   for (const entry of expected) {
     const observation: Observation = observations.get(entry.pod.metadata?.uid ?? "") ?? {
       found: false,
@@ -192,11 +169,11 @@ export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepRe
       ? { uid: "", ...podKeyOf(entry.pod), status: "unknown", details: [entry.problem] }
       : classify(entry.pod, entry.record, observation);
     reports.push(audit);
-    if (!options.policy || !entry.target || !observation.found) continue;
+    if (!request.policy || !entry.target || !observation.found) continue;
     if (audit.status === "adopted")
       record(io, entry, entry.target, observation.netns, { containerId: `adopted-${audit.uid}`, ifname: "eth0" });
     if (!isUnprotected(audit)) continue;
-    const decision = repairAction(entry.pod, options.policy, limits);
+    const decision = repairAction(entry.pod, request.policy, limits);
     if (typeof decision === "object") {
       audit.skipped = decision.skip;
       continue;
@@ -206,7 +183,7 @@ export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepRe
     if (decision === "evict" && audit.result === "done") limits.evictionsLeft--;
     // A blocked eviction is tried again at the next sweep, without an Event each time.
     if (audit.result === "blocked") continue;
-    const message = eventMessage(audit, decision, options.policy, audit.result);
+    const message = eventMessage(audit, decision, request.policy, audit.result);
     await io.api
       .createPodEvent(entry.pod, {
         reason: eventReasons[audit.status as "missing" | "drifted"],
@@ -219,7 +196,7 @@ export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepRe
       });
   }
   const removed = { podGone: 0, netnsGone: 0 };
-  if (options.policy) {
+  if (request.policy) {
     io.records.sweep();
     const podUids = new Set(allPods.map((pod) => pod.metadata?.uid ?? ""));
     for (const { record, reason } of staleRecords(records, podUids, (netns) => io.netnsExists(netns), io.now())) {
@@ -229,7 +206,7 @@ export async function sweep(options: SweepOptions, io: SweepIo): Promise<SweepRe
   }
   const summary = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
   for (const report of reports) summary[report.status]++;
-  return { node: options.node, pods: sortAudits(reports), summary, recordsRemoved: removed };
+  return { node: request.node, pods: sortAudits(reports), summary, recordsRemoved: removed };
 }
 
 /** Whether the node ends the sweep protected: every pod protected, adopted, or redirected now. */

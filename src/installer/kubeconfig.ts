@@ -1,6 +1,4 @@
 import { existsSync } from "node:fs";
-import { join } from "node:path";
-import { errnoCode, errorMessage } from "../errors.js";
 import { readRegularFile, writeAtomic } from "../files.js";
 
 /** What a kubeconfig is made of: a token, the CA, and (ApiEndpoint) the API's address. */
@@ -37,20 +35,6 @@ export function renderKubeconfig(account: ServiceAccount, api: ApiEndpoint): str
     "current-context": "meshcni",
   };
   return `${JSON.stringify(config, null, 2)}\n`;
-}
-
-/**
- * The projected service-account token, or why there is none usable: a kubeconfig with an
- * empty token would make every pod start fail with 401.
- */
-export function serviceAccountToken(serviceAccountDir: string): { ok: true; token: string } | { ok: false; problem: string } {
-  const path = join(serviceAccountDir, "token");
-  try {
-    const token = readRegularFile(path).trim();
-    return token ? { ok: true, token } : { ok: false, problem: `the service account token ${path} is empty` };
-  } catch (error) {
-    return { ok: false, problem: `no service account token at ${path} (${errnoCode(error) ?? errorMessage(error)})` };
-  }
 }
 
 /** Where and what the agent writes as the plugin's kubeconfig. */

@@ -1,197 +1,28 @@
 import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
-import { numberFlag, oneOf } from "../flags.js";
 import { hostPaths } from "../host.js";
-import { type AgentLogLevel, agentLogLevels } from "../log.js";
-import type { PodKey } from "../pod-key.js";
-import { defaultStateDir } from "../state/records.js";
-import { parseTaint, type TaintSpec } from "./taint.js";
-
-/** What a stop does: `auto` asks whether the agent's DaemonSet is still there (a restart) or gone (an uninstall). */
-export const stopModes = ["auto", "keep", "uninstall"] as const;
-export type StopMode = (typeof stopModes)[number];
 
 /**
- * The agent's settings: flags, else the environment variables Linkerd's installer reads
- * (so its DaemonSet env carries over), else defaults. Host paths are mounted under
- * hostRoot inside the container; configs name them as the host sees them.
+ * What the installer puts on the host and where: host paths as configs name them, read
+ * and written under hostRoot (where the agent's container mounts the host's /).
  */
-export interface InstallerOptions {
+export interface InstallOptions {
   hostRoot: string;
   netDir: string;
   binDir: string;
   kubeconfigName: string;
+  /** The plugin's netconf entry (Linkerd's CNI_NETWORK_CONFIG), or the file holding it; neither: Linkerd's chart defaults. */
   template: string | undefined;
   templateFile: string | undefined;
-  serviceAccountDir: string;
+  /** The binary to install (the agent's own executable). */
   sourceBinary: string;
-  /** Where /readyz, /healthz and /metrics listen (host "": every address); undefined turns them off. */
-  listen: { host: string; port: number } | undefined;
-  onStop: StopMode;
-  resyncSeconds: number;
-  apiProtocol: string;
-  apiHost: string | undefined;
-  apiPort: string | undefined;
-  caFile: string | undefined;
-  skipTlsVerify: boolean;
-  /** The node this agent runs on; audit, repair and the taint need it. */
-  node: string | undefined;
-  repair: RepairPolicy;
-  maxEvictionsPerMinute: number;
-  repairExcludeNamespaces: string[];
-  startupTaint: TaintSpec | undefined;
-  restoreTaint: boolean;
-  auditSeconds: number;
-  /** The plugin's state_dir, as the host sees it. */
+  /** The plugin's state_dir, removed at an uninstall. */
   stateDir: string;
-  /** Where the runtime keeps pod netns, as the host sees them. */
-  netnsDirs: string[];
-  self: PodKey | undefined;
-  logLevel: AgentLogLevel;
-  /** The ServiceAccount whose minted token goes into the plugin's kubeconfig, and the token's life. */
-  pluginServiceAccount: { namespace: string; name: string };
-  pluginTokenSeconds: number;
-  /** Where the agent answers the plugin (a unix socket), as the host sees it; undefined: it does not. */
+  /** Where the plugin asks the agent, written into the entry; undefined: the plugin asks the API itself. */
   agentSocket: string | undefined;
 }
 
-export const installerUsage = `meshcni install [options]   run the node agent (DaemonSet container)
-meshcni ready [options]     exit 0 when the binary, kubeconfig and chain entry are in place
-
-Options (environment variable in brackets):
-  --host-root DIR            where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] (/host)
-  --net-dir DIR              the host's CNI config dir [DEST_CNI_NET_DIR] (/etc/cni/net.d)
-  --bin-dir DIR              the host's CNI bin dir [DEST_CNI_BIN_DIR] (/opt/cni/bin)
-  --kubeconfig-name NAME     kubeconfig file in the net dir [KUBECONFIG_FILE_NAME] (ZZZ-meshcni-kubeconfig)
-  --template JSON            the plugin's netconf entry [CNI_NETWORK_CONFIG]
-  --template-file PATH       the same, from a file [CNI_NETWORK_CONFIG_FILE]
-  --service-account-dir DIR  token and ca.crt (/var/run/secrets/kubernetes.io/serviceaccount)
-  --source-binary PATH       the binary to install (this executable)
-  --listen [HOST]:PORT       /readyz, /healthz and /metrics; no HOST: every address; "" turns it off
-                             [MESHCNI_LISTEN] (127.0.0.1:9911; the DaemonSet's: :9911)
-  --resync-seconds N         re-check everything this often, besides watching (10)
-  --on-stop MODE             on SIGTERM: auto (uninstall only when the agent's DaemonSet is gone or
-                             being deleted; a restart or rollout keeps everything), keep, uninstall (auto)
-  --node NAME                this node [NODE_NAME]; without it, no audit and no taint
-  --repair POLICY            unprotected meshed pods: ${repairPolicies.join(", ")} (redirect)
-  --max-evictions-per-minute N   with --repair evict, at most this many per minute on the node (2)
-  --repair-exclude-namespaces NS,NS   never act on pods of these namespaces
-  --audit-seconds N          audit every pod of the node this often, besides the watch (60)
-  --state-dir DIR            the plugin's state_dir on the host (${defaultStateDir})
-  --netns-dir DIR            where the runtime keeps pod netns on the host (repeatable; /var/run/netns)
-  --startup-taint TAINT      remove key[=value][:Effect] from this node once ready
-  --restore-taint            put the startup taint back while not ready
-  --log-level LEVEL          ${agentLogLevels.join(", ")} [LOG_LEVEL] (info)
-  --plugin-service-account NS/NAME   whose token (minted, TokenRequest) the plugin's kubeconfig holds
-                             ([POD_NAMESPACE or meshcni]/meshcni-plugin)
-  --plugin-token-seconds N   the minted token's life, renewed at 80% (3600; at least 600)
-  --agent-socket PATH        where the plugin asks the agent for pods, on the host; "" turns it off
-                             (<state-dir>/agent/plugin.sock; needs --node)
-Own pod (never repaired; its DaemonSet decides --on-stop auto): POD_NAMESPACE and POD_NAME.
-API address: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PROTOCOL (https);
-KUBE_CA_FILE overrides the CA, SKIP_TLS_VERIFY=true skips verification.
-`;
-
-/** HOST:PORT (an IPv6 host in brackets; no host: every address, IPv6 and IPv4), or "" for none. */
-export function parseListen(text: string): InstallerOptions["listen"] {
-  if (text === "") return undefined;
-  const at = text.lastIndexOf(":");
-  const host = text.slice(0, at).replace(/^\[|\]$/g, "");
-  const port = /^\d{1,5}$/.test(text.slice(at + 1)) ? Number(text.slice(at + 1)) : Number.NaN;
-  if (at < 0 || !(port >= 0 && port <= 65535)) throw new Error(`--listen must be HOST:PORT, not ${JSON.stringify(text)}`);
-  return { host, port };
-}
-
-function serviceAccountOf(text: string): { namespace: string; name: string } {
-  const match = /^([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253})$/.exec(text);
-  if (!match) throw new Error(`--plugin-service-account must be NAMESPACE/NAME, not ${JSON.stringify(text)}`);
-  return { namespace: match[1]!, name: match[2]! };
-}
-
-/** Reads the flags and environment; throws one line naming the bad flag and value. */
-export function parseInstallerOptions(argv: string[], env: NodeJS.ProcessEnv, execPath: string): InstallerOptions {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      "host-root": { type: "string" },
-      "net-dir": { type: "string" },
-      "bin-dir": { type: "string" },
-      "kubeconfig-name": { type: "string" },
-      template: { type: "string" },
-      "template-file": { type: "string" },
-      "service-account-dir": { type: "string" },
-      "source-binary": { type: "string" },
-      listen: { type: "string" },
-      "resync-seconds": { type: "string", default: "10" },
-      "on-stop": { type: "string", default: "auto" },
-      node: { type: "string" },
-      repair: { type: "string", default: "redirect" },
-      "max-evictions-per-minute": { type: "string", default: "2" },
-      "repair-exclude-namespaces": { type: "string", default: "" },
-      "audit-seconds": { type: "string", default: "60" },
-      "state-dir": { type: "string", default: defaultStateDir },
-      "netns-dir": { type: "string", multiple: true, default: ["/var/run/netns"] },
-      "startup-taint": { type: "string" },
-      "restore-taint": { type: "boolean", default: false },
-      "log-level": { type: "string" },
-      "plugin-service-account": { type: "string" },
-      "plugin-token-seconds": { type: "string", default: "3600" },
-      "agent-socket": { type: "string" },
-    },
-  });
-  const positive = (value: number) => Number.isFinite(value) && value > 0;
-  const serviceAccountDir = values["service-account-dir"] ?? "/var/run/secrets/kubernetes.io/serviceaccount";
-  return {
-    hostRoot: values["host-root"] ?? env.CONTAINER_MOUNT_PREFIX ?? "/host",
-    netDir: values["net-dir"] ?? env.DEST_CNI_NET_DIR ?? "/etc/cni/net.d",
-    binDir: values["bin-dir"] ?? env.DEST_CNI_BIN_DIR ?? "/opt/cni/bin",
-    kubeconfigName: values["kubeconfig-name"] ?? env.KUBECONFIG_FILE_NAME ?? "ZZZ-meshcni-kubeconfig",
-    template: values.template ?? (env.CNI_NETWORK_CONFIG || undefined),
-    templateFile: values["template-file"] ?? (env.CNI_NETWORK_CONFIG_FILE || undefined),
-    serviceAccountDir,
-    sourceBinary: values["source-binary"] ?? execPath,
-    listen: parseListen(values.listen ?? env.MESHCNI_LISTEN ?? "127.0.0.1:9911"),
-    onStop: oneOf("on-stop", values["on-stop"], stopModes),
-    resyncSeconds: numberFlag("resync-seconds", values["resync-seconds"], positive, "a positive number"),
-    apiProtocol: env.KUBERNETES_SERVICE_PROTOCOL || "https",
-    apiHost: env.KUBERNETES_SERVICE_HOST || undefined,
-    apiPort: env.KUBERNETES_SERVICE_PORT || undefined,
-    caFile: env.KUBE_CA_FILE || join(serviceAccountDir, "ca.crt"),
-    skipTlsVerify: env.SKIP_TLS_VERIFY === "true",
-    node: values.node ?? (env.NODE_NAME || undefined),
-    repair: oneOf("repair", values.repair, repairPolicies),
-    maxEvictionsPerMinute: numberFlag(
-      "max-evictions-per-minute",
-      values["max-evictions-per-minute"],
-      (n) => Number.isInteger(n) && n >= 0,
-      "a whole number",
-    ),
-    repairExcludeNamespaces: values["repair-exclude-namespaces"]
-      .split(",")
-      .map((name) => name.trim())
-      .filter(Boolean),
-    startupTaint: values["startup-taint"] === undefined ? undefined : parseTaint(values["startup-taint"]),
-    restoreTaint: values["restore-taint"],
-    auditSeconds: numberFlag("audit-seconds", values["audit-seconds"], positive, "a positive number"),
-    stateDir: values["state-dir"],
-    netnsDirs: values["netns-dir"],
-    self: env.POD_NAMESPACE && env.POD_NAME ? { namespace: env.POD_NAMESPACE, name: env.POD_NAME } : undefined,
-    logLevel: oneOf("log-level", values["log-level"] ?? (env.LOG_LEVEL || "info"), agentLogLevels),
-    pluginServiceAccount: serviceAccountOf(values["plugin-service-account"] ?? `${env.POD_NAMESPACE || "meshcni"}/meshcni-plugin`),
-    pluginTokenSeconds: numberFlag(
-      "plugin-token-seconds",
-      values["plugin-token-seconds"],
-      (n) => Number.isInteger(n) && n >= 600,
-      "a whole number of seconds, at least 600",
-    ),
-    agentSocket: values["agent-socket"] === "" ? undefined : (values["agent-socket"] ?? join(values["state-dir"], "agent", "plugin.sock")),
-  };
-}
-
-/** Where the agent reads and writes, inside its container, and how configs name them. */
-export function installerPaths(options: InstallerOptions) {
+/** Where the installer reads and writes, inside the agent's container, and how configs name them. */
+export function installPaths(options: InstallOptions) {
   const onHost = hostPaths(options.hostRoot);
   const netDir = onHost(options.netDir);
   return {
@@ -203,3 +34,5 @@ export function installerPaths(options: InstallerOptions) {
     agentSocket: options.agentSocket === undefined ? undefined : onHost(options.agentSocket),
   };
 }
+
+export type InstallPaths = ReturnType<typeof installPaths>;

@@ -3,7 +3,7 @@ import type { JsonObject } from "../cni/config-dir.js";
 import { errorMessage } from "../errors.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
 import { isOwnEntry } from "../mesh/netconf.js";
-import { type InstallerOptions, installerPaths } from "./options.js";
+import { type InstallOptions, installPaths } from "./options.js";
 
 /** Linkerd's installer placeholder for where the kubeconfig lands on the host. */
 export const kubeconfigPlaceholder = "__KUBECONFIG_FILEPATH__";
@@ -46,7 +46,7 @@ export function renderTemplate(text: string, kubeconfigPath: string, agentSocket
 }
 
 /** The template the options name (flag, file, or the default), rendered for this host. */
-export function loadTemplate(options: InstallerOptions): Template {
+export function loadTemplate(options: InstallOptions): Template {
   let text = options.template ?? defaultTemplate;
   if (options.templateFile) {
     try {
@@ -55,6 +55,5 @@ export function loadTemplate(options: InstallerOptions): Template {
       return { ok: false, reason: `cannot read the netconf template ${options.templateFile}: ${errorMessage(error)}` };
     }
   }
-  // Only an agent with a node caches its pods and serves them.
-  return renderTemplate(text, installerPaths(options).kubeconfigOnHost, options.node ? options.agentSocket : undefined);
+  return renderTemplate(text, installPaths(options).kubeconfigOnHost, options.agentSocket);
 }

@@ -6,7 +6,7 @@ import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-m
 import { ConfigMap, Namespace, ServiceAccount } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
-import { parseInstallerOptions } from "../../src/installer/options.js";
+import { parseAgentOptions } from "../../src/agent/options.js";
 import { renderTemplate } from "../../src/installer/template.js";
 import { parseManifestArgs } from "../../src/manifests/main.js";
 import { clusterRules, defaultManifestOptions, type ManifestOptions, pluginServiceAccount } from "../../src/manifests/render.js";
@@ -55,7 +55,7 @@ function agentOf(manifests: Manifest[]) {
   const podSpec = daemonSet.spec!.template.spec!;
   const container = podSpec.containers[0]!;
   const env = container.env ?? [];
-  const options = parseInstallerOptions(
+  const options = parseAgentOptions(
     container.args ?? [],
     Object.fromEntries(env.flatMap((variable) => (variable.value === undefined ? [] : [[variable.name, variable.value]]))),
     container.command![0]!,
@@ -106,10 +106,11 @@ describe("deploy/ and meshcni manifests", () => {
     expect(podSpec.tolerations).toEqual([{ operator: "Exists" }]);
     expect(podSpec.securityContext?.seccompProfile).toEqual({ type: "RuntimeDefault" });
     const mounts = container.volumeMounts!.map((mount) => mount.mountPath);
-    expect(mounts).toContain(`${agent.hostRoot}${agent.netDir}`);
-    expect(mounts).toContain(`${agent.hostRoot}${agent.binDir}`);
+    const { hostRoot, netDir, binDir } = agent.install;
+    expect(mounts).toContain(`${hostRoot}${netDir}`);
+    expect(mounts).toContain(`${hostRoot}${binDir}`);
     const hostPaths = podSpec.volumes!.map((volume) => volume.hostPath?.path);
-    expect(hostPaths).toEqual(expect.arrayContaining([agent.netDir, agent.binDir]));
+    expect(hostPaths).toEqual(expect.arrayContaining([netDir, binDir]));
   });
 
   it("serves /readyz, /healthz and /metrics on a named port the probes and Prometheus use", () => {
@@ -133,15 +134,16 @@ describe("deploy/ and meshcni manifests", () => {
       "metadata.namespace",
     ]);
     expect(agent).toMatchObject({
-      repair: "redirect",
+      sweep: { repair: "redirect" },
       onStop: "auto",
       logLevel: "info",
-      startupTaint: { key: "meshcni.io/not-ready", effect: "NoSchedule" },
+      startupTaint: { spec: { key: "meshcni.io/not-ready", effect: "NoSchedule" } },
     });
     const mounts = Object.fromEntries(container.volumeMounts!.map((mount) => [mount.mountPath, mount]));
     // The sweep writes records (adopted, repaired) and removes stale ones.
-    expect(mounts[`${agent.hostRoot}${agent.stateDir}`]!.readOnly).toBeFalsy();
-    for (const dir of agent.netnsDirs) expect(mounts[`${agent.hostRoot}${dir}`]).toMatchObject({ mountPropagation: "HostToContainer" });
+    const { hostRoot, stateDir } = agent.install;
+    expect(mounts[`${hostRoot}${stateDir}`]!.readOnly).toBeFalsy();
+    for (const dir of agent.sweep.netnsDirs) expect(mounts[`${hostRoot}${dir}`]).toMatchObject({ mountPropagation: "HostToContainer" });
     expect(container.securityContext).toMatchObject({
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
@@ -183,7 +185,7 @@ describe("deploy/ and meshcni manifests", () => {
       automountServiceAccountToken: false,
     });
     // The agent's default for --plugin-service-account is that account, in its own namespace.
-    expect(agent.pluginServiceAccount).toEqual({ namespace: "meshcni", name: pluginServiceAccount });
+    expect(agent.pluginToken.serviceAccount).toEqual({ namespace: "meshcni", name: pluginServiceAccount });
   });
 });
 
@@ -222,8 +224,11 @@ describe("meshcni manifests flags", () => {
       manifests.filter((manifest) => manifest.metadata.namespace !== undefined).map((manifest) => manifest.metadata.namespace),
     ).toEqual(Array(6).fill("mesh-system"));
     expect(agentContainer.image).toBe("registry.local/meshcni:dev");
-    expect(options).toMatchObject({ logLevel: "debug", repair: "label", netDir: "/etc/cni/multus/net.d", binDir: "/var/lib/cni/bin" });
-    expect(options.netnsDirs).toEqual(["/run/netns"]);
+    expect(options).toMatchObject({
+      logLevel: "debug",
+      sweep: { repair: "label", netnsDirs: ["/run/netns"] },
+      install: { netDir: "/etc/cni/multus/net.d", binDir: "/var/lib/cni/bin" },
+    });
     const hostPaths = spec.volumes!.map((volume) => volume.hostPath?.path);
     expect(hostPaths).toEqual(expect.arrayContaining(["/etc/cni/multus/net.d", "/var/lib/cni/bin", "/run/netns"]));
     expect(agentContainer.volumeMounts!.map((mount) => mount.mountPath)).toEqual(

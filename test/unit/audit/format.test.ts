@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
+import type { PodReport, SweepReport } from "../../../src/audit/contract.js";
 import { renderTable } from "../../../src/audit/format.js";
-import type { PodReport, SweepReport } from "../../../src/audit/sweep.js";
 
 const report = (pods: PodReport[], recordsRemoved = { podGone: 0, netnsGone: 0 }): SweepReport => {
   const summary = { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 };

@@ -1,7 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { beforeEach, describe, expect, it } from "vitest";
+import type { SweepRequest } from "../../../src/audit/contract.js";
 import { plansFor } from "../../../src/audit/expectation.js";
-import { allProtected, recordGraceMs, type SweepOptions, staleRecords, sweep } from "../../../src/audit/sweep.js";
+import { allProtected, recordGraceMs, staleRecords, sweep } from "../../../src/audit/sweep.js";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
 import { add } from "../../../src/plugin/add.js";
 import { type PodOptions, podObject } from "../../kit/api-server.js";
@@ -9,11 +10,12 @@ import { FakeNode, pluginRequest } from "../../kit/fake-node.js";
 import { fakeSweepIo, netnsDir, stateDir } from "../../kit/fake-sweep.js";
 
 const conf = parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "k8s", type: "meshcni" }));
-const options = (policy: SweepOptions["policy"], more: Partial<SweepOptions["limits"]> = {}): SweepOptions => ({
+const options = (policy: SweepRequest["policy"], more: Partial<SweepRequest["limits"]> = {}): SweepRequest => ({
   node: "n1",
-  only: new Set(),
-  policy,
-  limits: { self: undefined, excludeNamespaces: new Set(), skipUids: new Set(), evictionsLeft: 2, ...more },
+  pods: [],
+  ...(policy ? { policy } : {}),
+  limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 2, ...more },
+  dirs: { hostRoot: "/", stateDir, netDir: "/etc/cni/net.d", netnsDirs: [netnsDir] },
 });
 
 describe("a sweep", () => {

@@ -7,7 +7,7 @@ const rechainBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 const auditBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** The agent's Prometheus metrics, on a registry of its own, with the process's (process_*, nodejs_*). */
-export function createInstallerMetrics() {
+export function createAgentMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   new Gauge({
@@ -67,4 +67,4 @@ export function createInstallerMetrics() {
   };
 }
 
-export type InstallerMetrics = ReturnType<typeof createInstallerMetrics>;
+export type AgentMetrics = ReturnType<typeof createAgentMetrics>;

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { NodeCache } from "../../../src/installer/node-cache.js";
-import { answerAsk, servePlugin } from "../../../src/installer/plugin-server.js";
+import { NodeCache } from "../../../src/agent/node-cache.js";
+import { answerAsk, servePlugin } from "../../../src/agent/plugin-server.js";
 import { podObject } from "../../kit/api-server.js";
 
 describe("the agent's answers to the plugin", () => {

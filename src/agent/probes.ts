@@ -1,12 +1,39 @@
 import { createServer, type Server } from "node:http";
-import type { InstallerMetrics } from "./metrics.js";
-import type { Readiness } from "./readiness.js";
+import type { Installation } from "../installer/install.js";
+import type { Readiness } from "../installer/readiness.js";
+import { serviceAccountToken } from "./credentials.js";
+import type { AgentMetrics } from "./metrics.js";
+
+/**
+ * Ready only while what the installer put on the host is in place (the binary, the
+ * kubeconfig, the entry in the active config) and the agent has its own token. Reads the
+ * disk only, so `meshcni ready` and /readyz agree.
+ */
+export function checkReadiness(installation: Installation, serviceAccountDir: string): Readiness {
+  const installed = installation.readiness();
+  const token = serviceAccountToken(serviceAccountDir);
+  if (token.ok || !installation.template.ok) return installed;
+  return { ...installed, ready: false, reasons: [...installed.reasons, token.problem] };
+}
+
+/**
+ * Alive while reconciles keep running: one every resync at least, so none for three
+ * resyncs (and 30 s) means the loop is stuck and a restart may help. Readiness problems
+ * (a broken config, a missing token) are not liveness problems: a restart fixes none.
+ */
+export function checkLiveness(lastReconcileAt: number, now: number, resyncSeconds: number): { alive: boolean; reason: string } {
+  const sinceMs = now - lastReconcileAt;
+  const limitMs = Math.max(3 * resyncSeconds * 1000, 30_000);
+  return sinceMs <= limitMs
+    ? { alive: true, reason: "ok" }
+    : { alive: false, reason: `no reconcile for ${Math.round(sinceMs / 1000)} s (limit ${limitMs / 1000} s)` };
+}
 
 /** What the agent answers: /readyz (its work is in place), /healthz (its loop runs), /metrics. */
 export interface ProbeSources {
   readiness(): Readiness;
   liveness(): { alive: boolean; reason: string };
-  metrics: InstallerMetrics;
+  metrics: AgentMetrics;
 }
 
 /** /readyz and /healthz (200, or 503 with the reasons) and /metrics (Prometheus text). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { actedMemoryMs, SweepMemory } from "../../../src/audit/monitor.js";
-import type { PodReport, SweepReport } from "../../../src/audit/sweep.js";
+import { actedMemoryMs, SweepMemory } from "../../../src/agent/monitor.js";
+import type { PodReport, SweepReport } from "../../../src/audit/contract.js";
 
 const report = (pods: Array<Partial<PodReport> & { uid: string }>): SweepReport => ({
   node: "n1",

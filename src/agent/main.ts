@@ -1,14 +1,14 @@
 import { errorMessage } from "../errors.js";
+import { Installation } from "../installer/install.js";
 import { createLogger } from "../log.js";
-import { InstallAgent } from "./agent.js";
-import { createInstallerMetrics } from "./metrics.js";
-import { type InstallerOptions, parseInstallerOptions } from "./options.js";
-import { checkReadiness } from "./readiness.js";
-import { loadTemplate } from "./template.js";
+import { NodeAgent } from "./agent.js";
+import { createAgentMetrics } from "./metrics.js";
+import { type AgentOptions, parseAgentOptions } from "./options.js";
+import { checkReadiness } from "./probes.js";
 
-function options(command: "install" | "ready", argv: string[]): InstallerOptions | undefined {
+function options(command: "install" | "ready", argv: string[]): AgentOptions | undefined {
   try {
-    return parseInstallerOptions(argv, process.env, process.execPath);
+    return parseAgentOptions(argv, process.env, process.execPath);
   } catch (error) {
     process.stderr.write(`meshcni ${command}: ${errorMessage(error)} (see meshcni ${command} --help)\n`);
     return undefined;
@@ -20,7 +20,7 @@ export async function runInstall(argv: string[]): Promise<number> {
   const parsed = options("install", argv);
   if (!parsed) return 2;
   const log = createLogger({ level: parsed.logLevel, prefix: { component: "install" } });
-  const agent = new InstallAgent(parsed, log, createInstallerMetrics());
+  const agent = new NodeAgent(parsed, log, createAgentMetrics());
   // Handlers first: a signal during start-up must still stop cleanly.
   // Handlers that stay installed (on, not once): execa's signal-exit re-raises a signal
   // that has no other listener, which would kill the agent mid-stop while a sweep runs.
@@ -48,7 +48,7 @@ export async function runInstall(argv: string[]): Promise<number> {
 export function runReady(argv: string[]): number {
   const parsed = options("ready", argv);
   if (!parsed) return 2;
-  const readiness = checkReadiness(parsed, loadTemplate(parsed));
+  const readiness = checkReadiness(new Installation(parsed.install, () => performance.now()), parsed.serviceAccountDir);
   process.stdout.write(
     readiness.ready ? `ready: meshcni is chained in ${readiness.active}\n` : `not ready: ${readiness.reasons.join("; ")}\n`,
   );

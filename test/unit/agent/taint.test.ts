@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseTaint } from "../../../src/installer/taint.js";
+import { parseTaint } from "../../../src/agent/taint.js";
 
 describe("startup taint", () => {
   it("reads kubectl's key[=value][:Effect]", () => {

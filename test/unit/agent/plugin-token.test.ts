@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { PluginTokens } from "../../../src/installer/credentials.js";
+import { PluginTokens } from "../../../src/agent/plugin-token.js";
 
 describe("the plugin's minted token", () => {
   const account = { namespace: "meshcni", name: "meshcni-plugin" };

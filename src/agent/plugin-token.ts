@@ -1,25 +1,3 @@
-import { existsSync } from "node:fs";
-import { readRegularFile } from "../files.js";
-import { type ApiEndpoint, renderKubeconfig, serviceAccountToken } from "./kubeconfig.js";
-
-/**
- * The agent's own credentials: its projected ServiceAccount token (kubelet rotates it),
- * the CA and the API's address, as a kubeconfig kept in memory and handed to its child
- * processes on stdin. It is never written to the host: the plugin's kubeconfig there holds
- * a token minted for a narrower ServiceAccount (PluginTokens).
- */
-export function agentKubeconfig(serviceAccountDir: string, caFile: string | undefined, api: ApiEndpoint | undefined): string {
-  if (!api) throw new Error("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are needed to reach the API");
-  const token = serviceAccountToken(serviceAccountDir);
-  if (!token.ok) throw new Error(token.problem);
-  return renderKubeconfig({ token: token.token, caPem: caPem(caFile) }, api);
-}
-
-/** The API's CA, when the file is there. */
-export function caPem(caFile: string | undefined): string | undefined {
-  return caFile && existsSync(caFile) ? readRegularFile(caFile) : undefined;
-}
-
 /** A token for the plugin's ServiceAccount and its lifetime (ms since the epoch). */
 export interface MintedToken {
   token: string;

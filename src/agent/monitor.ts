@@ -1,27 +1,25 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
+import { type PodStatus, podStatuses, podsToAudit } from "../audit/classify.js";
+import { parseSweepReport, type SweepInput, type SweepReport, type SweepRequest } from "../audit/contract.js";
+import { errorMessage } from "../errors.js";
 import { type Logger, StandingProblems } from "../log.js";
-import { formatPodKey, podName } from "../pod-key.js";
-import { type PodStatus, podStatuses, podsToAudit } from "./classify.js";
-import type { RepairPolicy } from "./repair.js";
-import type { SweepReport } from "./sweep.js";
+import { formatPodKey, type PodKey, podName } from "../pod-key.js";
+import type { SweepOptions } from "./options.js";
 
 /** A pod acted on is left alone this long, so a repair that does not hold is not repeated at every sweep. */
 export const actedMemoryMs = 10 * 60_000;
 
 export interface MonitorOptions {
+  /** The meshcni binary whose `sweep` runs each pass. */
   binary: string;
   node: string;
   /** The agent's own kubeconfig, handed to each sweep on stdin (it is never written to the host). */
   credentials: () => string | undefined;
-  hostRoot: string;
-  stateDir: string;
-  netDir: string;
-  netnsDirs: string[];
-  policy: RepairPolicy;
-  maxEvictionsPerMinute: number;
-  excludeNamespaces: string[];
-  auditSeconds: number;
+  /** The agent's own pod: no sweep acts on it. */
+  self: PodKey | undefined;
+  dirs: SweepRequest["dirs"];
+  sweep: SweepOptions;
 }
 
 export interface MonitorMetrics {
@@ -97,13 +95,13 @@ export class AuditMonitor {
     private readonly log: Logger,
     private readonly metrics: MonitorMetrics,
   ) {
-    this.memory = new SweepMemory(options.maxEvictionsPerMinute);
+    this.memory = new SweepMemory(options.sweep.maxEvictionsPerMinute);
     this.problems = new StandingProblems(log);
   }
 
   /** Starts sweeping: every pod now and every auditSeconds; changes come in through changed() and removed(). */
   start(): void {
-    this.timer ??= setInterval(() => this.sweepAll(), this.options.auditSeconds * 1000);
+    this.timer ??= setInterval(() => this.sweepAll(), this.options.sweep.auditSeconds * 1000);
     this.sweepAll();
   }
 
@@ -148,28 +146,30 @@ export class AuditMonitor {
   /** One sweep, of the changed pods or (no batch) of all; what it did is logged and counted. */
   private async sweep(batch: Map<string, number> | undefined): Promise<void> {
     const started = performance.now();
-    const { binary, node, credentials, hostRoot, stateDir, netDir, netnsDirs, policy, excludeNamespaces } = this.options;
+    const { binary, node, credentials, self, dirs, sweep } = this.options;
     const kubeconfig = credentials();
     if (kubeconfig === undefined) {
       this.problems.set("audit", "the audit waits for the agent's credentials", { level: "error" });
       return;
     }
     const { skipUids, evictionsLeft } = this.memory.limits(Date.now());
-    const args = [
-      ...["audit", "--output", "json", "--repair", policy, "--node", node, "--kubeconfig", "-", "--host-root", hostRoot],
-      ...["--state-dir", stateDir, "--net-dir", netDir, ...netnsDirs.flatMap((dir) => ["--netns-dir", dir])],
-      ...["--max-evictions", String(evictionsLeft), "--repair-exclude-namespaces", excludeNamespaces.join(",")],
-      ...skipUids.flatMap((uid) => ["--skip-uid", uid]),
-      ...[...(batch?.keys() ?? [])].flatMap((pod) => ["--pod", pod]),
-    ];
+    const request: SweepRequest = {
+      node,
+      pods: [...(batch?.keys() ?? [])],
+      policy: sweep.repair,
+      limits: { excludeNamespaces: sweep.excludeNamespaces, skipUids, evictionsLeft },
+      ...(self ? { self } : {}),
+      dirs,
+    };
     this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
-    const result = await execa(binary, args, { reject: false, input: kubeconfig });
+    const input: SweepInput = { kubeconfig, request };
+    const result = await execa(binary, ["sweep"], { reject: false, input: JSON.stringify(input) });
     this.metrics.audited((performance.now() - started) / 1000);
     if (result.exitCode !== 0 && result.exitCode !== 1) {
       const stderr = String(result.stderr).trim();
       this.problems.set(
         "audit",
-        `the audit failed, trying again at the next change or every ${this.options.auditSeconds} s: ${stderr.split("\n").at(-1)}`,
+        `the audit failed, trying again at the next change or every ${sweep.auditSeconds} s: ${stderr.split("\n").at(-1)}`,
         {
           level: "error",
           fields: { exitCode: result.exitCode },
@@ -177,8 +177,16 @@ export class AuditMonitor {
       );
       return;
     }
+    let report: SweepReport;
+    try {
+      report = parseSweepReport(String(result.stdout));
+    } catch (error) {
+      this.problems.set("audit", `${errorMessage(error)}; trying again at the next change or every ${sweep.auditSeconds} s`, {
+        level: "error",
+      });
+      return;
+    }
     this.problems.set("audit", undefined);
-    const report = JSON.parse(String(result.stdout)) as SweepReport;
     this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()));
     for (const [reason, count] of Object.entries(report.recordsRemoved)) if (count > 0) this.metrics.recordsRemoved(reason, count);
     for (const pod of report.pods) {

@@ -1,17 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { parseInstallerOptions, parseListen } from "../../../src/installer/options.js";
+import { parseAgentOptions, parseListen } from "../../../src/agent/options.js";
 
-const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseInstallerOptions(argv, env, "/meshcni");
+const parse = (argv: string[], env: NodeJS.ProcessEnv = {}) => parseAgentOptions(argv, env, "/meshcni");
 
 describe("the agent's flags", () => {
   it("has safe defaults: redirect repair, a small eviction rate, auto stop, loopback probes", () => {
     expect(parse([])).toMatchObject({
-      repair: "redirect",
-      maxEvictionsPerMinute: 2,
+      sweep: { repair: "redirect", maxEvictionsPerMinute: 2, netnsDirs: ["/var/run/netns"], excludeNamespaces: [] },
       onStop: "auto",
       listen: { host: "127.0.0.1", port: 9911 },
-      netnsDirs: ["/var/run/netns"],
-      repairExcludeNamespaces: [],
     });
   });
 
@@ -51,9 +48,6 @@ describe("the agent's flags", () => {
         "--netns-dir",
         "/var/lib/containerd/netns",
       ]),
-    ).toMatchObject({
-      repairExcludeNamespaces: ["kube-system", "linkerd"],
-      netnsDirs: ["/run/netns", "/var/lib/containerd/netns"],
-    });
+    ).toMatchObject({ sweep: { excludeNamespaces: ["kube-system", "linkerd"], netnsDirs: ["/run/netns", "/var/lib/containerd/netns"] } });
   });
 });

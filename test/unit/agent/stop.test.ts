@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decideStop } from "../../../src/installer/uninstall.js";
+import { decideStop } from "../../../src/agent/stop.js";
 
 describe("telling a restart from an uninstall", () => {
   const owner = (answer: "present" | "deleted" | "denied" | Error) => async () => {

@@ -1,19 +1,14 @@
 import type { Server } from "node:net";
-import { AuditMonitor } from "../audit/monitor.js";
 import { errorMessage } from "../errors.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { type Logger, StandingProblems } from "../log.js";
-import type { InstallerMetrics } from "./metrics.js";
+import type { AgentClient } from "./credentials.js";
+import type { AgentMetrics } from "./metrics.js";
+import { AuditMonitor } from "./monitor.js";
 import { NodeCache } from "./node-cache.js";
-import type { InstallerOptions } from "./options.js";
+import type { AgentOptions } from "./options.js";
 import { answerAsk, servePlugin } from "./plugin-server.js";
 import { TaintKeeper } from "./taint.js";
-
-/** The agent's API client and the credentials it was made from. */
-export interface AgentClient {
-  api: NodeApi;
-  kubeconfig: string;
-}
 
 /**
  * What the agent does through the API for its node: watch the node's pods and every
@@ -33,14 +28,14 @@ export class NodeTasks {
 
   constructor(
     private readonly node: string,
-    private readonly options: InstallerOptions,
+    private readonly options: AgentOptions,
     /** The socket's path inside the agent's container; undefined: the plugin is not served. */
     private readonly socketPath: string | undefined,
     private readonly log: Logger,
-    private readonly metrics: InstallerMetrics,
+    private readonly metrics: AgentMetrics,
     retry: () => void,
   ) {
-    this.taint = options.startupTaint && new TaintKeeper(options.startupTaint, options.restoreTaint, log, retry);
+    this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, retry);
     this.problems = new StandingProblems(log);
   }
 
@@ -102,7 +97,7 @@ export class NodeTasks {
   /** Answers the plugin on its socket from the cache, else through the current client. */
   private async serve(): Promise<Server | undefined> {
     if (!this.socketPath) return undefined;
-    const serverPort = Number(this.options.apiPort ?? 443);
+    const serverPort = Number(this.options.api.port ?? 443);
     const lookup = {
       readPod: (namespace: string, name: string) => this.currentApi().readPod(namespace, name),
       readNamespace: (name: string) => this.currentApi().readNamespace(name),
@@ -126,21 +121,15 @@ export class NodeTasks {
   }
 
   private createMonitor(): AuditMonitor {
-    const { sourceBinary, hostRoot, stateDir, netDir, netnsDirs, repair, maxEvictionsPerMinute, repairExcludeNamespaces, auditSeconds } =
-      this.options;
+    const { install, sweep, self } = this.options;
     return new AuditMonitor(
       {
-        binary: sourceBinary,
+        binary: install.sourceBinary,
         node: this.node,
         credentials: () => this.client?.kubeconfig,
-        hostRoot,
-        stateDir,
-        netDir,
-        netnsDirs,
-        policy: repair,
-        maxEvictionsPerMinute,
-        excludeNamespaces: repairExcludeNamespaces,
-        auditSeconds,
+        self,
+        dirs: { hostRoot: install.hostRoot, stateDir: install.stateDir, netDir: install.netDir, netnsDirs: sweep.netnsDirs },
+        sweep,
       },
       this.log,
       {

@@ -1,0 +1,193 @@
+import type { Server } from "node:http";
+import { join } from "node:path";
+import { brokenConfigReason, isConfigName } from "../cni/config-dir.js";
+import { errorMessage, withTimeout } from "../errors.js";
+import { fightWindowMs } from "../installer/fight.js";
+import { Installation } from "../installer/install.js";
+import type { NetDirPlan } from "../installer/netdir.js";
+import type { Readiness } from "../installer/readiness.js";
+import { type Logger, StandingProblems } from "../log.js";
+import { Credentials } from "./credentials.js";
+import type { AgentMetrics } from "./metrics.js";
+import { NodeTasks } from "./node-tasks.js";
+import type { AgentOptions } from "./options.js";
+import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
+import { decideStop } from "./stop.js";
+import { DirWatcher } from "./watch.js";
+
+/**
+ * The node agent's main loop: keeps meshcni installed (the binary, the plugin's kubeconfig
+ * with a token it mints for the plugin's own ServiceAccount, the entry last in the active
+ * CNI config) and, with a node, its NodeTasks (answer the plugin, sweep the node's pods,
+ * lift the startup taint). Level-triggered: every watch event, retry and resync runs the
+ * same reconcile, which carries out what the installer decides from the disk as it is, so
+ * event kinds do not matter and its own writes change nothing the second time.
+ */
+export class NodeAgent {
+  private readonly installation: Installation;
+  private readonly watcher: DirWatcher;
+  private readonly credentials: Credentials;
+  private readonly nodeTasks: NodeTasks | undefined;
+  private readonly problems: StandingProblems;
+  private server: Server | undefined;
+  private stopped = false;
+  private lastReconcileAt: number;
+  readiness: Readiness = { ready: false, reasons: ["starting"], active: undefined };
+
+  constructor(
+    private readonly options: AgentOptions,
+    private readonly log: Logger,
+    private readonly metrics: AgentMetrics,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.installation = new Installation(options.install, now);
+    this.lastReconcileAt = now();
+    this.problems = new StandingProblems(log);
+    this.watcher = new DirWatcher(
+      [
+        { dir: this.installation.paths.netDir, relevant: (name) => name === null || isConfigName(name) },
+        { dir: options.serviceAccountDir, relevant: () => true },
+      ],
+      options.resyncSeconds * 1000,
+      (eventAt) => this.reconcile(eventAt),
+      log,
+    );
+    this.credentials = new Credentials(options, this.installation.paths.kubeconfig, log, this.problems, () => this.watcher.schedule());
+    const retry = () => this.watcher.schedule(undefined, 1000);
+    this.nodeTasks = options.node
+      ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, log, metrics, retry)
+      : undefined;
+  }
+
+  /** Listens first: an address it cannot bind fails the start before anything on the host changes. */
+  async start(): Promise<void> {
+    if (this.options.listen) {
+      const { host, port } = this.options.listen;
+      try {
+        this.server = await serveProbes(this.options.listen, {
+          readiness: () => this.readiness,
+          liveness: () => checkLiveness(this.lastReconcileAt, this.now(), this.options.resyncSeconds),
+          metrics: this.metrics,
+        });
+      } catch (error) {
+        throw new Error(`cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port} (--listen): ${errorMessage(error)}`);
+      }
+      const address = this.server.address();
+      this.log.info("serving /readyz, /healthz and /metrics", {
+        address: typeof address === "object" && address ? `${address.address}:${address.port}` : address,
+      });
+    }
+    const { template } = this.installation;
+    if (!template.ok) this.log.error(template.reason);
+    try {
+      const binary = this.installation.installBinary();
+      if (binary) this.log.info(binary.installed ? "binary installed" : "binary already installed", binaryFields(binary));
+    } catch (error) {
+      const path = template.ok ? join(this.installation.paths.binDir, template.binaryName) : undefined;
+      this.log.error("cannot install the binary", { path, error: errorMessage(error) });
+    }
+    this.watcher.start();
+    this.reconcile(undefined);
+  }
+
+  /**
+   * SIGTERM: a restart (the DaemonSet stays) leaves everything in place; an uninstall
+   * takes meshcni out of every config, then removes the kubeconfig, the binary and the
+   * state dir (see decideStop).
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.credentials.stop();
+    const { uninstall, why } = await decideStop(this.options.onStop, this.options.self !== undefined, () => {
+      const self = this.options.self!;
+      if (!this.credentials.client) throw new Error("the agent has no credentials");
+      return withTimeout(this.credentials.client.api.ownerDaemonSet(self.namespace, self.name), 5000);
+    });
+    await this.nodeTasks?.stop();
+    this.watcher.stop();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    if (!uninstall) {
+      this.log.info("stopping; meshcni stays installed and chained", { why });
+      return;
+    }
+    try {
+      for (const file of this.installation.uninstall()) this.removedEntry(file, "uninstalling");
+      this.log.info("uninstalled", { why });
+    } catch (error) {
+      this.log.error("could not uninstall everything", { error: errorMessage(error) });
+    }
+  }
+
+  private reconcile(eventAt: number | undefined): void {
+    if (this.stopped) return;
+    this.lastReconcileAt = this.now();
+    this.log.debug("reconcile");
+    this.credentials.sync();
+    try {
+      const plan = this.installation.syncNetDir();
+      if (plan) this.report(plan, eventAt);
+      this.problems.set("netdir-io", undefined);
+    } catch (error) {
+      this.problems.set("netdir-io", `cannot update the CNI config dir, retrying at each event and resync: ${errorMessage(error)}`, {
+        level: "error",
+      });
+    }
+    const readiness = checkReadiness(this.installation, this.options.serviceAccountDir);
+    if (readiness.ready !== this.readiness.ready) {
+      this.log.info(
+        readiness.ready ? "ready" : "not ready",
+        readiness.ready ? { active: readiness.active } : { reasons: readiness.reasons },
+      );
+    }
+    this.readiness = readiness;
+    this.metrics.ready.set(readiness.ready ? 1 : 0);
+    this.nodeTasks?.follow(this.credentials.client, readiness.ready);
+  }
+
+  /** Says what the installer did with the net dir (log, metrics) and schedules what it asks for: a retry, a back-off. */
+  private report(plan: NetDirPlan, eventAt: number | undefined): void {
+    const { netDir } = this.installation.paths;
+    if (plan.kind === "wait") {
+      this.log.debug("the active config is not valid yet, retrying shortly", { file: plan.file });
+      this.watcher.schedule(eventAt, plan.retryInMs);
+      return;
+    }
+    if (plan.kind === "broken") {
+      this.problems.set("netdir", brokenConfigReason(plan.file, plan.reason));
+      return;
+    }
+    this.problems.set("netdir", undefined);
+    for (const { name } of plan.removals) this.removedEntry(name, `${plan.active} is the active config`);
+    if (plan.fight) {
+      const { file, holdMs, started } = plan.fight;
+      if (started) {
+        this.metrics.fights.inc();
+        this.log.warn(
+          `another agent keeps removing meshcni's entry from ${join(netDir, file)} (${started.rechains} times in ${fightWindowMs / 1000} s); ` +
+            `backing off ${started.backoffMs / 1000} s. Is a CNI that owns the config dir exclusively running (e.g. Cilium with cni.exclusive=true)?`,
+        );
+      }
+      this.watcher.schedule(undefined, holdMs);
+    }
+    const { write } = plan;
+    if (!write) return;
+    if (write.duplicates) this.log.warn("replaced duplicate meshcni entries with one", { file: write.name });
+    const rechain = write.cause !== "chain";
+    const latencyMs = rechain && eventAt !== undefined ? this.now() - eventAt : undefined;
+    if (rechain) this.metrics.rechains.inc({ cause: write.cause });
+    if (latencyMs !== undefined) this.metrics.rechainDuration.observe(latencyMs / 1000);
+    this.log.info(rechain ? "re-chained meshcni" : "chained meshcni", {
+      file: join(netDir, write.name),
+      ...(rechain ? { cause: write.cause } : {}),
+      ...(write.replaces ? { wrapped: write.replaces } : {}),
+      ...(latencyMs === undefined ? {} : { latencyMs: Math.round(latencyMs * 10) / 10 }),
+    });
+  }
+
+  private removedEntry(name: string, why: string): void {
+    this.log.info("removed meshcni's entry", { file: join(this.installation.paths.netDir, name), why });
+  }
+}
+
+const binaryFields = ({ path, installed, bytes }: { path: string; installed: boolean; bytes: number }) =>
+  installed ? { path, bytes } : { path };

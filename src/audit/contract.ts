@@ -1,0 +1,84 @@
+import * as v from "valibot";
+import { describeIssuePath } from "../schema.js";
+import { podStatuses } from "./classify.js";
+import { repairPolicies } from "./repair.js";
+
+/**
+ * What a sweep is asked and what it answers, as one contract for every caller: the agent
+ * sends a request on its sweep child's stdin (with its own kubeconfig beside it, never on
+ * the host's disk) and reads the report from its stdout; `meshcni audit` maps its flags
+ * to the same request. Each side checks what it receives against these schemas.
+ */
+
+const podKey = v.object({ namespace: v.string(), name: v.string() });
+const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+const sweepRequestSchema = v.object({
+  node: v.pipe(v.string(), v.minLength(1)),
+  /** Only these pods (`namespace/name`); every meshed pod of the node when empty. */
+  pods: v.array(v.string()),
+  /** Absent: audit only, change nothing. */
+  policy: v.optional(v.picklist(repairPolicies)),
+  limits: v.object({
+    /** Namespaces whose pods are never acted on. */
+    excludeNamespaces: v.array(v.string()),
+    /** Pods acted on recently (by earlier sweeps): reported, left alone. */
+    skipUids: v.array(v.string()),
+    evictionsLeft: count,
+  }),
+  /** The agent's own pod, never acted on. */
+  self: v.optional(podKey),
+  /** Host paths as the host names them, and where the host's / is mounted. */
+  dirs: v.object({ hostRoot: v.string(), stateDir: v.string(), netDir: v.string(), netnsDirs: v.array(v.string()) }),
+});
+
+export type SweepRequest = v.InferOutput<typeof sweepRequestSchema>;
+
+/** The agent's sweep child's stdin: the request and the agent's credentials. */
+const sweepInputSchema = v.object({ kubeconfig: v.pipe(v.string(), v.minLength(1)), request: sweepRequestSchema });
+
+export type SweepInput = v.InferOutput<typeof sweepInputSchema>;
+
+const podReportSchema = v.object({
+  namespace: v.string(),
+  name: v.string(),
+  uid: v.string(),
+  status: v.picklist(podStatuses),
+  /** Why, for anything but protected: the differences for drifted. */
+  details: v.array(v.string()),
+  /** What the sweep did about an unprotected pod, and how it went. */
+  action: v.optional(v.picklist(repairPolicies)),
+  result: v.optional(v.union([v.picklist(["done", "blocked"]), v.object({ failed: v.string() })])),
+  /** Why an unprotected pod was left alone. */
+  skipped: v.optional(v.string()),
+  /** Why its Event could not be created. */
+  eventFailed: v.optional(v.string()),
+});
+
+const sweepReportSchema = v.object({
+  node: v.string(),
+  pods: v.array(podReportSchema),
+  summary: v.object({ protected: count, adopted: count, missing: count, drifted: count, unknown: count }),
+  /** Records removed because what they described is gone. */
+  recordsRemoved: v.object({ podGone: count, netnsGone: count }),
+});
+
+export type PodReport = v.InferOutput<typeof podReportSchema>;
+export type SweepReport = v.InferOutput<typeof sweepReportSchema>;
+
+/** Parses JSON text against a schema; throws one line naming `what`, the field and the problem. */
+function parseWith<S extends v.GenericSchema>(schema: S, text: string, what: string): v.InferOutput<S> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${what} is not JSON: ${(error as Error).message}`);
+  }
+  const parsed = v.safeParse(schema, json);
+  if (parsed.success) return parsed.output;
+  const issue = parsed.issues[0];
+  throw new Error(`${what} is malformed: ${describeIssuePath(issue) || "(top)"}: ${issue.message}`);
+}
+
+export const parseSweepInput = (text: string): SweepInput => parseWith(sweepInputSchema, text, "the sweep's input");
+export const parseSweepReport = (text: string): SweepReport => parseWith(sweepReportSchema, text, "the sweep's report");

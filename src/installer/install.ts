@@ -1,0 +1,70 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { readConfigFiles } from "../cni/config-dir.js";
+import { writeAtomic } from "../files.js";
+import { installBinary } from "./binary.js";
+import { freshMemory, type NetDirMemory, type NetDirPlan, planNetDir } from "./netdir.js";
+import { type InstallOptions, type InstallPaths, installPaths } from "./options.js";
+import { checkInstalled, type Readiness } from "./readiness.js";
+import { loadTemplate, type Template } from "./template.js";
+import { removeEntries, removeInstalledFiles } from "./uninstall.js";
+
+/**
+ * What meshcni installs on one host, as I/O around the pure deciders: the binary in the
+ * CNI bin dir, meshcni's entry in the active config (planNetDir decides from the disk as
+ * it is and what was last seen; this carries the plan out and keeps that memory), the
+ * readiness the disk shows, and the uninstall. The agent runs it from its loop and says
+ * what it did.
+ */
+export class Installation {
+  readonly paths: InstallPaths;
+  readonly template: Template;
+  private memory: NetDirMemory = freshMemory;
+
+  constructor(
+    readonly options: InstallOptions,
+    private readonly now: () => number,
+  ) {
+    this.paths = installPaths(options);
+    this.template = loadTemplate(options);
+  }
+
+  /** Copies the binary in unless the same is there; undefined without a usable template (it names the binary). */
+  installBinary(): { path: string; installed: boolean; bytes: number } | undefined {
+    if (!this.template.ok) return undefined;
+    const path = join(this.paths.binDir, this.template.binaryName);
+    return { path, ...installBinary(this.options.sourceBinary, path) };
+  }
+
+  /**
+   * Looks at the net dir and carries out what planNetDir decides: the other configs' entries
+   * removed, the active config written with the entry (a .conf it replaces removed). Returns
+   * the plan, so the caller can report and schedule it; undefined without a usable template.
+   * The memory is kept only once the writes succeeded: a failed write is planned again.
+   */
+  syncNetDir(): NetDirPlan | undefined {
+    if (!this.template.ok) return undefined;
+    const { plan, memory } = planNetDir(readConfigFiles(this.paths.netDir), this.template.entry, this.memory, this.now());
+    if (plan.kind === "apply") {
+      for (const { name, text } of plan.removals) writeAtomic(join(this.paths.netDir, name), text);
+      if (plan.write) {
+        writeAtomic(join(this.paths.netDir, plan.write.name), plan.write.text);
+        if (plan.write.replaces) rmSync(join(this.paths.netDir, plan.write.replaces), { force: true });
+      }
+    }
+    this.memory = memory;
+    return plan;
+  }
+
+  /** Whether the binary, the kubeconfig and the entry are in place, from the disk. */
+  readiness(): Readiness {
+    return checkInstalled(this.options, this.template);
+  }
+
+  /** Takes meshcni's entry out of every config, then removes the kubeconfig, the binary and the state dir; returns the configs changed. */
+  uninstall(): string[] {
+    const changed = removeEntries(this.paths.netDir);
+    removeInstalledFiles(this.paths, this.template.ok ? this.template.binaryName : undefined);
+    return changed;
+  }
+}
