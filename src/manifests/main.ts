@@ -6,7 +6,7 @@ import { errorMessage } from "../errors.js";
 import { numberFlag, oneOf } from "../flags.js";
 import { agentLogLevels } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
-import { defaultManifestOptions as defaults, type ManifestOptions } from "./render.js";
+import { defaultManifestOptions as defaults, type ManifestOptions } from "./options.js";
 import { manifestFiles, manifestsYaml } from "./yaml.js";
 
 export const manifestsUsage = `meshcni manifests [options]   print the manifests that install meshcni (kubectl apply -f -)

@@ -1,5 +1,7 @@
 import { Document, isMap, isScalar, isSeq } from "yaml";
-import { type FieldComment, type ManifestOptions, manifestComments, renderManifests } from "./render.js";
+import { type FieldComment, manifestComments } from "./comments.js";
+import type { ManifestOptions } from "./options.js";
+import { renderManifests } from "./render.js";
 
 const header = "# Rendered by `meshcni manifests` (npm run manifests): change its flags or src/manifests/, not this file.\n";
 

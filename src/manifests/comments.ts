@@ -1,0 +1,95 @@
+import { type ManifestOptions, name } from "./options.js";
+import { pluginServiceAccount } from "./rbac.js";
+
+/** A comment written above a field of an object of this kind: deploy/ says why each setting is so. */
+export interface FieldComment {
+  kind: string;
+  /** Only the object of this name (when there are several of the kind). */
+  name?: string;
+  path: Array<string | number>;
+  text: string;
+}
+
+/** Why the rendered objects are as they are, for the YAML (the README says more). */
+export function manifestComments(options: ManifestOptions): FieldComment[] {
+  const daemonSet = (path: Array<string | number>, text: string) => ({
+    kind: "DaemonSet",
+    path: ["spec", "template", "spec", ...path],
+    text,
+  });
+  const container = (path: Array<string | number>, text: string) => daemonSet(["containers", 0, ...path], text);
+  const repairs = {
+    redirect: "pods/patch is not granted: --repair redirect writes rules in the pod's netns, not through the API",
+    label: "patch: --repair label labels an unprotected pod meshcni.io/unprotected=true",
+    evict:
+      "pods/eviction: --repair evict goes through the Eviction API, so PodDisruptionBudgets hold; patch labels a pod no controller would recreate",
+    none: "no write to pods: --repair none only reports",
+  };
+  return [
+    { kind: "Namespace", path: ["metadata", "labels"], text: "The agent writes host paths as root: the namespace admits privileged pods." },
+    {
+      kind: "ClusterRole",
+      name,
+      path: ["rules"],
+      text: [
+        "The agent's, sized by what is turned on:",
+        "- it lists and watches its node's pods (a field selector RBAC cannot narrow) and every namespace, to answer the plugin",
+        "  and to audit; it gets a pod or namespace its watches have not seen yet; it creates Events on unprotected pods;",
+        `- ${repairs[options.repair]};`,
+        options.startupTaint
+          ? "- nodes get and patch: it lifts the startup taint from its node once ready."
+          : "- no node access: no startup taint.",
+      ].join("\n"),
+    },
+    {
+      kind: "ClusterRole",
+      name: pluginServiceAccount,
+      path: ["rules"],
+      text: "The plugin's, whose token is on each node's disk (in its kubeconfig): it reads the pod being added and its namespace,\nwhen the agent cannot answer it. The agent mints that token (TokenRequest) and renews it before it expires.",
+    },
+    {
+      kind: "ServiceAccount",
+      name: pluginServiceAccount,
+      path: ["automountServiceAccountToken"],
+      text: "No pod runs as it: only the agent mints its tokens, for the plugin's kubeconfig.",
+    },
+    {
+      kind: "Role",
+      path: ["rules"],
+      text: "At a stop the agent gets its DaemonSet: still there, a rollout (keep everything); deleted, an uninstall.\nIt mints the plugin's token: that ServiceAccount's only.",
+    },
+    {
+      kind: "ConfigMap",
+      path: ["data", "cni_network_config"],
+      text: "The plugin's entry in the active conflist (Linkerd's CNI_NETWORK_CONFIG);\n__KUBECONFIG_FILEPATH__ becomes the kubeconfig's path on the host.",
+    },
+    daemonSet(["hostNetwork"], "The CNI dirs and the API server are reached as the node reaches them; /metrics listens on the node."),
+    ...(options.tolerations
+      ? []
+      : [daemonSet(["tolerations"], "Every node, whatever its taints: a node without the agent starts pods unmeshed.")]),
+    container(
+      ["args"],
+      `--repair ${options.repair}: what to do with a meshed pod found without its redirect (see the README).${
+        options.startupTaint ? `\n--startup-taint: lifted once ready; add ${options.startupTaint} at node creation (see the README).` : ""
+      }`,
+    ),
+    container(["readinessProbe"], "Ready: the binary, the kubeconfig and meshcni's entry in the active CNI config are in place."),
+    container(
+      ["livenessProbe"],
+      "Alive: the agent's reconcile loop runs (at least every resync); a broken config is not a liveness failure.",
+    ),
+    container(
+      ["resources"],
+      "npm run bench (agent-memory): the agent peaks at ~76 MB with 100 meshed pods (and its caches), a sweep's\nchild process at ~56 MB more, both within this limit.",
+    ),
+    container(
+      ["securityContext"],
+      "SYS_ADMIN: a sweep enters pod netns (setns); NET_ADMIN: it reads and writes their nat tables;\nNET_RAW: iptables-legacy opens a raw socket. Root: it writes root-owned host dirs.",
+    ),
+    container(
+      ["volumeMounts", 2],
+      "Sweeps record adopted and repaired pods and remove stale records; the agent answers the plugin on a socket here.",
+    ),
+    container(["volumeMounts", 3], "Pod netns are bind mounts made after the agent starts."),
+  ];
+}

@@ -1,0 +1,48 @@
+import type { RepairPolicy } from "../audit/repair.js";
+import { buildInfo, imageRepository } from "../build-info.js";
+
+/** What an operator chooses when installing meshcni (`meshcni manifests` flags). */
+export interface ManifestOptions {
+  namespace: string;
+  image: string;
+  logLevel: "debug" | "info" | "warn" | "error";
+  repair: RepairPolicy;
+  startupTaint: string | undefined;
+  /** The node's CNI config and bin dirs (each one setting: the env, the mount and the host path follow). */
+  netDir: string;
+  binDir: string;
+  /** Where the runtime keeps pod netns. */
+  netnsDir: string;
+  resources: { cpuRequest: string; memoryRequest: string; memoryLimit: string };
+  priorityClassName: string;
+  nodeSelector: Record<string, string>;
+  /** Undefined: tolerate every taint (a node without the agent starts pods unmeshed). */
+  tolerations: Array<{ key: string; operator: "Equal" | "Exists"; value?: string; effect?: string }> | undefined;
+  labels: Record<string, string>;
+  /** The plugin's settings (Linkerd's netconf keys), over Linkerd's defaults. */
+  linkerd: Record<string, unknown>;
+  metricsPort: number;
+  podMonitor: boolean;
+}
+
+export const defaultManifestOptions: ManifestOptions = {
+  namespace: "meshcni",
+  image: `${imageRepository}:${buildInfo.version}`,
+  logLevel: "info",
+  repair: "redirect",
+  startupTaint: "meshcni.io/not-ready:NoSchedule",
+  netDir: "/etc/cni/net.d",
+  binDir: "/opt/cni/bin",
+  netnsDir: "/var/run/netns",
+  resources: { cpuRequest: "10m", memoryRequest: "96Mi", memoryLimit: "224Mi" },
+  priorityClassName: "system-node-critical",
+  nodeSelector: {},
+  tolerations: undefined,
+  labels: {},
+  linkerd: {},
+  metricsPort: 9911,
+  podMonitor: false,
+};
+
+/** The name of meshcni's objects (its namespace by default, ServiceAccount, roles, DaemonSet). */
+export const name = "meshcni";

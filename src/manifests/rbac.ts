@@ -1,0 +1,32 @@
+import type { ManifestOptions } from "./options.js";
+
+/** The ServiceAccount whose minted tokens the plugin's kubeconfig holds (the agent's default). */
+export const pluginServiceAccount = "meshcni-plugin";
+
+/**
+ * The RBAC rules, sized by what is turned on: the plugin reads pods and namespaces; the
+ * agent lists and watches its node's pods and reports on them with Events; it patches
+ * pods only to label them (label, or evict's fallback), creates evictions only for evict,
+ * reads and patches its node only to lift a startup taint.
+ */
+export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupTaint">): Rule[] {
+  const patch = options.repair === "label" || options.repair === "evict";
+  return [
+    { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", ...(patch ? ["patch"] : [])] },
+    ...(options.repair === "evict" ? [{ apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] }] : []),
+    { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
+    { apiGroups: [""], resources: ["events"], verbs: ["create"] },
+    ...(options.startupTaint ? [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] }] : []),
+  ];
+}
+
+/** What the plugin's own ServiceAccount may do, whose minted token is on each node's disk: read the pod it adds and its namespace. */
+export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }];
+
+/** In meshcni's namespace: read its own DaemonSet (at a stop), mint the plugin's token (that ServiceAccount's only). */
+export const agentNamespaceRules = (pluginAccount: string): Rule[] => [
+  { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
+  { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginAccount] },
+];
+
+export type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
