@@ -16,7 +16,7 @@ function meshcni(...args: string[]) {
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-const commands = ["install", "ready", "audit", "rules", "check", "manifests"];
+const commands = ["install", "ready", "audit", "sweep", "rules", "check", "manifests"];
 const scratch = mkdtempSync(join(tmpdir(), "meshcni-cli-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -55,6 +55,9 @@ describe("meshcni's command line", () => {
     [["ready", "--bogus"], "meshcni ready: Unknown option '--bogus'"],
     [["audit", "--output", "xml"], 'meshcni audit: --output must be table or json, not "xml"'],
     [["audit", "--repair", "delete"], 'meshcni audit: --repair must be one of redirect, evict, label, none, not "delete"'],
+    [["audit", "--max-evictions", "-1"], 'meshcni audit: --max-evictions must be a whole number, not "-1"'],
+    [["sweep"], "meshcni sweep: the sweep's input is not JSON: "],
+    [["sweep", "--now"], 'meshcni sweep: takes no arguments, only its input on stdin, not "--now"'],
     [["rules"], 'meshcni rules: expected one NAMESPACE/POD, got ""'],
     [["check"], "meshcni check: say what to check: --pre (a node before installing)"],
     [["check", "--pre", "--output", "yaml"], 'meshcni check: --output must be table or json, not "yaml"'],

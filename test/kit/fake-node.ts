@@ -78,6 +78,12 @@ export interface LogEntry {
   fields: Record<string, unknown> | undefined;
 }
 
+/** A logger that keeps its lines in `logs`. */
+export function memoryLogger(logs: LogEntry[]): Logger {
+  const at = (level: string) => (message: string, fields?: Record<string, unknown>) => void logs.push({ level, message, fields });
+  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
 /**
  * A node in memory for the plugin's verbs: network namespaces with nat tables, the API's
  * pods and namespaces, the state dir's records, and a log. `deps()` gives the verbs
@@ -154,11 +160,6 @@ export class FakeNode {
     const namespace = pod.metadata?.namespace ?? "";
     this.pods.set(`${namespace}/${pod.metadata?.name}`, pod);
     if (!this.namespaces.has(namespace)) this.namespaces.set(namespace, { metadata: { name: namespace } });
-  }
-
-  private logger(): Logger {
-    const at = (level: string) => (message: string, fields?: Record<string, unknown>) => void this.logs.push({ level, message, fields });
-    return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
   }
 
   /**
@@ -268,7 +269,7 @@ export class FakeNode {
         (name) => !this.missingBinaries.has(name),
       );
     return {
-      log: this.logger(),
+      log: memoryLogger(this.logs),
       kubeReader: async () => {
         if (this.kubeconfigProblem) throw new Error(this.kubeconfigProblem);
         return this.reader();

@@ -1,5 +1,9 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { resolveBackend } from "../../src/host.js";
+import { hostBackend, resolveBackend } from "../../src/host.js";
+import { parseNetConf } from "../../src/mesh/netconf.js";
 
 describe("backend resolution", () => {
   const probeWith = (outputs: Record<string, string>) => {
@@ -30,5 +34,19 @@ describe("backend resolution", () => {
     expect(none.calls).toEqual([]);
     expect(await resolveBackend("auto", none.probe, undefined, (binary) => binary === "iptables-legacy-restore")).toBe("nft");
     expect(await resolveBackend("nftables", none.probe, undefined, () => true)).toBe("nftables");
+  });
+});
+
+describe("the backend ADD and the audit use", () => {
+  it("is read from the netconf's state_dir under the host root: the detection the plugin cached", async () => {
+    const hostRoot = mkdtempSync(join(tmpdir(), "meshcni-host-"));
+    try {
+      mkdirSync(join(hostRoot, "plugin-state"), { recursive: true });
+      writeFileSync(join(hostRoot, "plugin-state", "iptables-backend"), "legacy\n");
+      const conf = parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "k8s", type: "meshcni", state_dir: "/plugin-state" }));
+      expect(await hostBackend(conf, hostRoot)).toBe("legacy");
+    } finally {
+      rmSync(hostRoot, { recursive: true, force: true });
+    }
   });
 });

@@ -1,0 +1,112 @@
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createNodeApi, kubeConfigFrom, type NodeApi } from "../../../src/kube/node-api.js";
+import { FakeApiServer, podObject } from "../../kit/api-server.js";
+import { until } from "../../kit/common.js";
+
+/** What the agent and the sweeps do with the API, for one node, against the in-test API server. */
+describe("the node API", () => {
+  let api: FakeApiServer;
+  let node: NodeApi;
+
+  beforeAll(async () => {
+    api = await new FakeApiServer().start();
+    node = createNodeApi(kubeConfigFrom(api.writeKubeconfig()), "n1", "meshcni-test");
+  });
+  afterAll(() => api.stop());
+  beforeEach(() => {
+    for (const map of [api.pods, api.nodes, api.daemonSets]) map.clear();
+    api.faults.clear();
+    api.events.length = 0;
+    api.addPod(podObject("shop", "web", { nodeName: "n1", owned: true }));
+    api.addPod(podObject("shop", "elsewhere", { nodeName: "n2" }));
+  });
+
+  it("lists and reads only through the node's field selector; reads a pod and a namespace by name", async () => {
+    expect((await node.listPods()).map((pod) => pod.metadata?.name)).toEqual(["web"]);
+    expect(api.requestsTo("GET", /^\/api\/v1\/pods$/).at(-1)?.query.fieldSelector).toBe("spec.nodeName=n1");
+    expect((await node.readPod("shop", "elsewhere")).metadata?.uid).toBe("uid-shop-elsewhere");
+    api.addNamespace({ metadata: { name: "shop", annotations: { a: "b" } } });
+    expect((await node.readNamespace("shop")).metadata?.annotations).toEqual({ a: "b" });
+  });
+
+  it("watches the node's pods and every namespace until stopped, saying when it connected", async () => {
+    const seen: string[] = [];
+    let connected = 0;
+    const handlers = <T extends V1Pod | V1Namespace>(kind: string) => ({
+      change: (object: T) => void seen.push(`${kind} change ${object.metadata?.name}`),
+      remove: (object: T) => void seen.push(`${kind} remove ${object.metadata?.name}`),
+      error: (error: unknown) => void seen.push(`${kind} error ${String(error)}`),
+      connected: () => void connected++,
+    });
+    const stops = [await node.watchPods(handlers<V1Pod>("pod")), await node.watchNamespaces(handlers<V1Namespace>("namespace"))];
+    await until(() => seen.includes("pod change web"), 5000);
+    api.addPod(podObject("shop", "cart", { nodeName: "n1" }));
+    api.addPod(podObject("shop", "far", { nodeName: "n2" }));
+    api.addNamespace({ metadata: { name: "billing" } });
+    await until(() => seen.includes("pod change cart") && seen.includes("namespace change billing"), 5000);
+    for (const stop of stops) await stop();
+    api.addPod(podObject("shop", "late", { nodeName: "n1" }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(seen).not.toContain("pod change far");
+    expect(seen).not.toContain("pod change late");
+    expect(seen.filter((line) => line.includes("error"))).toEqual([]);
+    expect(connected).toBeGreaterThanOrEqual(2);
+  });
+
+  it("mints a ServiceAccount's token, its expiry in the API server's clock", async () => {
+    api.now = () => Date.parse("2030-01-01T00:00:00Z");
+    const minted = await node.mintToken("meshcni", "meshcni-plugin", 600);
+    api.now = () => Date.now();
+    expect(api.minted.get(minted.token)?.serviceAccount).toBe("meshcni/meshcni-plugin");
+    expect(minted.expiresAt).toBe(Date.parse("2030-01-01T00:10:00Z"));
+  });
+
+  it("creates an Event on the pod naming meshcni and the node, and labels a pod by merge patch", async () => {
+    const pod = await node.readPod("shop", "web");
+    await node.createPodEvent(pod, { reason: "MeshRedirectMissing", action: "WriteRedirect", message: "m", type: "Warning" });
+    expect(api.events[0]).toMatchObject({
+      involvedObject: { kind: "Pod", name: "web", namespace: "shop", uid: "uid-shop-web" },
+      reason: "MeshRedirectMissing",
+      action: "WriteRedirect",
+      source: { component: "meshcni-test", host: "n1" },
+      reportingInstance: "n1",
+    });
+    await node.labelPod(pod, "meshcni.io/unprotected", "true");
+    expect(api.pods.get("shop/web")?.metadata).toMatchObject({ labels: { "meshcni.io/unprotected": "true" } });
+  });
+
+  it("evicts through the Eviction API with the pod's UID as precondition; a PodDisruptionBudget's 429 is 'blocked'", async () => {
+    const pod = await node.readPod("shop", "web");
+    api.disruptionBudgetBlocks.add("shop/web");
+    expect(await node.evictPod(pod)).toBe("blocked");
+    api.disruptionBudgetBlocks.clear();
+    api.addPod({ ...podObject("shop", "web", { nodeName: "n1" }), metadata: { ...podObject("shop", "web").metadata, uid: "a-new-pod" } });
+    await expect(node.evictPod(pod)).rejects.toThrow();
+    expect(api.pods.has("shop/web")).toBe(true);
+    expect(await node.evictPod(await node.readPod("shop", "web"))).toBe("evicted");
+    expect(api.pods.has("shop/web")).toBe(false);
+  });
+
+  it("tells whether its own pod's DaemonSet is present, deleted or denied; any other failure throws", async () => {
+    api.addPod(podObject("meshcni", "agent-x", { daemonSet: "meshcni" }));
+    expect(await node.ownerDaemonSet("meshcni", "agent-x")).toBe("deleted");
+    api.addDaemonSet("meshcni", "meshcni");
+    expect(await node.ownerDaemonSet("meshcni", "agent-x")).toBe("present");
+    expect(await node.ownerDaemonSet("meshcni", "gone")).toBe("deleted");
+    api.faults.set("/api/v1/namespaces/meshcni/pods/agent-x", { status: 403 });
+    expect(await node.ownerDaemonSet("meshcni", "agent-x")).toBe("denied");
+    api.faults.set("/api/v1/namespaces/meshcni/pods/agent-x", { status: 500 });
+    await expect(node.ownerDaemonSet("meshcni", "agent-x")).rejects.toThrow();
+  });
+
+  it("replaces the node's taints only if the node is unchanged since it was read", async () => {
+    api.addNode({ metadata: { name: "n1" }, spec: { taints: [{ key: "other", effect: "NoSchedule" }] } });
+    const { taints, resourceVersion } = await node.nodeTaints();
+    expect(taints).toEqual([{ key: "other", effect: "NoSchedule" }]);
+    await node.setNodeTaints([], resourceVersion);
+    expect((await node.nodeTaints()).taints).toEqual([]);
+    await expect(node.setNodeTaints([{ key: "stale", effect: "NoSchedule" }], resourceVersion)).rejects.toThrow();
+    expect((await node.nodeTaints()).taints).toEqual([]);
+  });
+});
