@@ -55,7 +55,7 @@ describe("meshcni's command line", () => {
     [["ready", "--bogus"], "meshcni ready: Unknown option '--bogus'"],
     [["audit", "--output", "xml"], 'meshcni audit: --output must be table or json, not "xml"'],
     [["audit", "--repair", "delete"], 'meshcni audit: --repair must be one of redirect, evict, label, none, not "delete"'],
-    [["audit", "--max-evictions", "-1"], 'meshcni audit: --max-evictions must be a whole number, not "-1"'],
+    [["audit", "--max-evictions=-1"], 'meshcni audit: --max-evictions must be a whole number, not "-1"'],
     [["sweep"], "meshcni sweep: the sweep's input is not JSON: "],
     [["sweep", "--now"], 'meshcni sweep: takes no arguments, only its input on stdin, not "--now"'],
     [["rules"], 'meshcni rules: expected one NAMESPACE/POD, got ""'],
