@@ -30,7 +30,7 @@ export interface DetectionCache {
 }
 
 /** The auto-detected backend, kept in the plugin's state dir (tmpfs: gone at reboot). */
-export function fileDetectionCache(stateDir: string): DetectionCache {
+function fileDetectionCache(stateDir: string): DetectionCache {
   const path = join(stateDir, "iptables-backend");
   return {
     read() {

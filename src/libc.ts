@@ -46,8 +46,8 @@ export const errnoNames: Record<number, string> = {
 };
 
 export const EINVAL = 22;
-export const EAGAIN = 11;
-export const EINTR = 4;
+const EAGAIN = 11;
+const EINTR = 4;
 
 export interface Libc {
   setns(fd: number, nstype: number): void;

@@ -40,7 +40,7 @@ function caPem(caFile: string | undefined): string | undefined {
  * processes on stdin. It is never written to the host: the plugin's kubeconfig there holds
  * a token minted for a narrower ServiceAccount (PluginTokens).
  */
-export function agentKubeconfig(serviceAccountDir: string, caFile: string | undefined, api: ApiEndpoint | undefined): string {
+function agentKubeconfig(serviceAccountDir: string, caFile: string | undefined, api: ApiEndpoint | undefined): string {
   if (!api) throw new Error("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are needed to reach the API");
   const token = serviceAccountToken(serviceAccountDir);
   if (!token.ok) throw new Error(token.problem);

@@ -30,8 +30,4 @@ export class NodeCache {
   namespace(name: string): V1Namespace | undefined {
     return this.namespaces.get(name);
   }
-
-  get size(): { pods: number; namespaces: number } {
-    return { pods: this.pods.size, namespaces: this.namespaces.size };
-  }
 }

@@ -9,7 +9,7 @@ import { defaultStateDir } from "../state/records.js";
 import { parseTaint, type TaintSpec } from "./taint.js";
 
 /** What a stop does: `auto` asks whether the agent's DaemonSet is still there (a restart) or gone (an uninstall). */
-export const stopModes = ["auto", "keep", "uninstall"] as const;
+const stopModes = ["auto", "keep", "uninstall"] as const;
 export type StopMode = (typeof stopModes)[number];
 
 /** The API server's address and how to trust it (KUBERNETES_SERVICE_*, KUBE_CA_FILE, SKIP_TLS_VERIFY). */

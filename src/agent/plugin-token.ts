@@ -6,7 +6,7 @@ export interface MintedToken {
 }
 
 /** A minted token is replaced once this share of its life is gone, so the plugin never holds an expired one. */
-export const renewAtShare = 0.8;
+const renewAtShare = 0.8;
 const retryMinMs = 1000;
 const retryMaxMs = 30_000;
 

@@ -28,7 +28,7 @@ const same = (taint: V1Taint, spec: TaintSpec) => taint.key === spec.key && tain
  * update is conditional on the node's resourceVersion, so a concurrent change to the
  * node's taints by someone else is never overwritten.
  */
-export async function syncTaint(api: NodeApi, spec: TaintSpec, present: boolean): Promise<boolean> {
+async function syncTaint(api: NodeApi, spec: TaintSpec, present: boolean): Promise<boolean> {
   const { taints, resourceVersion } = await api.nodeTaints();
   const has = taints.some((taint) => same(taint, spec));
   if (has === present) return false;

@@ -23,7 +23,7 @@ const requiredByVerb: Record<Verb, readonly string[]> = {
   VERSION: [],
 };
 
-export function isVerb(value: string): value is Verb {
+function isVerb(value: string): value is Verb {
   return (verbs as readonly string[]).includes(value);
 }
 

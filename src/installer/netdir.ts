@@ -4,7 +4,7 @@ import { type FightState, noFight, noteRechain } from "./fight.js";
 
 /** An active config that stays invalid this long is taken as broken, not half-written. */
 export const halfWrittenGraceMs = 2000;
-export const halfWrittenRetryMs = 25;
+const halfWrittenRetryMs = 25;
 
 /** What the agent remembers between looks at the net dir. */
 export interface NetDirMemory {

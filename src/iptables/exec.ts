@@ -9,10 +9,10 @@ import { binaryName } from "./binaries.js";
 import type { SaveProbe } from "./detect.js";
 
 /** Runtimes may exec plugins with a PATH lacking the sbin directories iptables lives in. */
-export const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");
+const searchPath = [process.env.PATH, "/usr/local/sbin", "/usr/sbin", "/sbin"].filter(Boolean).join(":");
 
 /** One iptables process on a pod's tables takes milliseconds; one that hangs is killed. */
-export const iptablesTimeoutMs = 10_000;
+const iptablesTimeoutMs = 10_000;
 
 export interface IptablesRunner {
   backend: IptablesBackend;

@@ -21,7 +21,7 @@ export interface ApiAccess {
 }
 
 /** A kubeconfig that cannot be used, before any request is sent. */
-export class KubeconfigError extends Error {
+class KubeconfigError extends Error {
   constructor(
     readonly path: string,
     message: string,

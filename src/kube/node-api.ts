@@ -27,8 +27,10 @@ export interface WatchHandlers<T> {
 /** What audit and the agent's repair do with the API, for the pods of one node. */
 export interface NodeApi {
   listPods(): Promise<V1Pod[]>;
-  /** Calls back on every change to a pod of the node until the returned stop is called. */
-  /** `error`: the watch broke and is being restarted; `connected`: it (re)started. Neither after stop. */
+  /**
+   * Calls back on every change to a pod of the node until the returned stop is called.
+   * `error`: the watch broke and is being restarted; `connected`: it (re)started. Neither after stop.
+   */
   watchPods(handlers: WatchHandlers<V1Pod>): Promise<() => Promise<void>>;
   /** Every namespace, as watchPods does for the node's pods. */
   watchNamespaces(handlers: WatchHandlers<V1Namespace>): Promise<() => Promise<void>>;

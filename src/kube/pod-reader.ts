@@ -5,11 +5,10 @@ import pRetry, { AbortError } from "p-retry";
 import { errorMessage } from "../errors.js";
 import { AnswerError, namespaceAnswer, podAnswer } from "./answers.js";
 import { describeApiFailure } from "./errors.js";
+import { loadApiAccess } from "./kubeconfig.js";
 
 /** An answer larger than this is refused: an object in etcd is at most 1.5 MiB by default. */
 const maxAnswerBytes = 4 << 20;
-
-import { loadApiAccess } from "./kubeconfig.js";
 
 /** The plugin's two reads: the pod being added and, for overrides, its namespace. */
 export interface KubeReader {

@@ -8,7 +8,7 @@ import { agentNamespaceRules, clusterRules, pluginRules, pluginServiceAccount } 
 type K8sObject = { apiVersion: string; kind: string; metadata: Record<string, unknown>; [key: string]: unknown };
 
 /** The agent's entry in the active config (CNI_NETWORK_CONFIG), Linkerd's defaults overridden. */
-export function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linkerd">): string {
+function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linkerd">): string {
   const entry = {
     name,
     type: name,

@@ -96,7 +96,7 @@ export function parseNetConf(stdin: string): NetConf {
 }
 
 /** Plugin types that are meshcni's entry in a conflist (an existing linkerd-cni entry is replaced). */
-export const ownTypes = new Set(["meshcni", "linkerd-cni"]);
+const ownTypes = new Set(["meshcni", "linkerd-cni"]);
 
 /** Whether a conflist's plugin entry is meshcni's. */
 export function isOwnEntry(plugin: unknown): boolean {

@@ -4,9 +4,9 @@ import type { Family, FirewallSpec } from "../redirect/spec.js";
 import type { LinkerdConf } from "./netconf.js";
 import { type Parsed, parseIdToken, parsePortToken, parseSubnetToken, splitList } from "./tokens.js";
 
-export const proxyContainerName = "linkerd-proxy";
-export const proxyInitContainerName = "linkerd-init";
-export const controlPlaneLabel = "linkerd.io/control-plane-component";
+const proxyContainerName = "linkerd-proxy";
+const proxyInitContainerName = "linkerd-init";
+const controlPlaneLabel = "linkerd.io/control-plane-component";
 
 /** Linkerd's per-pod (then per-namespace) overrides of the netconf. */
 export const annotations = {
@@ -18,7 +18,7 @@ export const annotations = {
 } as const;
 
 /** Ports a control-plane pod reaches the API server on, besides the kubeconfig's own. */
-export const apiServerFallbackPorts = [443, 6443];
+const apiServerFallbackPorts = [443, 6443];
 
 /** An annotation value that cannot become a rule: the pod's config is invalid. */
 export class AnnotationError extends Error {

@@ -17,7 +17,7 @@ export const msg = {
 } as const;
 
 /** nfgenmsg's family of each address family's tables (NFPROTO_IPV4, NFPROTO_IPV6). */
-export const nfproto = { ipv4: 2, ipv6: 10 } as const;
+const nfproto = { ipv4: 2, ipv6: 10 } as const;
 
 /** What `nft` calls a family's tables. */
 export const familyWord = (family: Family) => (family === "ipv4" ? "ip" : "ip6");

@@ -12,7 +12,7 @@ export const NLM_F_EXCL = 0x200;
 export const NLM_F_CREATE = 0x400;
 export const NLM_F_APPEND = 0x800;
 /** In an error message: extended ack attributes follow the original header. */
-export const NLM_F_ACK_TLVS = 0x200;
+const NLM_F_ACK_TLVS = 0x200;
 
 export const NLMSG_ERROR = 2;
 export const NLMSG_DONE = 3;

@@ -1,7 +1,7 @@
 import ipaddr from "ipaddr.js";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Family } from "../redirect/spec.js";
-import type { NatTable } from "../redirect/table.js";
+import { emptyTable, type NatTable } from "../redirect/table.js";
 import type { Bitwise } from "./expr/bitwise.js";
 import { CMP_EQ, type Cmp } from "./expr/cmp.js";
 import type { Expr } from "./expr/expr.js";
@@ -127,7 +127,7 @@ export function ruleArgs(rule: NftRule, family: Family, sets: NftSet[]): string[
  * jump from a chain hooked elsewhere is no jump from PREROUTING to the diff.
  */
 export function natTableOf(table: NftTable | undefined): NatTable {
-  if (!table) return { chains: new Set(), rules: [] };
+  if (!table) return emptyTable();
   const standsFor = new Map(
     table.chains.map((chain) => {
       const { hook } = chain;

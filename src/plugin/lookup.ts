@@ -36,7 +36,7 @@ export function namedPod(request: PluginRequest, deps: PluginDeps): PodKey | und
 }
 
 /** The agent answers at once from its cache, or from the API within this; past it the plugin asks the API itself. */
-export const agentTimeoutMs = 1000;
+const agentTimeoutMs = 1000;
 
 /**
  * Looks the pod up and decides its firewall: from the agent on the same node (its socket

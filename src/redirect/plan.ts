@@ -1,13 +1,13 @@
 import type { Family, FirewallSpec, PortRange } from "./spec.js";
 
 /** Linkerd's chain names and comment prefix, so meshcni is a drop-in for linkerd-cni. */
-export const redirectChain = "PROXY_INIT_REDIRECT";
+const redirectChain = "PROXY_INIT_REDIRECT";
 export const outputChain = "PROXY_INIT_OUTPUT";
 export const ownChains = [redirectChain, outputChain] as const;
 const commentPrefix = "proxy-init/";
 
 /** iptables' multiport match takes at most 15 ports; a range counts as two. */
-export const multiportLimit = 15;
+const multiportLimit = 15;
 
 export interface Jump {
   /** The built-in chain that holds the jump. */

@@ -15,6 +15,7 @@ import { NetnsGoneError, OwnNetnsError } from "../../src/netns/enter.js";
 import type { PluginDeps, PluginRequest } from "../../src/plugin/request.js";
 import type { Backend, IptablesBackend, Redirector } from "../../src/redirect/redirector.js";
 import type { Family } from "../../src/redirect/spec.js";
+import { emptyTable } from "../../src/redirect/table.js";
 import type { AttachmentRecord, RecordStore } from "../../src/state/records.js";
 import { podObject } from "./api-server.js";
 import { podArgs } from "./common.js";
@@ -176,7 +177,7 @@ export class FakeNode {
       backend,
       read: async () => {
         if (this.nftablesProblem) throw this.nftablesProblem;
-        return { chains: new Set(), rules: [] };
+        return emptyTable();
       },
       apply: unavailable,
       remove: unavailable,

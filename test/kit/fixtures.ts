@@ -90,3 +90,13 @@ export function nftRuleset(family: "ip" | "ip6", redirect: string[], output: str
     "install-proxy-init-prerouting",
   )}${base("OUTPUT", "output", "PROXY_INIT_OUTPUT", "install-proxy-init-output")}}\n`;
 }
+
+/** A save probe answering each binary with `outputs` ("" for the others, as a failed save is), keeping the calls. */
+export function probeWith(outputs: Record<string, string>) {
+  const calls: string[] = [];
+  const probe = async (binary: string, args: string[]) => {
+    calls.push([binary, ...args].join(" "));
+    return outputs[binary] ?? "";
+  };
+  return { probe, calls };
+}

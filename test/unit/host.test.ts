@@ -4,17 +4,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { hostBackend, resolveBackend } from "../../src/host.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
+import { probeWith } from "../kit/fixtures.js";
 
 describe("backend resolution", () => {
-  const probeWith = (outputs: Record<string, string>) => {
-    const calls: string[] = [];
-    const probe = async (binary: string, args: string[]) => {
-      calls.push([binary, ...args].join(" "));
-      return outputs[binary] ?? "";
-    };
-    return { probe, calls };
-  };
-
   it("caches only an answer kubelet's chains decided", async () => {
     const written: string[] = [];
     const cache = { read: () => undefined, write: (backend: "legacy" | "nft") => void written.push(backend) };

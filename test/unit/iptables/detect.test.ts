@@ -1,17 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { binaryName } from "../../../src/iptables/binaries.js";
 import { detectBackend } from "../../../src/iptables/detect.js";
+import { probeWith } from "../../kit/fixtures.js";
 
 describe("backend detection", () => {
-  const probeWith = (outputs: Record<string, string>) => {
-    const calls: string[] = [];
-    const probe = async (binary: string, args: string[]) => {
-      calls.push([binary, ...args].join(" "));
-      return outputs[binary] ?? "";
-    };
-    return { probe, calls };
-  };
-
   it("picks nft when kubelet's chains are in nft's mangle table", async () => {
     const { probe } = probeWith({ "iptables-nft-save": "*mangle\n:KUBE-IPTABLES-HINT - [0:0]\nCOMMIT\n" });
     expect(await detectBackend(probe)).toEqual({ backend: "nft", found: true });
