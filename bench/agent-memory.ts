@@ -1,7 +1,8 @@
 // The agent's footprint: its peak resident set on a first start (it copies its own
 // 117 MB binary into the CNI bin dir), and running with a node of pods and a sweep every
 // second; and the peak of one sweep's child process, which shares the container's limit.
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import type { SweepInput } from "../src/audit/contract.js";
 import { AgentHarness, conflist } from "../test/kit/agent.js";
 import { FakeApiServer, podObject } from "../test/kit/api-server.js";
 import { sleep } from "../test/kit/common.js";
@@ -33,25 +34,19 @@ export async function benchAgentMemory(): Promise<AgentMemory> {
     await host.waitFor(async () => (await host.metric('meshcni_meshed_pods{status="unknown"}')) === pods, 20_000);
     await sleep(3000); // a few more sweeps
     const withPodsMb = host.peakRssMb();
-    const sweep = await measure(
-      meshcniBinary,
-      [
-        "audit",
-        "--repair",
-        "none",
-        "--output",
-        "json",
-        "--node",
-        "bench-node",
-        "--kubeconfig",
-        host.kubeconfigPath,
-        "--host-root",
-        host.hostRoot,
-      ],
-      {
-        env: { PATH: process.env.PATH ?? "" },
+    // The agent's child as it runs it: a request and the agent's kubeconfig on stdin.
+    const input: SweepInput = {
+      kubeconfig: readFileSync(api.writeKubeconfig(), "utf8"),
+      request: {
+        node: "bench-node",
+        pods: [],
+        policy: "none",
+        limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 0 },
+        dirs: { hostRoot: host.hostRoot, stateDir: "/var/run/meshcni", netDir: "/etc/cni/net.d", netnsDirs: ["/var/run/netns"] },
       },
-    );
+    };
+    const sweep = await measure(meshcniBinary, ["sweep"], { env: { PATH: process.env.PATH ?? "" }, input: JSON.stringify(input) });
+    if (sweep.exitCode !== 0 && sweep.exitCode !== 1) throw new Error(`the measured sweep failed (exit ${sweep.exitCode})`);
     const sweepChildMb = sweep.rssKb / 1024;
     const round = (mb: number) => Math.round(mb * 10) / 10;
     const result = {
@@ -69,7 +64,7 @@ export async function benchAgentMemory(): Promise<AgentMemory> {
     console.log("\nmeshcni install: peak RSS (VmHWM), compiled binary");
     console.log(`${"agent, first start (copies its 117 MB binary)".padEnd(60)}${result.firstStartMb} MB`);
     console.log(`${`agent, ${pods} meshed pods on the node, a sweep every second`.padEnd(60)}${result.withPodsMb} MB`);
-    console.log(`${"one sweep's child process (meshcni audit --repair)".padEnd(60)}${result.sweepChildMb} MB`);
+    console.log(`${`one sweep's child process (meshcni sweep, ${pods} pods)`.padEnd(60)}${result.sweepChildMb} MB`);
     for (const target of result.targets) console.log(`${target.met ? "met   " : "MISSED"}  ${target.target.padEnd(44)}${target.value}`);
     return result;
   } finally {

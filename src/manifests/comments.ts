@@ -80,7 +80,7 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     ),
     container(
       ["resources"],
-      "npm run bench (agent-memory): the agent peaks at ~76 MB with 100 meshed pods (and its caches), a sweep's\nchild process at ~56 MB more, both within this limit.",
+      "npm run bench (agent-memory): the agent peaks at ~79 MB with 100 meshed pods (and its caches), a sweep's\nchild process at ~69 MB more, both within this limit.",
     ),
     container(
       ["securityContext"],
