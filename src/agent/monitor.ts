@@ -1,14 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
-import { type PodStatus, podStatuses, podsToAudit } from "../audit/classify.js";
+import { type PodStatus, podsToAudit } from "../audit/classify.js";
 import { parseSweepReport, type SweepInput, type SweepReport, type SweepRequest } from "../audit/contract.js";
 import { errorMessage } from "../errors.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { formatPodKey, type PodKey, podName } from "../pod-key.js";
 import type { SweepOptions } from "./options.js";
-
-/** A pod acted on is left alone this long, so a repair that does not hold is not repeated at every sweep. */
-export const actedMemoryMs = 10 * 60_000;
+import { SweepMemory } from "./sweep-memory.js";
 
 export interface MonitorOptions {
   /** The meshcni binary whose `sweep` runs each pass. */
@@ -30,57 +28,13 @@ export interface MonitorMetrics {
   audited(seconds: number): void;
 }
 
-/** What the agent remembers across sweeps: pods acted on, evictions made. Pure but for the clock passed in. */
-export class SweepMemory {
-  private readonly acted = new Map<string, number>();
-  private evictions: number[] = [];
-  private readonly statuses = new Map<string, PodStatus>();
-  /** Pods whose eviction a PodDisruptionBudget blocked at the last sweep. */
-  private readonly blocked = new Set<string>();
-
-  constructor(private readonly maxEvictionsPerMinute: number) {}
-
-  /** The UIDs a sweep must leave alone, and how many evictions it may make. */
-  limits(now: number): { skipUids: string[]; evictionsLeft: number } {
-    for (const [uid, at] of this.acted) if (now - at >= actedMemoryMs) this.acted.delete(uid);
-    this.evictions = this.evictions.filter((at) => now - at < 60_000);
-    return { skipUids: [...this.acted.keys()], evictionsLeft: Math.max(0, this.maxEvictionsPerMinute - this.evictions.length) };
-  }
-
-  /** Takes in a sweep's report (of every pod when `full`); returns the node's counts by status. */
-  learn(report: SweepReport, full: boolean, now: number): Record<PodStatus, number> {
-    if (full) this.statuses.clear();
-    for (const pod of report.pods) {
-      this.statuses.set(pod.uid, pod.status);
-      // A blocked eviction is retried; anything else done (or failed) is not repeated for a while.
-      if (pod.action && pod.result !== "blocked") this.acted.set(pod.uid, now);
-      if (pod.action === "evict" && pod.result === "done") this.evictions.push(now);
-    }
-    const counts = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
-    for (const status of this.statuses.values()) counts[status]++;
-    return counts;
-  }
-
-  /** Notes a pod's eviction blocked or not; true when it was blocked already (warned of once, until it is not). */
-  blockedAgain(uid: string, blocked: boolean): boolean {
-    const again = blocked && this.blocked.has(uid);
-    if (blocked) this.blocked.add(uid);
-    else this.blocked.delete(uid);
-    return again;
-  }
-
-  forget(uid: string): void {
-    this.statuses.delete(uid);
-    this.blocked.delete(uid);
-  }
-}
-
 /**
  * The agent's side of the audit: on every change to a meshed pod of the node (the agent's
- * watch calls changed()), and every auditSeconds for all of them, runs `meshcni audit
- * --repair` as a child process (so entering pod netns never moves the agent's own thread, whose sockets must
- * stay in the host netns). The child acts and emits the Events; the agent keeps what
- * must outlive one sweep (pods acted on, the eviction rate) and the metrics.
+ * watch calls changed()), and every auditSeconds for all of them, runs `meshcni sweep` as
+ * a child process (so entering pod netns never moves the agent's own thread, whose
+ * sockets must stay in the host netns), the request and its credentials on stdin. The
+ * child acts and emits the Events; the agent keeps what must outlive one sweep (pods
+ * acted on, the eviction rate) and the metrics.
  */
 export class AuditMonitor {
   private readonly pending = new Map<string, number>();
@@ -146,7 +100,7 @@ export class AuditMonitor {
   /** One sweep, of the changed pods or (no batch) of all; what it did is logged and counted. */
   private async sweep(batch: Map<string, number> | undefined): Promise<void> {
     const started = performance.now();
-    const { binary, node, credentials, self, dirs, sweep } = this.options;
+    const { node, self, dirs, sweep, credentials } = this.options;
     const kubeconfig = credentials();
     if (kubeconfig === undefined) {
       this.problems.set("audit", "the audit waits for the agent's credentials", { level: "error" });
@@ -162,31 +116,35 @@ export class AuditMonitor {
       dirs,
     };
     this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
-    const input: SweepInput = { kubeconfig, request };
-    const result = await execa(binary, ["sweep"], { reject: false, input: JSON.stringify(input) });
+    const outcome = await this.runChild({ kubeconfig, request });
     this.metrics.audited((performance.now() - started) / 1000);
-    if (result.exitCode !== 0 && result.exitCode !== 1) {
-      const stderr = String(result.stderr).trim();
-      this.problems.set(
-        "audit",
-        `the audit failed, trying again at the next change or every ${sweep.auditSeconds} s: ${stderr.split("\n").at(-1)}`,
-        {
-          level: "error",
-          fields: { exitCode: result.exitCode },
-        },
-      );
-      return;
-    }
-    let report: SweepReport;
-    try {
-      report = parseSweepReport(String(result.stdout));
-    } catch (error) {
-      this.problems.set("audit", `${errorMessage(error)}; trying again at the next change or every ${sweep.auditSeconds} s`, {
+    if ("problem" in outcome) {
+      const { problem, exitCode } = outcome;
+      this.problems.set("audit", `${problem}; trying again at the next change or every ${sweep.auditSeconds} s`, {
         level: "error",
+        ...(exitCode === undefined ? {} : { fields: { exitCode } }),
       });
       return;
     }
     this.problems.set("audit", undefined);
+    this.take(outcome.report, batch);
+  }
+
+  /** Runs `meshcni sweep` with the request and the agent's credentials on stdin; its report, checked, or what went wrong. */
+  private async runChild(input: SweepInput): Promise<{ report: SweepReport } | { problem: string; exitCode?: number }> {
+    const result = await execa(this.options.binary, ["sweep"], { reject: false, input: JSON.stringify(input) });
+    if (result.exitCode !== 0 && result.exitCode !== 1) {
+      return { problem: `the sweep failed: ${String(result.stderr).trim().split("\n").at(-1)}`, exitCode: result.exitCode ?? -1 };
+    }
+    try {
+      return { report: parseSweepReport(String(result.stdout)) };
+    } catch (error) {
+      return { problem: errorMessage(error) };
+    }
+  }
+
+  /** Takes in a sweep's report: the memory and metrics, and a line for what was found or done. */
+  private take(report: SweepReport, batch: Map<string, number> | undefined): void {
     this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()));
     for (const [reason, count] of Object.entries(report.recordsRemoved)) if (count > 0) this.metrics.recordsRemoved(reason, count);
     for (const pod of report.pods) {

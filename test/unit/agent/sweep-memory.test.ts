@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { actedMemoryMs, SweepMemory } from "../../../src/agent/monitor.js";
+import { actedMemoryMs, SweepMemory } from "../../../src/agent/sweep-memory.js";
 import type { PodReport, SweepReport } from "../../../src/audit/contract.js";
 
 const report = (pods: Array<Partial<PodReport> & { uid: string }>): SweepReport => ({

@@ -1,0 +1,50 @@
+import { type PodStatus, podStatuses } from "../audit/classify.js";
+import type { SweepReport } from "../audit/contract.js";
+
+/** A pod acted on is left alone this long, so a repair that does not hold is not repeated at every sweep. */
+export const actedMemoryMs = 10 * 60_000;
+
+/** What the agent remembers across sweeps: pods acted on, evictions made. Pure but for the clock passed in. */
+export class SweepMemory {
+  private readonly acted = new Map<string, number>();
+  private evictions: number[] = [];
+  private readonly statuses = new Map<string, PodStatus>();
+  /** Pods whose eviction a PodDisruptionBudget blocked at the last sweep. */
+  private readonly blocked = new Set<string>();
+
+  constructor(private readonly maxEvictionsPerMinute: number) {}
+
+  /** The UIDs a sweep must leave alone, and how many evictions it may make. */
+  limits(now: number): { skipUids: string[]; evictionsLeft: number } {
+    for (const [uid, at] of this.acted) if (now - at >= actedMemoryMs) this.acted.delete(uid);
+    this.evictions = this.evictions.filter((at) => now - at < 60_000);
+    return { skipUids: [...this.acted.keys()], evictionsLeft: Math.max(0, this.maxEvictionsPerMinute - this.evictions.length) };
+  }
+
+  /** Takes in a sweep's report (of every pod when `full`); returns the node's counts by status. */
+  learn(report: SweepReport, full: boolean, now: number): Record<PodStatus, number> {
+    if (full) this.statuses.clear();
+    for (const pod of report.pods) {
+      this.statuses.set(pod.uid, pod.status);
+      // A blocked eviction is retried; anything else done (or failed) is not repeated for a while.
+      if (pod.action && pod.result !== "blocked") this.acted.set(pod.uid, now);
+      if (pod.action === "evict" && pod.result === "done") this.evictions.push(now);
+    }
+    const counts = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
+    for (const status of this.statuses.values()) counts[status]++;
+    return counts;
+  }
+
+  /** Notes a pod's eviction blocked or not; true when it was blocked already (warned of once, until it is not). */
+  blockedAgain(uid: string, blocked: boolean): boolean {
+    const again = blocked && this.blocked.has(uid);
+    if (blocked) this.blocked.add(uid);
+    else this.blocked.delete(uid);
+    return again;
+  }
+
+  forget(uid: string): void {
+    this.statuses.delete(uid);
+    this.blocked.delete(uid);
+  }
+}
