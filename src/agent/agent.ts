@@ -77,14 +77,15 @@ export class NodeAgent {
         address: typeof address === "object" && address ? `${address.address}:${address.port}` : address,
       });
     }
-    const { template } = this.installation;
+    const { template, binaryPath: path } = this.installation;
     if (!template.ok) this.log.error(template.reason);
-    try {
-      const binary = this.installation.installBinary();
-      if (binary) this.log.info(binary.installed ? "binary installed" : "binary already installed", binaryFields(binary));
-    } catch (error) {
-      const path = template.ok ? join(this.installation.paths.binDir, template.binaryName) : undefined;
-      this.log.error("cannot install the binary", { path, error: errorMessage(error) });
+    if (path) {
+      try {
+        const { installed, bytes } = this.installation.installBinary(path);
+        this.log.info(installed ? "binary installed" : "binary already installed", { path, ...(installed ? { bytes } : {}) });
+      } catch (error) {
+        this.log.error("cannot install the binary", { path, error: errorMessage(error) });
+      }
     }
     this.watcher.start();
     this.reconcile(undefined);
@@ -188,6 +189,3 @@ export class NodeAgent {
     this.log.info("removed meshcni's entry", { file: join(this.installation.paths.netDir, name), why });
   }
 }
-
-const binaryFields = ({ path, installed, bytes }: { path: string; installed: boolean; bytes: number }) =>
-  installed ? { path, bytes } : { path };

@@ -29,11 +29,14 @@ export class Installation {
     this.template = loadTemplate(options);
   }
 
-  /** Copies the binary in unless the same is there; undefined without a usable template (it names the binary). */
-  installBinary(): { path: string; installed: boolean; bytes: number } | undefined {
-    if (!this.template.ok) return undefined;
-    const path = join(this.paths.binDir, this.template.binaryName);
-    return { path, ...installBinary(this.options.sourceBinary, path) };
+  /** Where the binary goes, named by the template's type; undefined without a usable template. */
+  get binaryPath(): string | undefined {
+    return this.template.ok ? join(this.paths.binDir, this.template.binaryName) : undefined;
+  }
+
+  /** Copies the binary to binaryPath unless the same is there. */
+  installBinary(path: string): { installed: boolean; bytes: number } {
+    return installBinary(this.options.sourceBinary, path);
   }
 
   /**
