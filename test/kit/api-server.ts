@@ -4,8 +4,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type KubeObject, status, type WatchFault, WatchHub } from "./watch-hub.js";
 
-/** What the server does for one path instead of answering from its store. */
 /**
  * What the server does for one path instead of answering from its store: fail with a
  * status, never answer, answer 200 with this raw body, or answer 200 with an endless body.
@@ -81,20 +81,6 @@ export function allowedBy(
   );
 }
 
-type KubeObject = {
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
-  [key: string]: unknown;
-};
-
-interface PodWatcher {
-  res: ServerResponse;
-  nodeName: string | undefined;
-}
-
-interface NamespaceWatcher {
-  res: ServerResponse;
-}
-
 /** What the server answers: a status code and a JSON body. */
 interface Reply {
   code: number;
@@ -102,8 +88,8 @@ interface Reply {
 }
 
 /** A Kubernetes Status object for a failed request. */
-function failure(code: number, reason: string, message: string): Reply {
-  return { code, body: { kind: "Status", apiVersion: "v1", status: "Failure", message, reason, code } };
+function failure(code: number, reason: string, message: string, extra: Record<string, unknown> = {}): Reply {
+  return { code, body: status(code, reason, message, extra) };
 }
 
 /** RFC 7386 JSON merge patch. */
@@ -157,8 +143,19 @@ export class FakeApiServer {
   readonly nodes = new Map<string, KubeObject>();
   /** DaemonSets by `namespace/name`. */
   readonly daemonSets = new Map<string, KubeObject>();
-  /** Pods (`namespace/name`) whose eviction a PodDisruptionBudget refuses (429). */
+  /** Pods (`namespace/name`) whose eviction a PodDisruptionBudget refuses (429 with a DisruptionBudget cause). */
   readonly disruptionBudgetBlocks = new Set<string>();
+  /**
+   * Pods whose eviction is refused otherwise: "throttled" (API Priority and Fairness: 429
+   * with Retry-After, no cause), "several-budgets" (500: more than one PDB matches the pod).
+   */
+  readonly evictionRefusals = new Map<string, "throttled" | "several-budgets">();
+  /** What watches of a path get instead of events (see WatchFault). */
+  readonly watchFaults = new Map<string, WatchFault>();
+  /** While set and not past `until` (this.now()), requests whose path matches are answered 429 with Retry-After. */
+  throttle: { until: number; retryAfterSeconds: number; path: RegExp } | undefined;
+  /** The watch cache: windows, timeouts, bookmarks. */
+  readonly watches = new WatchHub();
   readonly events: KubeObject[] = [];
   readonly faults = new Map<string, Fault>();
   readonly requests: RecordedRequest[] = [];
@@ -172,10 +169,6 @@ export class FakeApiServer {
   dir = "";
   private server: Server | undefined;
   private hanging = new Set<ServerResponse>();
-  private watchers = new Set<PodWatcher>();
-  private namespaceWatchers = new Set<NamespaceWatcher>();
-  /** Every pod and namespace change, for watches that start from an older resourceVersion. */
-  private readonly history: Array<{ version: number; kind: "Pod" | "Namespace"; type: string; object: KubeObject }> = [];
   private version = 1;
   port = 0;
 
@@ -259,9 +252,14 @@ export class FakeApiServer {
     const existed = this.namespaces.has(name);
     const stored = this.stamp({ apiVersion: "v1", kind: "Namespace", ...namespace });
     this.namespaces.set(name, stored);
-    const type = existed ? "MODIFIED" : "ADDED";
-    this.history.push({ version: this.version, kind: "Namespace", type, object: stored });
-    for (const watcher of this.namespaceWatchers) this.send(watcher, "Namespace", type, stored);
+    this.watches.record({ version: this.version, kind: "Namespace", type: existed ? "MODIFIED" : "ADDED", object: stored });
+  }
+
+  /** Deletes a namespace; watchers see DELETED. */
+  deleteNamespace(name: string): void {
+    const found = this.namespaces.get(name);
+    if (!found || !this.namespaces.delete(name)) return;
+    this.watches.record({ version: ++this.version, kind: "Namespace", type: "DELETED", object: found });
   }
 
   addDaemonSet(namespace: string, name: string): void {
@@ -271,8 +269,29 @@ export class FakeApiServer {
     );
   }
 
+  /** Adds (registers) or replaces a node; node watchers see ADDED or MODIFIED. */
   addNode(node: KubeObject): void {
-    this.nodes.set(node.metadata?.name ?? "", this.stamp({ apiVersion: "v1", kind: "Node", ...node }));
+    const name = node.metadata?.name ?? "";
+    const existed = this.nodes.has(name);
+    const stored = this.stamp({ apiVersion: "v1", kind: "Node", ...node });
+    this.nodes.set(name, stored);
+    this.watches.record({ version: this.version, kind: "Node", type: existed ? "MODIFIED" : "ADDED", object: stored });
+  }
+
+  /** Deletes a node (kubelet may register it again); node watchers see DELETED. */
+  deleteNode(name: string): void {
+    const found = this.nodes.get(name);
+    if (!found || !this.nodes.delete(name)) return;
+    this.watches.record({ version: ++this.version, kind: "Node", type: "DELETED", object: found });
+  }
+
+  /** As a restarted API server: every connection reset, a new watch cache (resumes from before it get 410). */
+  restart(): void {
+    for (const res of this.hanging) res.destroy();
+    this.hanging.clear();
+    this.version++;
+    this.watches.restart(this.version);
+    this.server?.closeAllConnections();
   }
 
   /** The requests of one method whose path matches. */
@@ -282,7 +301,7 @@ export class FakeApiServer {
 
   async stop(): Promise<void> {
     for (const res of this.hanging) res.destroy();
-    for (const watcher of [...this.watchers, ...this.namespaceWatchers]) watcher.res.destroy();
+    this.watches.destroyAll();
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
@@ -293,21 +312,31 @@ export class FakeApiServer {
   }
 
   private notify(type: "ADDED" | "MODIFIED" | "DELETED", pod: KubeObject): void {
-    this.history.push({ version: this.version, kind: "Pod", type, object: pod });
-    for (const watcher of this.watchers) this.send(watcher, "Pod", type, pod);
+    this.watches.record({ version: this.version, kind: "Pod", type, object: pod });
   }
 
-  /** Writes a watch event to a watcher of that kind (a pod watch: of its node, when it names one). */
-  private send(watcher: PodWatcher | NamespaceWatcher, kind: "Pod" | "Namespace", type: string, object: KubeObject): void {
-    const nodeName = (object.spec as { nodeName?: string } | undefined)?.nodeName;
-    if (kind === "Pod" && "nodeName" in watcher && watcher.nodeName !== undefined && watcher.nodeName !== nodeName) return;
-    watcher.res.write(`${JSON.stringify({ type, object })}\n`);
+  /** Takes a watch request over (undefined: nothing more to answer), with what watchFaults says for its path. */
+  private watch(
+    kind: "Pod" | "Namespace" | "Node",
+    path: string,
+    query: Record<string, string>,
+    res: ServerResponse,
+    matches: (object: KubeObject) => boolean,
+  ): undefined {
+    this.watches.open(kind, res, query, matches, () => this.version, this.watchFaults.get(path));
+    return undefined;
   }
 
-  /** As the API server does: a watch from a resourceVersion first gets the events since then. */
-  private replay(watcher: PodWatcher | NamespaceWatcher, kind: "Pod" | "Namespace", from: string | undefined): void {
-    const since = Number(from ?? this.version);
-    for (const event of this.history) if (event.kind === kind && event.version > since) this.send(watcher, kind, event.type, event.object);
+  /** A list's answer, a page at a time when asked (`limit`, `continue`), as the API server pages. */
+  private page(kind: string, items: KubeObject[], query: Record<string, string>): Reply {
+    const offset = query.continue ? Number(Buffer.from(query.continue, "base64url").toString()) : 0;
+    const limit = Number(query.limit) > 0 ? Number(query.limit) : items.length;
+    const rest = items.length - offset - limit;
+    const metadata = {
+      resourceVersion: String(this.version),
+      ...(rest > 0 ? { continue: Buffer.from(String(offset + limit)).toString("base64url"), remainingItemCount: rest } : {}),
+    };
+    return { code: 200, body: { apiVersion: "v1", kind, metadata, items: items.slice(offset, offset + limit) } };
   }
 
   private handle(req: IncomingMessage, res: ServerResponse, rawBody: string): void {
@@ -327,6 +356,14 @@ export class FakeApiServer {
     }
     const method = req.method ?? "";
     this.requests.push({ method, path, query, authorized, who, body, at: performance.now() });
+    if (this.throttle && this.now() < this.throttle.until && this.throttle.path.test(path)) {
+      const { retryAfterSeconds } = this.throttle;
+      const throttled = failure(429, "TooManyRequests", "Too many requests, please try again later.");
+      res
+        .writeHead(429, { "content-type": "application/json", "retry-after": String(retryAfterSeconds) })
+        .end(JSON.stringify(throttled.body));
+      return;
+    }
     if (authorized && who !== "agent" && !allowedBy(this.serviceAccountRules.get(who) ?? [], authorizationOf(method, path, query))) {
       const forbidden = failure(403, "Forbidden", `system:serviceaccount:${who.replace("/", ":")} cannot ${method} ${path}`);
       res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
@@ -371,19 +408,9 @@ export class FakeApiServer {
     const ok = (object: unknown, code = 200): Reply => ({ code, body: object });
     if (path === "/api/v1/pods" && method === "GET") {
       const nodeName = /(?:^|,)spec\.nodeName=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
-      if (query.watch === "true") {
-        // As the API server does: the headers go at once, the events as they come.
-        res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" }).flushHeaders();
-        const watcher = { res, nodeName };
-        this.watchers.add(watcher);
-        res.on("close", () => this.watchers.delete(watcher));
-        this.replay(watcher, "Pod", query.resourceVersion);
-        return undefined;
-      }
-      const items = [...this.pods.values()].filter(
-        (pod) => nodeName === undefined || (pod.spec as { nodeName?: string }).nodeName === nodeName,
-      );
-      return ok({ apiVersion: "v1", kind: "PodList", metadata: { resourceVersion: String(this.version) }, items });
+      const onNode = (pod: KubeObject) => nodeName === undefined || (pod.spec as { nodeName?: string } | undefined)?.nodeName === nodeName;
+      if (query.watch === "true") return this.watch("Pod", path, query, res, onNode);
+      return this.page("PodList", [...this.pods.values()].filter(onNode), query);
     }
     const pod = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(path);
     if (pod) {
@@ -411,7 +438,22 @@ export class FakeApiServer {
       const found = this.pods.get(key);
       if (!found) return failure(404, "NotFound", `pods "${eviction[2]}" not found`);
       if (this.disruptionBudgetBlocks.has(key))
-        return failure(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.");
+        return failure(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", {
+          details: {
+            causes: [{ reason: "DisruptionBudget", message: "The disruption budget guarded-pdb needs 1 healthy pods and has 1 currently" }],
+          },
+        });
+      const refusal = this.evictionRefusals.get(key);
+      if (refusal === "several-budgets")
+        return failure(
+          500,
+          "InternalError",
+          "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+        );
+      if (refusal === "throttled") {
+        res.setHeader("retry-after", "2");
+        return failure(429, "TooManyRequests", "Too many requests, please try again later.");
+      }
       const uid = (body as { deleteOptions?: { preconditions?: { uid?: string } } } | undefined)?.deleteOptions?.preconditions?.uid;
       if (uid && uid !== (found.metadata as { uid?: string }).uid) return failure(409, "Conflict", "precondition failed: UID");
       this.pods.delete(key);
@@ -439,24 +481,19 @@ export class FakeApiServer {
         if (typeof patched === "string") return failure(422, "Invalid", patched);
         const stored = this.stamp(patched);
         this.nodes.set(node[1]!, stored);
+        this.watches.record({ version: this.version, kind: "Node", type: "MODIFIED", object: stored });
         return ok(stored);
       }
     }
     if (path === "/api/v1/namespaces" && method === "GET") {
-      if (query.watch === "true") {
-        res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" }).flushHeaders();
-        const watcher = { res };
-        this.namespaceWatchers.add(watcher);
-        res.on("close", () => this.namespaceWatchers.delete(watcher));
-        this.replay(watcher, "Namespace", query.resourceVersion);
-        return undefined;
-      }
-      return ok({
-        apiVersion: "v1",
-        kind: "NamespaceList",
-        metadata: { resourceVersion: String(this.version) },
-        items: [...this.namespaces.values()],
-      });
+      if (query.watch === "true") return this.watch("Namespace", path, query, res, () => true);
+      return this.page("NamespaceList", [...this.namespaces.values()], query);
+    }
+    if (path === "/api/v1/nodes" && method === "GET") {
+      const name = /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
+      const named = (node: KubeObject) => name === undefined || node.metadata?.name === name;
+      if (query.watch === "true") return this.watch("Node", path, query, res, named);
+      return this.page("NodeList", [...this.nodes.values()].filter(named), query);
     }
     const tokenRequest = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)\/token$/.exec(path);
     if (tokenRequest && method === "POST") {
