@@ -15,6 +15,9 @@ import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
 import { decideStop } from "./stop.js";
 import { DirWatcher } from "./watch.js";
 
+/** How long a stop waits to learn whether its DaemonSet stays; the grace period is 30 s, a rollout waits for it. */
+const stopDecisionMs = 1500;
+
 /**
  * The node agent's main loop: keeps meshcni installed (the binary, the plugin's kubeconfig
  * with a token it mints for the plugin's own ServiceAccount, the entry last in the active
@@ -102,7 +105,8 @@ export class NodeAgent {
     const { uninstall, why } = await decideStop(this.options.onStop, this.options.self !== undefined, () => {
       const self = this.options.self!;
       if (!this.credentials.client) throw new Error("the agent has no credentials");
-      return withTimeout(this.credentials.client.api.ownerDaemonSet(self.namespace, self.name), 5000);
+      // A hung API server must not hold the stop: past this, keep everything (decideStop).
+      return withTimeout(this.credentials.client.api.ownerDaemonSet(self.namespace, self.name), stopDecisionMs);
     });
     await this.nodeTasks?.stop();
     this.watcher.stop();

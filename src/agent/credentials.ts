@@ -9,9 +9,10 @@ import type { Logger, StandingProblems } from "../log.js";
 import type { AgentOptions } from "./options.js";
 import { PluginTokens } from "./plugin-token.js";
 
-/** The agent's API client and the credentials it was made from. */
+/** The agent's API client and the credentials it was made from (as text for its sweeps, and loaded). */
 export interface AgentClient {
   api: NodeApi;
+  config: KubeConfig;
   kubeconfig: string;
 }
 
@@ -59,6 +60,7 @@ export class Credentials {
   private readonly tokens: PluginTokens;
   private readonly endpoint: ApiEndpoint | undefined;
   private renewal: NodeJS.Timeout | undefined;
+  private skewSaid = false;
 
   constructor(
     private readonly options: Pick<AgentOptions, "api" | "serviceAccountDir" | "node" | "pluginToken">,
@@ -79,7 +81,7 @@ export class Credentials {
       if (this.client?.kubeconfig !== kubeconfig) {
         const config = new KubeConfig();
         config.loadFromString(kubeconfig);
-        this.client = { api: createNodeApi(config, this.options.node ?? ""), kubeconfig };
+        this.client = { api: createNodeApi(config, this.options.node ?? ""), config, kubeconfig };
       }
       this.problems.set("credentials", undefined);
     } catch (error) {
@@ -97,6 +99,7 @@ export class Credentials {
   private mint(api: NodeApi): void {
     const { namespace, name } = this.options.pluginToken.serviceAccount;
     this.tokens.refresh(api.mintToken, (error) => {
+      this.sayClockSkew();
       this.problems.set(
         "plugin token",
         error === undefined
@@ -113,6 +116,18 @@ export class Credentials {
       this.renewal = undefined;
       this.wake();
     }, this.tokens.dueInMs() + 50);
+  }
+
+  /** Once: an API server whose clock is off this node's by more than a minute (token lives are counted here, from its grant). */
+  private sayClockSkew(): void {
+    const skewMs = this.tokens.skewMs;
+    if (this.skewSaid || skewMs === undefined || Math.abs(skewMs) < 60_000) return;
+    this.skewSaid = true;
+    this.log.warn(
+      `the API server's clock is ${Math.round(Math.abs(skewMs) / 1000)} s ${skewMs < 0 ? "behind" : "ahead of"} this node's: ` +
+        "the plugin's token lives are counted from what the server granted, on this node's clock",
+      { skewSeconds: Math.round(skewMs / 1000) },
+    );
   }
 
   private writePluginKubeconfig(): void {

@@ -15,7 +15,11 @@ function options(command: "install" | "ready", argv: string[]): AgentOptions | u
   }
 }
 
-/** `meshcni install`: runs until SIGTERM/SIGINT, then stops (uninstalling when the DaemonSet is gone) and exits 0. */
+/**
+ * `meshcni install`: runs until SIGTERM/SIGINT, then stops (uninstalling when the DaemonSet
+ * is gone) and exits 0 at once: a request a hung API server never answers must not keep
+ * the process past its stop.
+ */
 export async function runInstall(argv: string[]): Promise<number> {
   const parsed = options("install", argv);
   if (!parsed) return 2;
@@ -41,7 +45,7 @@ export async function runInstall(argv: string[]): Promise<number> {
     log.error(errorMessage(error));
     return 1;
   }
-  return stopped;
+  return stopped.then((code) => process.exit(code));
 }
 
 /** `meshcni ready`: an exec readiness probe reading the same facts as /readyz. */

@@ -9,6 +9,8 @@ const auditBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** The agent's Prometheus metrics, on a registry of its own, with the process's (process_*, nodejs_*). */
 export function createAgentMetrics() {
   const registry = new Registry();
+  /** Each cache's age in seconds, read at every scrape (the node tasks register theirs). */
+  const cacheAges = new Map<string, () => number>();
   collectDefaultMetrics({ register: registry });
   new Gauge({
     name: "meshcni_build_info",
@@ -57,6 +59,22 @@ export function createAgentMetrics() {
       help: "ADD records removed because their pod left the node (podGone) or their netns is gone (netnsGone).",
       labelNames: ["reason"],
       registers: [registry],
+    }),
+    watchRestarts: new Counter({
+      name: "meshcni_watch_restarts_total",
+      help: "Watches of the API the agent started again, by watch (pods, namespaces, node) and why the last one ended: expired (ran its time, as watches end), closed (ended early by the server), error (an ERROR event), gone (410: relisted), silent (nothing, not even a bookmark, past its deadline), throttled (429), failed (any other failure).",
+      labelNames: ["watch", "cause"],
+      registers: [registry],
+    }),
+    cacheAges,
+    cacheAge: new Gauge({
+      name: "meshcni_cache_age_seconds",
+      help: "Seconds since each of the agent's caches (pods, namespaces, node) last heard from the API server: a list, an event or a bookmark (about one a minute). Past 90 s the agent stops answering from it.",
+      labelNames: ["cache"],
+      registers: [registry],
+      collect() {
+        for (const [cache, age] of cacheAges) this.set({ cache }, age());
+      },
     }),
     auditDuration: new Histogram({
       name: "meshcni_audit_duration_seconds",

@@ -2,11 +2,12 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { type PodStatus, podsToAudit } from "../audit/classify.js";
 import { parseSweepReport, type SweepInput, type SweepReport, type SweepRequest } from "../audit/contract.js";
+import { resultKind } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { formatPodKey, type PodKey, podName } from "../pod-key.js";
 import type { SweepOptions } from "./options.js";
-import { SweepMemory } from "./sweep-memory.js";
+import { actedMemoryMs, SweepMemory } from "./sweep-memory.js";
 
 export interface MonitorOptions {
   /** The meshcni binary whose `sweep` runs each pass. */
@@ -42,6 +43,7 @@ export class AuditMonitor {
   private full = false;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
+  private readonly retries = new Set<NodeJS.Timeout>();
   private readonly problems: StandingProblems;
 
   constructor(
@@ -72,6 +74,7 @@ export class AuditMonitor {
 
   stop(): void {
     if (this.timer) clearInterval(this.timer);
+    for (const retry of this.retries) clearTimeout(retry);
   }
 
   private sweepAll(): void {
@@ -111,7 +114,7 @@ export class AuditMonitor {
       node,
       pods: [...(batch?.keys() ?? [])],
       policy: sweep.repair,
-      limits: { excludeNamespaces: sweep.excludeNamespaces, skipUids, evictionsLeft },
+      limits: { excludeNamespaces: sweep.excludeNamespaces, skipUids, evictionsLeft, retryMinutes: actedMemoryMs / 60_000 },
       ...(self ? { self } : {}),
       dirs,
     };
@@ -143,6 +146,16 @@ export class AuditMonitor {
     }
   }
 
+  /** Sweeps a pod again after `ms` (with the other pods due then). */
+  private later(pod: string, ms: number): void {
+    const timer = setTimeout(() => {
+      this.retries.delete(timer);
+      this.pending.set(pod, performance.now());
+      this.kick();
+    }, ms);
+    this.retries.add(timer);
+  }
+
   /** Takes in a sweep's report: the memory and metrics, and a line for what was found or done. */
   private take(report: SweepReport, batch: Map<string, number> | undefined): void {
     this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()));
@@ -155,8 +168,10 @@ export class AuditMonitor {
       // Left alone (recently acted on, excluded…): the gauge shows it; the log would repeat it every sweep.
       if (pod.skipped) this.log.debug("leaving an unprotected pod alone", { ...fields, reason: pod.skipped });
       if (!pod.action) continue;
-      const result = typeof pod.result === "object" ? "failed" : (pod.result ?? "done");
+      const result = resultKind(pod.result);
       this.metrics.repaired(pod.action, result);
+      // Throttled: swept again once the server's wait is over.
+      if (typeof pod.result === "object" && "throttledMs" in pod.result) this.later(formatPodKey(pod), pod.result.throttledMs);
       // A blocked eviction is retried at every sweep: warned of once, until it is no longer blocked.
       const repeated = this.memory.blockedAgain(pod.uid, result === "blocked");
       this.log[repeated ? "debug" : "warn"]("meshed pod without its redirect", {

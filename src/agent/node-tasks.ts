@@ -1,29 +1,32 @@
 import type { Server } from "node:net";
-import { errorMessage } from "../errors.js";
+import type { V1Namespace, V1Node, V1Pod } from "@kubernetes/client-node";
 import type { NodeApi } from "../kube/node-api.js";
-import { type Logger, StandingProblems } from "../log.js";
+import { Reflector, type ReflectorSource, type ReflectorTiming } from "../kube/reflector.js";
+import { apiSource } from "../kube/sources.js";
+import type { Logger } from "../log.js";
+import { namespaceFields, podFields } from "../mesh/pod.js";
+import { podName } from "../pod-key.js";
 import type { AgentClient } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
 import { AuditMonitor } from "./monitor.js";
 import { NodeCache } from "./node-cache.js";
 import type { AgentOptions } from "./options.js";
 import { answerAsk, servePlugin } from "./plugin-server.js";
-import { TaintKeeper } from "./taint.js";
+import { nodeTaintFields, TaintKeeper } from "./taint.js";
 
 /**
- * What the agent does through the API for its node: watch the node's pods and every
- * namespace into a cache, answer the plugin from it on a unix socket, audit and repair the
- * node's meshed pods once ready, and lift or restore the startup taint. A new client (a
- * rotated token) restarts the watches on it.
+ * What the agent does through the API for its node: keep the node's pods, every namespace
+ * and (with a startup taint) the node itself in reflectors, answer the plugin from them on
+ * a unix socket, audit and repair the node's meshed pods once ready, and lift or restore
+ * the startup taint. The reflectors read with the current client at each request: a
+ * rotated token is used from the next request on, and no cache is listed again for it.
  */
 export class NodeTasks {
-  private readonly cache = new NodeCache();
   private readonly taint: TaintKeeper | undefined;
-  private readonly problems: StandingProblems;
   private monitor: AuditMonitor | undefined;
   private client: AgentClient | undefined;
-  private watching: NodeApi | undefined;
-  private stopWatches: Array<() => Promise<void>> = [];
+  private ready = false;
+  private reflectors: { pods: Reflector<V1Pod>; namespaces: Reflector<V1Namespace>; node: Reflector<V1Node> | undefined } | undefined;
   private server: Promise<Server | undefined> | undefined;
 
   constructor(
@@ -36,66 +39,88 @@ export class NodeTasks {
     retry: () => void,
   ) {
     this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, retry);
-    this.problems = new StandingProblems(log);
   }
 
   follow(client: AgentClient | undefined, ready: boolean): void {
     this.client = client;
+    this.ready = ready;
     if (!client) return;
-    if (this.watching !== client.api) this.watch(client.api);
-    this.server ??= this.serve();
+    this.reflectors ??= this.startReflectors();
+    this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces));
     if (ready && !this.monitor) {
       this.monitor = this.createMonitor();
       this.monitor.start();
     }
-    this.taint?.follow(client.api, ready);
+    this.followTaint();
   }
 
+  /** Aborts every request in flight (the watches' included) and closes the plugin's socket. */
   async stop(): Promise<void> {
     this.monitor?.stop();
-    await Promise.all(this.stopWatches.map((stop) => stop()));
+    const { pods, namespaces, node } = this.reflectors ?? {};
+    await Promise.all([pods?.stop(), namespaces?.stop(), node?.stop()]);
     const server = await this.server;
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   }
 
-  /** Watches the node's pods (into the cache and the monitor) and every namespace (into the cache) with this client. */
-  private watch(api: NodeApi): void {
-    this.watching = api;
-    const previous = this.stopWatches;
-    this.stopWatches = [];
-    void Promise.all(previous.map((stop) => stop()));
-    const failed = (what: string) => (error: unknown) =>
-      this.problems.set(what, `the watch of ${what} failed, restarting it each second: ${errorMessage(error)}`);
-    const started = [
-      api.watchPods({
-        change: (pod) => {
-          this.cache.setPod(pod);
-          this.monitor?.changed(pod);
-        },
-        remove: (pod) => {
-          this.cache.removePod(pod);
-          this.monitor?.removed(pod);
-        },
-        error: failed("this node's pods"),
-        connected: () => this.problems.set("this node's pods", undefined),
-      }),
-      api.watchNamespaces({
-        change: (namespace) => this.cache.setNamespace(namespace),
-        remove: (namespace) => this.cache.removeNamespace(namespace),
-        error: failed("namespaces"),
-        connected: () => this.problems.set("namespaces", undefined),
-      }),
-    ];
-    for (const watching of started) {
-      watching.then(
-        (stop) => (this.watching === api ? this.stopWatches.push(stop) : void stop()),
-        (error: unknown) => this.log.error("cannot watch the API", { error: errorMessage(error) }),
-      );
-    }
+  private followTaint(): void {
+    if (this.client) this.taint?.follow(this.client.api, this.ready, this.reflectors?.node?.get(this.node));
   }
 
-  /** Answers the plugin on its socket from the cache, else through the current client. */
-  private async serve(): Promise<Server | undefined> {
+  private startReflectors() {
+    const timing: ReflectorTiming = {
+      watchTimeoutSeconds: this.options.watchTimeoutSeconds,
+      now: () => performance.now(),
+      random: Math.random,
+    };
+    const reflector = <T>(source: ReflectorSource<T>, hooks: { change?(object: T): void; remove?(object: T): void } = {}) => {
+      const started = new Reflector(source, timing, this.log, {
+        ...hooks,
+        ended: (cause) => this.metrics.watchRestarts.inc({ watch: source.name, cause }),
+      });
+      this.metrics.cacheAges.set(source.name, () => started.ageSeconds());
+      started.start();
+      return started;
+    };
+    const source = <T>(
+      name: string,
+      path: string,
+      query: Record<string, string>,
+      transform: (object: never) => T,
+      key: (object: T) => string,
+    ) =>
+      apiSource<T>({
+        name,
+        config: () => this.currentClient().config,
+        path,
+        query,
+        transform: transform as ReflectorSource<T>["transform"],
+        key,
+      });
+    const pods = reflector(source("pods", "/api/v1/pods", { fieldSelector: `spec.nodeName=${this.node}` }, podFields, podName), {
+      change: (pod) => this.monitor?.changed(pod),
+      remove: (pod) => this.monitor?.removed(pod),
+    });
+    const namespaces = reflector(
+      source("namespaces", "/api/v1/namespaces", {}, namespaceFields, (namespace) => namespace.metadata?.name ?? ""),
+    );
+    const node = this.taint
+      ? reflector(
+          source(
+            "node",
+            "/api/v1/nodes",
+            { fieldSelector: `metadata.name=${this.node}` },
+            nodeTaintFields,
+            (node) => node.metadata?.name ?? "",
+          ),
+          { change: () => this.followTaint() },
+        )
+      : undefined;
+    return { pods, namespaces, node };
+  }
+
+  /** Answers the plugin on its socket from the caches while they are fresh, else through the current client. */
+  private async serve(cache: NodeCache): Promise<Server | undefined> {
     if (!this.socketPath) return undefined;
     const serverPort = Number(this.options.api.port ?? 443);
     const lookup = {
@@ -103,21 +128,25 @@ export class NodeTasks {
       readNamespace: (name: string) => this.currentApi().readNamespace(name),
     };
     try {
-      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, this.cache, lookup, serverPort));
+      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, cache, lookup, serverPort));
       this.log.info("answering the plugin", { socket: this.socketPath });
       return server;
     } catch (error) {
       this.log.error("cannot answer the plugin on its socket: it asks the API server itself", {
         socket: this.socketPath,
-        error: errorMessage(error),
+        error: (error as Error).message,
       });
       return undefined;
     }
   }
 
-  private currentApi(): NodeApi {
+  private currentClient(): AgentClient {
     if (!this.client) throw new Error("the agent has no credentials yet");
-    return this.client.api;
+    return this.client;
+  }
+
+  private currentApi(): NodeApi {
+    return this.currentClient().api;
   }
 
   private createMonitor(): AuditMonitor {

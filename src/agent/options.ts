@@ -42,6 +42,8 @@ export interface AgentOptions {
   listen: { host: string; port: number } | undefined;
   onStop: StopMode;
   resyncSeconds: number;
+  /** Each watch of the API asks for a timeoutSeconds between this and twice this (client-go: 5 minutes). */
+  watchTimeoutSeconds: number;
   logLevel: AgentLogLevel;
   api: ApiOptions;
   /** The agent's projected token and CA. */
@@ -71,6 +73,7 @@ Options (environment variable in brackets):
   --listen [HOST]:PORT       /readyz, /healthz and /metrics; no HOST: every address; "" turns it off
                              [MESHCNI_LISTEN] (127.0.0.1:9911; the DaemonSet's: :9911)
   --resync-seconds N         re-check everything this often, besides watching (10)
+  --watch-timeout-seconds N  each watch of the API asks to end after N to 2N s, then resumes (300)
   --on-stop MODE             on SIGTERM: auto (uninstall only when the agent's DaemonSet is gone or
                              being deleted; a restart or rollout keeps everything), keep, uninstall (auto)
   --node NAME                this node [NODE_NAME]; without it, no audit and no taint
@@ -125,6 +128,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
       "source-binary": { type: "string" },
       listen: { type: "string" },
       "resync-seconds": { type: "string", default: "10" },
+      "watch-timeout-seconds": { type: "string", default: "300" },
       "on-stop": { type: "string", default: "auto" },
       node: { type: "string" },
       repair: { type: "string", default: "redirect" },
@@ -161,6 +165,12 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
     listen: parseListen(values.listen ?? env.MESHCNI_LISTEN ?? "127.0.0.1:9911"),
     onStop: oneOf("on-stop", values["on-stop"], stopModes),
     resyncSeconds: numberFlag("resync-seconds", values["resync-seconds"], positive, "a positive number"),
+    watchTimeoutSeconds: numberFlag(
+      "watch-timeout-seconds",
+      values["watch-timeout-seconds"],
+      (n) => Number.isInteger(n) && n >= 1,
+      "a whole number of seconds, at least 1",
+    ),
     logLevel: oneOf("log-level", values["log-level"] ?? (env.LOG_LEVEL || "info"), agentLogLevels),
     api: {
       protocol: env.KUBERNETES_SERVICE_PROTOCOL || "https",

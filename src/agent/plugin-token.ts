@@ -1,4 +1,7 @@
-/** A token for the plugin's ServiceAccount and its lifetime (ms since the epoch). */
+import { Backoff } from "../kube/backoff.js";
+import type { Mint } from "../kube/node-api.js";
+
+/** A token for the plugin's ServiceAccount and its life, by this node's clock (ms since the epoch). */
 export interface MintedToken {
   token: string;
   mintedAt: number;
@@ -7,41 +10,47 @@ export interface MintedToken {
 
 /** A minted token is replaced once this share of its life is gone, so the plugin never holds an expired one. */
 const renewAtShare = 0.8;
-const retryMinMs = 1000;
-const retryMaxMs = 30_000;
+/** At most one TokenRequest this often, whatever happens: a few a minute at the very most. */
+const minIntervalMs = 10_000;
 
 /**
  * Keeps a token of the plugin's ServiceAccount (TokenRequest): minted at first, again once
- * 80% of its life is gone, retried after a failure with a back-off (1 s doubling to 30 s).
- * The clock is passed in; minting is the caller's I/O.
+ * 80% of its life is gone, retried after a failure with a back-off (1 s doubling to 30 s),
+ * never twice within 10 s. Its life is what the server granted (its expiry less its own
+ * time, both on its clock) counted from the request on this node's clock, so an API server
+ * whose clock is hours off never makes a fresh token look expired. The clock is passed in;
+ * minting is the caller's I/O.
  */
 export class PluginTokens {
   private current: MintedToken | undefined;
   private minting = false;
-  private failures = 0;
+  private lastAttemptAt = Number.NEGATIVE_INFINITY;
   private retryAt = 0;
+  private readonly backoff: Backoff;
+  /** The server's clock less this node's at the last mint, when the server said its time. */
+  skewMs: number | undefined;
 
   constructor(
     readonly serviceAccount: { namespace: string; name: string },
     private readonly seconds: number,
     private readonly now: () => number,
-  ) {}
-
-  /** Whether a mint should start now: none yet or renewal due, none under way, no back-off running. */
-  due(): boolean {
-    const now = this.now();
-    if (this.minting || now < this.retryAt) return false;
-    return !this.current || now >= this.current.mintedAt + (this.current.expiresAt - this.current.mintedAt) * renewAtShare;
+    random: () => number = Math.random,
+  ) {
+    this.backoff = new Backoff(1000, 30_000, random);
   }
 
-  /** How long until the next mint is due (renewal, or the end of a back-off). */
+  /** Whether a mint should start now: none yet or renewal due, none under way, no back-off or interval running. */
+  due(): boolean {
+    return !this.minting && this.dueInMs() === 0;
+  }
+
+  /** How long until the next mint is due (renewal, the end of a back-off, or of the interval between two). */
   dueInMs(): number {
     const now = this.now();
     // A mint under way reports its end (refresh's done): look again only if it never does.
-    if (this.minting) return retryMaxMs;
-    if (now < this.retryAt) return this.retryAt - now;
-    if (!this.current) return 0;
-    return Math.max(0, this.current.mintedAt + (this.current.expiresAt - this.current.mintedAt) * renewAtShare - now);
+    if (this.minting) return 30_000;
+    const renewal = this.current ? this.current.mintedAt + (this.current.expiresAt - this.current.mintedAt) * renewAtShare : 0;
+    return Math.max(0, this.retryAt - now, this.lastAttemptAt + minIntervalMs - now, renewal - now);
   }
 
   /** The token to write, unless it has expired (then there is none). */
@@ -50,23 +59,22 @@ export class PluginTokens {
   }
 
   /** Mints when due; `done` hears of every mint's end (with its failure). */
-  refresh(
-    mint: (namespace: string, name: string, seconds: number) => Promise<{ token: string; expiresAt: number }>,
-    done: (error?: unknown) => void,
-  ): void {
+  refresh(mint: (namespace: string, name: string, seconds: number) => Promise<Mint>, done: (error?: unknown) => void): void {
     if (!this.due()) return;
     this.minting = true;
     const mintedAt = this.now();
+    this.lastAttemptAt = mintedAt;
     mint(this.serviceAccount.namespace, this.serviceAccount.name, this.seconds).then(
-      ({ token, expiresAt }) => {
-        this.current = { token, mintedAt, expiresAt };
+      ({ token, validForMs, serverNow }) => {
+        this.current = { token, mintedAt, expiresAt: mintedAt + validForMs };
+        this.skewMs = serverNow === undefined ? undefined : serverNow - this.now();
         this.minting = false;
-        this.failures = 0;
+        this.backoff.reset();
         done();
       },
       (error: unknown) => {
         this.minting = false;
-        this.retryAt = this.now() + Math.min(retryMaxMs, retryMinMs * 2 ** this.failures++);
+        this.retryAt = this.now() + this.backoff.next();
         done(error);
       },
     );

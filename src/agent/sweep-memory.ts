@@ -1,5 +1,6 @@
 import { type PodStatus, podStatuses } from "../audit/classify.js";
 import type { SweepReport } from "../audit/contract.js";
+import { resultKind } from "../audit/repair.js";
 
 /** A pod acted on is left alone this long, so a repair that does not hold is not repeated at every sweep. */
 export const actedMemoryMs = 10 * 60_000;
@@ -26,8 +27,10 @@ export class SweepMemory {
     if (full) this.statuses.clear();
     for (const pod of report.pods) {
       this.statuses.set(pod.uid, pod.status);
-      // A blocked eviction is retried; anything else done (or failed) is not repeated for a while.
-      if (pod.action && pod.result !== "blocked") this.acted.set(pod.uid, now);
+      // A blocked or throttled action is retried; one that failed for good never; anything else not for a while.
+      const kind = resultKind(pod.result);
+      const forGood = typeof pod.result === "object" && "failed" in pod.result && pod.result.permanent;
+      if (pod.action && (kind === "done" || kind === "failed")) this.acted.set(pod.uid, forGood ? Number.POSITIVE_INFINITY : now);
       if (pod.action === "evict" && pod.result === "done") this.evictions.push(now);
     }
     const counts = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
@@ -43,8 +46,10 @@ export class SweepMemory {
     return again;
   }
 
+  /** A pod gone from the node: nothing about it is kept (a refusal for good included). */
   forget(uid: string): void {
     this.statuses.delete(uid);
     this.blocked.delete(uid);
+    this.acted.delete(uid);
   }
 }

@@ -1,4 +1,4 @@
-import type { V1Taint } from "@kubernetes/client-node";
+import type { V1Node, V1Taint } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
@@ -41,10 +41,13 @@ async function syncTaint(api: NodeApi, spec: TaintSpec, present: boolean): Promi
 
 /**
  * Keeps the node's startup taint in step with readiness: lifted once ready, put back
- * while not ready when asked to (restore). One update at a time; a failed one is retried.
+ * while not ready when asked to (restore). What the node carries is what its watch last
+ * showed, so a Node deleted and registered again with the taint (kubelet's
+ * --register-with-taints) gets it lifted again; before the watch has shown the node, what
+ * this keeper last set. One update at a time; a failed one is retried.
  */
 export class TaintKeeper {
-  /** Whether the node carries the taint, as last set; undefined until known. */
+  /** Whether the node carries the taint, as last seen or set; undefined until known. */
   private present: boolean | undefined;
   private busy = false;
 
@@ -55,7 +58,9 @@ export class TaintKeeper {
     private readonly retry: () => void,
   ) {}
 
-  follow(api: NodeApi, ready: boolean): void {
+  /** `node`: the node as its watch last showed it (undefined: not shown yet, or gone). */
+  follow(api: NodeApi, ready: boolean, node: V1Node | undefined): void {
+    if (node) this.present = (node.spec?.taints ?? []).some((taint) => same(taint, this.spec));
     const wanted = ready ? false : this.restore ? true : undefined;
     if (wanted === undefined || wanted === this.present || this.busy) return;
     this.busy = true;
@@ -72,4 +77,10 @@ export class TaintKeeper {
         this.busy = false;
       });
   }
+}
+
+/** What the keeper reads of its node: the taints (and the version, for its cache). */
+export function nodeTaintFields(node: V1Node): V1Node {
+  const { name, resourceVersion } = node.metadata ?? {};
+  return { apiVersion: "v1", kind: "Node", metadata: { name, resourceVersion }, spec: { taints: node.spec?.taints ?? [] } } as V1Node;
 }

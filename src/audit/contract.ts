@@ -25,6 +25,8 @@ const sweepRequestSchema = v.object({
     /** Pods acted on recently (by earlier sweeps): reported, left alone. */
     skipUids: v.array(v.string()),
     evictionsLeft: count,
+    /** When the caller acts on a pod again (the agent: 10 minutes), for the Events' words; absent for a sweep by hand. */
+    retryMinutes: v.optional(v.pipe(v.number(), v.minValue(1))),
   }),
   /** The agent's own pod, never acted on. */
   self: v.optional(podKey),
@@ -48,7 +50,13 @@ const podReportSchema = v.object({
   details: v.array(v.string()),
   /** What the sweep did about an unprotected pod, and how it went. */
   action: v.optional(v.picklist(repairPolicies)),
-  result: v.optional(v.union([v.picklist(["done", "blocked"]), v.object({ failed: v.string() })])),
+  result: v.optional(
+    v.union([
+      v.picklist(["done", "blocked"]),
+      v.object({ throttledMs: count }),
+      v.object({ failed: v.string(), permanent: v.optional(v.literal(true)) }),
+    ]),
+  ),
   /** Why an unprotected pod was left alone. */
   skipped: v.optional(v.string()),
   /** Why its Event could not be created. */

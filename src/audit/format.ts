@@ -1,11 +1,12 @@
 import { podStatuses } from "./classify.js";
 import type { PodReport, SweepReport } from "./contract.js";
+import { resultKind } from "./repair.js";
 
 function actionText(pod: PodReport): string {
   if (pod.skipped) return "left alone";
   if (!pod.action) return "";
-  const result = pod.result === undefined || pod.result === "done" ? "" : pod.result === "blocked" ? " (blocked)" : " (failed)";
-  return `${pod.action}${result}`;
+  const kind = resultKind(pod.result);
+  return kind === "done" ? pod.action : `${pod.action} (${kind})`;
 }
 
 /** What a pod's row says beyond its status: the differences, why it was left alone, what failed. */
@@ -13,7 +14,12 @@ function notes(pod: PodReport): string[] {
   return [
     ...pod.details,
     ...(pod.skipped ? [`left alone: ${pod.skipped}`] : []),
-    ...(typeof pod.result === "object" ? [`${pod.action} failed: ${pod.result.failed}`] : []),
+    ...(typeof pod.result === "object" && "failed" in pod.result
+      ? [`${pod.action} failed${pod.result.permanent ? " for good" : ""}: ${pod.result.failed}`]
+      : []),
+    ...(typeof pod.result === "object" && "throttledMs" in pod.result
+      ? [`the API server is throttling: tried again in ${Math.ceil(pod.result.throttledMs / 1000)} s`]
+      : []),
     ...(pod.result === "blocked" ? ["eviction blocked by a PodDisruptionBudget: tried again at the next sweep"] : []),
     ...(pod.eventFailed ? [`no Event: ${pod.eventFailed}`] : []),
   ];

@@ -47,25 +47,48 @@ export function repairAction(pod: V1Pod, policy: RepairPolicy, limits: RepairLim
   return limits.evictionsLeft > 0 ? "evict" : { skip: "the eviction rate limit is reached: a later sweep evicts it" };
 }
 
-/** How an action went: "done", "blocked" (a PodDisruptionBudget: retried later), or what failed. */
-export type RepairResult = "done" | "blocked" | { failed: string };
+/**
+ * How an action went: "done"; "blocked" (a PodDisruptionBudget: retried at the next sweep);
+ * throttled (the API server asked to wait this long: retried then); or what failed, and
+ * whether it is for good (an eviction refused because several budgets match the pod).
+ */
+export type RepairResult = "done" | "blocked" | { throttledMs: number } | { failed: string; permanent?: true | undefined };
 
-/** The Event on the pod: what was found, what meshcni did, what happens next. */
-export function eventMessage(audit: PodAudit, action: RepairAction, policy: RepairPolicy, result: RepairResult): string {
+/** A result in one word, as metrics and tables say it. */
+export function resultKind(result: RepairResult | undefined): "done" | "blocked" | "throttled" | "failed" {
+  if (result === undefined || typeof result === "string") return result ?? "done";
+  return "throttledMs" in result ? "throttled" : "failed";
+}
+
+/**
+ * The Event on the pod: what was found, what meshcni did, and what happens next, in words
+ * that match what it will do: `retryMinutes` is when the agent acts on the pod again
+ * (undefined for a sweep run by hand, which does not come back by itself).
+ */
+export function eventMessage(
+  audit: PodAudit,
+  action: RepairAction,
+  policy: RepairPolicy,
+  result: RepairResult,
+  retryMinutes?: number,
+): string {
   const found =
     audit.status === "missing"
       ? "This pod runs without meshcni's redirect, so its TCP traffic bypasses the mesh proxy"
       : "This pod's redirect differs from meshcni's plan, so some of its TCP traffic can bypass the mesh proxy";
-  const failed = typeof result === "object" ? result.failed : undefined;
+  const failure = typeof result === "object" && "failed" in result ? { ...result, failed: result.failed.replace(/\.+$/, "") } : undefined;
+  const again = retryMinutes === undefined ? "run meshcni audit --repair again to retry" : `it tries again in ${retryMinutes} minutes`;
   const done = {
-    redirect: failed
-      ? `meshcni could not write the planned rules into its netns (${failed}); it tries again at the next audit`
+    redirect: failure
+      ? `meshcni could not write the planned rules into its netns (${failure.failed}); ${again}`
       : "meshcni wrote the planned rules into its netns: new connections go through the proxy; connections opened before stay outside the mesh until they reconnect",
-    evict: failed
-      ? `meshcni could not evict it (${failed}); it tries again at the next audit`
-      : "meshcni evicted it through the Eviction API (PodDisruptionBudgets hold) so its controller recreates it with the redirect",
-    label: failed
-      ? `meshcni could not label it (${failed})`
+    evict: failure?.permanent
+      ? `meshcni cannot evict it: ${failure.failed}. It will not try again: give the pod a single PodDisruptionBudget, or restart it to get the redirect`
+      : failure
+        ? `meshcni could not evict it (${failure.failed}); ${again}`
+        : "meshcni evicted it through the Eviction API (PodDisruptionBudgets hold) so its controller recreates it with the redirect",
+    label: failure
+      ? `meshcni could not label it (${failure.failed})`
       : `meshcni labelled it ${unprotectedLabel}=true${policy === "evict" ? " instead of evicting it: no controller would recreate it" : ""}; restart it to get the redirect`,
     none: "meshcni takes no action (--repair=none): restart the pod to get the redirect",
   }[action];

@@ -1,5 +1,6 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
+import { ApiStatusError } from "../kube/errors.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { NetConf } from "../mesh/netconf.js";
 import { needsNamespaceAnnotations } from "../mesh/pod.js";
@@ -132,11 +133,16 @@ async function act(action: RepairAction, entry: Expected, target: ScanTarget, ne
       await io.redirect(netns, target.backend, target.plans);
       record(io, entry, target, netns, entry.record ?? { containerId: `repaired-${target.uid}`, ifname: "eth0" });
     }
-    if (action === "evict" && (await io.api.evictPod(entry.pod)) === "blocked") return "blocked";
+    if (action === "evict") {
+      const outcome = await io.api.evictPod(entry.pod);
+      if (outcome !== "evicted") return outcome;
+    }
     if (action === "label") await io.api.labelPod(entry.pod, unprotectedLabel, "true");
     return "done";
   } catch (error) {
-    return { failed: errorMessage(error) };
+    // Eviction refuses a pod that several PodDisruptionBudgets match, until they change: not a passing failure.
+    const permanent = action === "evict" && error instanceof ApiStatusError && error.code === 500;
+    return { failed: errorMessage(error), ...(permanent ? { permanent: true as const } : {}) };
   }
 }
 
@@ -181,9 +187,9 @@ export async function sweep(request: SweepRequest, io: SweepIo): Promise<SweepRe
     audit.action = decision;
     audit.result = await act(decision, entry, entry.target, observation.netns, io);
     if (decision === "evict" && audit.result === "done") limits.evictionsLeft--;
-    // A blocked eviction is tried again at the next sweep, without an Event each time.
-    if (audit.result === "blocked") continue;
-    const message = eventMessage(audit, decision, request.policy, audit.result);
+    // A blocked eviction is tried again at the next sweep, a throttled one after the server's wait: no Event each time.
+    if (audit.result === "blocked" || (typeof audit.result === "object" && "throttledMs" in audit.result)) continue;
+    const message = eventMessage(audit, decision, request.policy, audit.result, request.limits.retryMinutes);
     await io.api
       .createPodEvent(entry.pod, {
         reason: eventReasons[audit.status as "missing" | "drifted"],

@@ -31,3 +31,51 @@ export function describeApiFailure(error: unknown): ApiFailure {
   if (tlsCodes.test(code) || tlsCodes.test(message)) return { cause: `TLS: ${message}`, retryable: false };
   return { cause: code ? `${code}: ${message}` : message, retryable: true };
 }
+
+/**
+ * A request the API server answered with an error: its HTTP code, the Status's message
+ * (never client-node's dump of the whole exchange), its causes' reasons (DisruptionBudget…)
+ * and its Retry-After.
+ */
+export class ApiStatusError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly retryAfterMs: number | undefined,
+    readonly causes: string[] = [],
+  ) {
+    super(message);
+    this.name = "ApiStatusError";
+  }
+}
+
+/** Retry-After in seconds (what the API server sends), as milliseconds. */
+export function retryAfterMs(value: string | null | undefined): number | undefined {
+  const seconds = value ? Number(value) : Number.NaN;
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+}
+
+/** The message and the causes' reasons of a Status body (JSON text or parsed), or the code when it is no Status. */
+export function statusMessage(code: number, body: unknown): { message: string; causes: string[] } {
+  let status = body;
+  if (typeof body === "string") {
+    try {
+      status = JSON.parse(body);
+    } catch {
+      status = undefined;
+    }
+  }
+  const { message, details } = (status ?? {}) as { message?: unknown; details?: { causes?: Array<{ reason?: string; type?: string }> } };
+  return {
+    message: typeof message === "string" && message ? message : `HTTP ${code} from the API server`,
+    causes: (details?.causes ?? []).flatMap((cause) => cause.reason ?? cause.type ?? []),
+  };
+}
+
+/** What client-node's generated API threw, as an ApiStatusError (its Status's message and causes, its Retry-After); anything else as it is. */
+export function apiError(error: unknown): unknown {
+  const failure = error as { code?: unknown; body?: unknown; headers?: Record<string, string> } | null;
+  if (error instanceof ApiStatusError || typeof failure?.code !== "number" || !("body" in (failure ?? {}))) return error;
+  const { message, causes } = statusMessage(failure.code, failure.body);
+  return new ApiStatusError(failure.code, message, retryAfterMs(failure.headers?.["retry-after"]), causes);
+}

@@ -1,13 +1,9 @@
 import { readFileSync } from "node:fs";
 import {
-  ApiException,
   AppsV1Api,
   CoreV1Api,
   type CoreV1Event,
   KubeConfig,
-  type KubernetesListObject,
-  type KubernetesObject,
-  makeInformer,
   PatchStrategy,
   setHeaderOptions,
   type V1Namespace,
@@ -15,40 +11,37 @@ import {
   type V1Taint,
 } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
+import { ApiStatusError, apiError } from "./errors.js";
 
-/** What a watch calls back with. */
-export interface WatchHandlers<T> {
-  change(object: T): void;
-  remove(object: T): void;
-  error(error: unknown): void;
-  connected(): void;
+/** What a TokenRequest gave: the token, how long the server made it valid, and the server's clock when it answered. */
+export interface Mint {
+  token: string;
+  validForMs: number;
+  serverNow: number | undefined;
 }
 
-/** What audit and the agent's repair do with the API, for the pods of one node. */
+/** What audit and the agent's repair do with the API, for the pods of one node. Its failures are ApiStatusErrors: the Status's words. */
 export interface NodeApi {
   listPods(): Promise<V1Pod[]>;
-  /**
-   * Calls back on every change to a pod of the node until the returned stop is called.
-   * `error`: the watch broke and is being restarted; `connected`: it (re)started. Neither after stop.
-   */
-  watchPods(handlers: WatchHandlers<V1Pod>): Promise<() => Promise<void>>;
-  /** Every namespace, as watchPods does for the node's pods. */
-  watchNamespaces(handlers: WatchHandlers<V1Namespace>): Promise<() => Promise<void>>;
   readPod(namespace: string, name: string): Promise<V1Pod>;
   /**
-   * A token of a ServiceAccount (TokenRequest), valid for `seconds`: what the agent writes
-   * into the plugin's kubeconfig instead of its own.
+   * A token of a ServiceAccount (TokenRequest), asked valid for `seconds`: what the agent
+   * writes into the plugin's kubeconfig instead of its own. Its life is the server's grant
+   * on the server's clock (the expiry less the answer's Date), whatever this node's clock says.
    */
-  mintToken(namespace: string, serviceAccount: string, seconds: number): Promise<{ token: string; expiresAt: number }>;
+  mintToken(namespace: string, serviceAccount: string, seconds: number): Promise<Mint>;
   /** An Event on the pod: why (reason), what meshcni did about it (action), and what to do (message). */
   createPodEvent(pod: V1Pod, event: { reason: string; action: string; message: string; type: "Normal" | "Warning" }): Promise<void>;
   labelPod(pod: V1Pod, key: string, value: string): Promise<void>;
   readNamespace(name: string): Promise<V1Namespace>;
   /**
    * Asks the Eviction API to evict the pod (still the same pod: UID precondition), so its
-   * PodDisruptionBudgets hold: "blocked" when one would be violated (429).
+   * PodDisruptionBudgets hold: "blocked" when one would be violated (429 with a
+   * DisruptionBudget cause), `throttled` with the wait the server asked for (429 without
+   * one: API Priority and Fairness). Any other refusal throws its ApiStatusError (a 500:
+   * several budgets match the pod, which eviction does not support).
    */
-  evictPod(pod: V1Pod): Promise<"evicted" | "blocked">;
+  evictPod(pod: V1Pod): Promise<"evicted" | "blocked" | { throttledMs: number }>;
   /**
    * The DaemonSet owning this pod: "present", "deleted" (gone, being deleted, or the pod
    * has none) or "denied" (401/403: its ServiceAccount or permissions are gone). Any other
@@ -73,61 +66,42 @@ export function kubeConfigFrom(path: string | undefined): KubeConfig {
   return config;
 }
 
-/**
- * An informer: list, then watch, calling back on each change; restarted a second after
- * it breaks, as client-go's reflector does. Returns its stop.
- */
-async function watch<T extends KubernetesObject>(
-  config: KubeConfig,
-  path: string,
-  list: () => Promise<KubernetesListObject<T>>,
-  { change, remove, error, connected }: WatchHandlers<T>,
-): Promise<() => Promise<void>> {
-  const informer = makeInformer(config, path, list);
-  let stopped = false;
-  informer.on("add", change);
-  informer.on("update", change);
-  informer.on("delete", remove);
-  informer.on("connect", () => stopped || connected());
-  informer.on("error", (failure) => {
-    // Stopping aborts the watch: that is no failure to report.
-    if (stopped) return;
-    error(failure);
-    setTimeout(() => void (stopped || informer.start().catch(error)), 1000);
-  });
-  await informer.start();
-  return async () => {
-    stopped = true;
-    await informer.stop();
-  };
+export function createNodeApi(config: KubeConfig, nodeName: string, component = "meshcni"): NodeApi {
+  const api = rawNodeApi(config, nodeName, component);
+  // Every failure in the Status's words: Events and logs never carry client-node's dump of the exchange.
+  return Object.fromEntries(
+    Object.entries(api).map(([name, call]) => [
+      name,
+      (...args: never[]) =>
+        (call as (...args: never[]) => Promise<unknown>)(...args).catch((error: unknown) => {
+          throw apiError(error);
+        }),
+    ]),
+  ) as unknown as NodeApi;
 }
 
-export function createNodeApi(config: KubeConfig, nodeName: string, component = "meshcni"): NodeApi {
+function rawNodeApi(config: KubeConfig, nodeName: string, component: string): NodeApi {
   const api = config.makeApiClient(CoreV1Api);
   const apps = config.makeApiClient(AppsV1Api);
   const fieldSelector = `spec.nodeName=${nodeName}`;
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
   return {
     listPods,
-    watchPods: (handlers) =>
-      watch(
-        config,
-        `/api/v1/pods?fieldSelector=${encodeURIComponent(fieldSelector)}`,
-        () => api.listPodForAllNamespaces({ fieldSelector }),
-        handlers,
-      ),
-    watchNamespaces: (handlers) => watch(config, "/api/v1/namespaces", () => api.listNamespace(), handlers),
     readPod: (namespace, name) => api.readNamespacedPod({ namespace, name }),
     async mintToken(namespace, serviceAccount, seconds) {
-      const answer = await api.createNamespacedServiceAccountToken({
+      const answer = await api.createNamespacedServiceAccountTokenWithHttpInfo({
         namespace,
         name: serviceAccount,
         body: { apiVersion: "authentication.k8s.io/v1", kind: "TokenRequest", spec: { audiences: [], expirationSeconds: seconds } },
       });
-      const token = answer.status?.token;
-      const expires = answer.status?.expirationTimestamp;
+      const token = answer.data.status?.token;
+      const expires = answer.data.status?.expirationTimestamp;
       if (!token || !expires) throw new Error(`the API server's TokenRequest answer for ${namespace}/${serviceAccount} has no token`);
-      return { token, expiresAt: new Date(expires).getTime() };
+      const serverNow = Date.parse(answer.headers.date ?? "");
+      const granted = new Date(expires).getTime() - serverNow;
+      // Without the server's time, or with a grant past what was asked (+ the Date's rounding), what was asked.
+      const validForMs = granted > 0 && granted <= seconds * 1000 + 2000 ? granted : seconds * 1000;
+      return { token, validForMs, serverNow: Number.isFinite(serverNow) ? serverNow : undefined };
     },
     async createPodEvent(pod, { reason, action, message, type }) {
       const now = new Date();
@@ -172,8 +146,9 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
         });
         return "evicted";
       } catch (error) {
-        if (error instanceof ApiException && error.code === 429) return "blocked";
-        throw error;
+        const failure = apiError(error);
+        if (!(failure instanceof ApiStatusError) || failure.code !== 429) throw failure;
+        return failure.causes.includes("DisruptionBudget") ? "blocked" : { throttledMs: failure.retryAfterMs ?? 1000 };
       }
     },
     async ownerDaemonSet(namespace, podName) {
@@ -184,8 +159,9 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
         const daemonSet = await apps.readNamespacedDaemonSet({ name: owner, namespace });
         return daemonSet.metadata?.deletionTimestamp ? "deleted" : "present";
       } catch (error) {
-        if (error instanceof ApiException && error.code === 404) return "deleted";
-        if (error instanceof ApiException && (error.code === 401 || error.code === 403)) return "denied";
+        const code = (apiError(error) as { code?: unknown }).code;
+        if (code === 404) return "deleted";
+        if (code === 401 || code === 403) return "denied";
         throw error;
       }
     },

@@ -37,7 +37,7 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
         "  and to audit; it gets a pod or namespace its watches have not seen yet; it creates Events on unprotected pods;",
         `- ${repairs[options.repair]};`,
         options.startupTaint
-          ? "- nodes get and patch: it lifts the startup taint from its node once ready."
+          ? "- nodes get, list, watch and patch: it watches its own node (a field selector RBAC cannot narrow) and lifts the\n  startup taint once ready, again if kubelet registers the node anew with it."
           : "- no node access: no startup taint.",
       ].join("\n"),
     },

@@ -16,7 +16,7 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
     ...(options.repair === "evict" ? [{ apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] }] : []),
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
     { apiGroups: [""], resources: ["events"], verbs: ["create"] },
-    ...(options.startupTaint ? [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "patch"] }] : []),
+    ...(options.startupTaint ? [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "patch"] }] : []),
   ];
 }
 

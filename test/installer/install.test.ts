@@ -158,15 +158,15 @@ describe("meshcni install", () => {
   it("renews the plugin's minted token before it expires; the agent's own, even rotated, never touches the disk or the log", async () => {
     const api = await new FakeApiServer().start();
     try {
-      // Tokens this server mints expire 3 s after they are issued: renewed at 80%, every ~2.4 s.
-      api.now = () => Date.now() - 597_000;
+      // This server grants tokens 12 s whatever is asked: renewed at 80% (~9.6 s), never within 10 s of the last.
+      api.maxTokenSeconds = 12;
       host = new AgentHarness();
       writeFileSync(host.path("10-calico.conflist"), calico());
       await host.startWithApi(api, ["--plugin-token-seconds", "600"]);
       await host.waitFor(() => host.kubeconfig() !== "", 5000);
       const first = host.pluginToken();
       expect(api.minted.get(first)?.serviceAccount).toBe("meshcni/meshcni-plugin");
-      await host.waitFor(() => host.pluginToken() !== first, 10_000);
+      await host.waitFor(() => host.pluginToken() !== first, 15_000);
       expect(api.minted.get(host.pluginToken())?.serviceAccount).toBe("meshcni/meshcni-plugin");
       // Logged once the file is written: the line may still be in the pipe when the file is seen.
       await host.waitFor(() => host.logs.some((line) => line.msg.includes("kubeconfig rewritten (a renewed token")), 2000);
@@ -174,7 +174,7 @@ describe("meshcni install", () => {
       api.agentTokens.add("token-two");
       host.rotateToken("token-two");
       const second = host.pluginToken();
-      await host.waitFor(() => host.pluginToken() !== second, 10_000);
+      await host.waitFor(() => host.pluginToken() !== second, 15_000);
       const mints = api.requestsTo("POST", /\/serviceaccounts\/meshcni-plugin\/token$/);
       expect(mints.every((request) => request.who === "agent")).toBe(true);
       expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);

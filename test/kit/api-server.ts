@@ -163,6 +163,8 @@ export class FakeApiServer {
   readonly serviceAccountRules = new Map<string, RbacRule[]>();
   /** Tokens minted through TokenRequest. */
   readonly minted = new Map<string, MintedToken>();
+  /** The longest life this server grants a minted token, whatever is asked (a cluster's --service-account-max-token-expiration). */
+  maxTokenSeconds = Number.POSITIVE_INFINITY;
   /** The clock token expiry is judged by (ms since the epoch). */
   now: () => number = () => Date.now();
   /** Made by start(), so a suite that never runs leaves nothing behind. */
@@ -355,6 +357,8 @@ export class FakeApiServer {
       // kept as text
     }
     const method = req.method ?? "";
+    // Its own clock, as its answers' Date says it.
+    res.setHeader("date", new Date(this.now()).toUTCString());
     this.requests.push({ method, path, query, authorized, who, body, at: performance.now() });
     if (this.throttle && this.now() < this.throttle.until && this.throttle.path.test(path)) {
       const { retryAfterSeconds } = this.throttle;
@@ -500,7 +504,7 @@ export class FakeApiServer {
       const seconds = (body as { spec?: { expirationSeconds?: number } } | undefined)?.spec?.expirationSeconds ?? 3600;
       if (seconds < 600) return failure(422, "Invalid", "spec.expirationSeconds: may not specify a duration less than 10 minutes");
       const token = `minted-${this.minted.size + 1}-${Math.random().toString(36).slice(2)}`;
-      const expires = this.now() + seconds * 1000;
+      const expires = this.now() + Math.min(seconds, this.maxTokenSeconds) * 1000;
       this.minted.set(token, { serviceAccount: `${tokenRequest[1]}/${tokenRequest[2]}`, expires });
       return ok(
         {

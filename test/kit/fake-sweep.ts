@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { scanNetns } from "../../src/audit/scan.js";
 import type { SweepIo } from "../../src/audit/sweep.js";
+import { ApiStatusError } from "../../src/kube/errors.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
 import { inspectPlans } from "../../src/redirect/redirector.js";
 import type { FakeNode } from "./fake-node.js";
@@ -18,11 +19,17 @@ export interface ApiWrites {
 /**
  * A sweep's I/O over a FakeNode: its pods and namespaces as the API, its records, its
  * netns (scanned by the real scanNetns, inspected and repaired by the real iptables
- * planning over the fake tables). `blockEvictions` answers 429 for those pods.
+ * planning over the fake tables). `evictions` answers for those pods as the API server
+ * refuses: "blocked" (a PDB's 429), "throttled" (APF's 429, Retry-After 2 s) or
+ * "several-budgets" (500).
  */
 export function fakeSweepIo(
   node: FakeNode,
-  options: { blockEvictions?: Set<string>; now?: () => number; netconf?: Record<string, unknown> } = {},
+  options: {
+    evictions?: Map<string, "blocked" | "throttled" | "several-budgets">;
+    now?: () => number;
+    netconf?: Record<string, unknown>;
+  } = {},
 ) {
   const writes: ApiWrites = { events: [], labels: [], evictions: [] };
   const name = (pod: V1Pod) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
@@ -34,7 +41,15 @@ export function fakeSweepIo(
         void writes.events.push({ pod: name(pod), reason: event.reason, action: event.action, message: event.message }),
       labelPod: async (pod) => void writes.labels.push(name(pod)),
       evictPod: async (pod) => {
-        if (options.blockEvictions?.has(name(pod))) return "blocked";
+        const refusal = options.evictions?.get(name(pod));
+        if (refusal === "blocked") return "blocked";
+        if (refusal === "throttled") return { throttledMs: 2000 };
+        if (refusal === "several-budgets")
+          throw new ApiStatusError(
+            500,
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            undefined,
+          );
         writes.evictions.push(name(pod));
         node.pods.delete(name(pod));
         return "evicted";

@@ -200,7 +200,7 @@ describe("RBAC sized by what is turned on", () => {
     ["none", undefined, base],
     ["label", undefined, { ...base, pods: "get,list,watch,patch" }],
     ["evict", undefined, { ...base, pods: "get,list,watch,patch", "pods/eviction": "create" }],
-    ["redirect", "meshcni.io/not-ready:NoSchedule", { ...base, nodes: "get,patch" }],
+    ["redirect", "meshcni.io/not-ready:NoSchedule", { ...base, nodes: "get,list,watch,patch" }],
   ] as const)("--repair %s, startup taint %s", (repair, startupTaint, expected) => {
     expect(verbsOf({ repair, startupTaint })).toEqual(expected);
   });

@@ -1,121 +1,114 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { V1Namespace, V1Pod, V1Taint } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentClient } from "../../../src/agent/credentials.js";
 import { type AgentMetrics, createAgentMetrics } from "../../../src/agent/metrics.js";
 import { NodeTasks } from "../../../src/agent/node-tasks.js";
 import { parseAgentOptions } from "../../../src/agent/options.js";
 import type { SweepInput, SweepReport } from "../../../src/audit/contract.js";
-import type { NodeApi, WatchHandlers } from "../../../src/kube/node-api.js";
+import { createNodeApi, kubeConfigFrom } from "../../../src/kube/node-api.js";
 import { askAgent } from "../../kit/agent.js";
-import { podObject } from "../../kit/api-server.js";
+import { FakeApiServer, podObject } from "../../kit/api-server.js";
 import { until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
-/** The parts of the API NodeTasks uses, in memory: watches the test drives, reads it counts, the node's taints. */
-function fakeApi() {
-  const state = {
-    reads: [] as string[],
-    watches: { pods: [] as Array<WatchHandlers<V1Pod>>, namespaces: [] as Array<WatchHandlers<V1Namespace>> },
-    stopped: 0,
-    taints: [{ key: "meshcni.io/not-ready", effect: "NoSchedule" }] as V1Taint[],
-  };
-  const unused = async (): Promise<never> => {
-    throw new Error("not used by NodeTasks");
-  };
-  const api: NodeApi = {
-    watchPods: async (handlers) => {
-      state.watches.pods.push(handlers);
-      return async () => void state.stopped++;
-    },
-    watchNamespaces: async (handlers) => {
-      state.watches.namespaces.push(handlers);
-      return async () => void state.stopped++;
-    },
-    readPod: async (namespace, name) => {
-      state.reads.push(`pod ${namespace}/${name}`);
-      return { apiVersion: "v1", kind: "Pod", ...podObject(namespace, name) } as V1Pod;
-    },
-    readNamespace: async (name) => {
-      state.reads.push(`namespace ${name}`);
-      return { apiVersion: "v1", kind: "Namespace", metadata: { name } };
-    },
-    nodeTaints: async () => ({ taints: state.taints, resourceVersion: "1" }),
-    setNodeTaints: async (taints) => {
-      state.taints = taints;
-    },
-    listPods: unused,
-    mintToken: unused,
-    createPodEvent: unused,
-    labelPod: unused,
-    evictPod: unused,
-    ownerDaemonSet: unused,
-  };
-  return { api, state };
-}
+const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
 
+/** The node tasks in this process against the in-test API server, as a real one behaves (watches of 1-2 s here). */
 describe("the agent's node tasks", () => {
   let dir: string;
+  let api: FakeApiServer;
   let logs: LogEntry[];
   let metrics: AgentMetrics;
   let tasks: NodeTasks | undefined;
   const socket = () => join(dir, "agent", "plugin.sock");
+  const requests = (path: RegExp, watch: boolean) =>
+    api.requests.filter((request) => path.test(request.path) && (request.query.watch === "true") === watch);
 
   /** NodeTasks whose sweeps run `sweep`: a script that keeps its stdin and prints `report`. */
-  const nodeTasks = (report: string) => {
+  const nodeTasks = (report = "{}") => {
     const script = join(dir, "meshcni");
     writeFileSync(join(dir, "report.json"), report);
     writeFileSync(script, `#!/bin/sh\n[ "$1" = sweep ] || exit 3\ncat > ${dir}/input.json\ncat ${dir}/report.json\n`);
     chmodSync(script, 0o755);
     const env = { POD_NAMESPACE: "meshcni", POD_NAME: "agent-x" };
-    const argv = ["--node", "n1", "--host-root", join(dir, "host"), "--startup-taint", "meshcni.io/not-ready", "--audit-seconds", "60"];
+    const argv = [
+      ...["--node", "n1", "--host-root", join(dir, "host"), "--startup-taint", "meshcni.io/not-ready"],
+      ...["--audit-seconds", "60", "--watch-timeout-seconds", "1"],
+    ];
     tasks = new NodeTasks("n1", parseAgentOptions(argv, env, script), socket(), memoryLogger(logs), metrics, () => undefined);
     return tasks;
   };
-  const client = (api: NodeApi): AgentClient => ({ api, kubeconfig: `kubeconfig-${Math.random()}` });
+  /** Whether the agent answered from its cache (an error answer: no). */
+  const cached = async (ask: Parameters<typeof askAgent>[1]) => {
+    const answer = await askAgent(socket(), ask);
+    return "cached" in answer && answer.cached;
+  };
+  const client = (): AgentClient => {
+    const config = kubeConfigFrom(api.writeKubeconfig());
+    return { api: createNodeApi(config, "n1"), config, kubeconfig: `kubeconfig-${Math.random()}` };
+  };
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "meshcni-tasks-"));
+    api = await new FakeApiServer().start();
+    api.watches.bookmarkIntervalMs = 300;
+    api.addNode({ metadata: { name: "n1" }, spec: { taints: [taint] } });
     logs = [];
     metrics = createAgentMetrics();
   });
   afterEach(async () => {
     await tasks?.stop();
     tasks = undefined;
+    await api.stop();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("answers the plugin from its watches, and through the API for a pod they have not shown or of another UID", async () => {
-    const { api, state } = fakeApi();
-    nodeTasks("{}").follow(client(api), false);
-    await until(() => existsSync(socket()) && state.watches.pods.length === 1, 2000);
-    state.watches.pods[0]!.change(podObject("shop", "web", { proxy: "container" }) as V1Pod);
-    state.watches.namespaces[0]!.change({ metadata: { name: "shop" } });
-    expect(await askAgent(socket(), { get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" })).toMatchObject({ cached: true });
+  it("answers the plugin from its caches while they are fresh, through the API otherwise or for a pod they do not hold", async () => {
+    api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1" }));
+    nodeTasks().follow(client(), false);
+    await until(() => existsSync(socket()), 2000);
+    const web = { get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" } as const;
+    await until(() => cached(web), 3000);
     expect(await askAgent(socket(), { get: "namespace", name: "shop" })).toMatchObject({ cached: true });
     expect(await askAgent(socket(), { get: "pod", namespace: "shop", name: "web", uid: "a-newer-pod" })).toMatchObject({ cached: false });
-    expect(await askAgent(socket(), { get: "pod", namespace: "shop", name: "cart" })).toMatchObject({ cached: false });
-    expect(state.reads).toEqual(["pod shop/web", "pod shop/cart"]);
+    expect(await askAgent(socket(), { get: "pod", namespace: "shop", name: "elsewhere" })).toMatchObject({
+      error: expect.stringContaining("404"),
+    });
+    // A half-open pod watch: within about a second the cache no longer answers; what it says comes from the API.
+    api.watchFaults.set("/api/v1/pods", "silent");
+    api.addPod(
+      podObject("shop", "web", { proxy: "container", nodeName: "n1", annotations: { "config.linkerd.io/skip-subnets": "10.9.0.0/16" } }),
+      {
+        quietly: true,
+      },
+    );
+    await until(async () => !(await cached(web)), 5000);
+    expect(await askAgent(socket(), { get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" })).toMatchObject({
+      object: { metadata: { annotations: { "config.linkerd.io/skip-subnets": "10.9.0.0/16" } } },
+    });
   });
 
-  it("restarts its watches on a new client (a rotated token), and stops them and its socket at the end", async () => {
-    const first = fakeApi();
-    const second = fakeApi();
-    const running = nodeTasks("{}");
-    running.follow(client(first.api), false);
-    await until(() => first.state.watches.pods.length === 1, 2000);
-    running.follow(client(second.api), false);
-    await until(() => second.state.watches.pods.length === 1 && first.state.stopped === 2, 2000);
+  it("keeps its caches across a new client (a rotated token): no list again; its stop ends every watch and the socket", async () => {
+    const running = nodeTasks();
+    running.follow(client(), false);
+    await until(() => requests(/^\/api\/v1\/(pods|namespaces|nodes)$/, true).length === 3, 3000);
+    const lists = requests(/^\/api\/v1\/(pods|namespaces|nodes)$/, false).length;
+    running.follow(client(), false);
+    await until(() => requests(/^\/api\/v1\/(pods|namespaces|nodes)$/, true).length >= 6, 5000);
+    expect(requests(/^\/api\/v1\/(pods|namespaces|nodes)$/, false)).toHaveLength(lists);
+    api.watchFaults.set("/api/v1/namespaces", "hang");
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const stopping = performance.now();
     await running.stop();
     tasks = undefined;
-    expect(second.state.stopped).toBe(2);
+    expect(performance.now() - stopping).toBeLessThan(500);
+    await until(() => api.watches.openNow("Pod") + api.watches.openNow("Node") === 0, 1000);
     await expect(askAgent(socket(), { get: "namespace", name: "shop" })).rejects.toThrow();
   });
 
-  it("once ready, sweeps through `meshcni sweep` with its request and credentials on stdin, counts the report, lifts the taint", async () => {
-    const { api, state } = fakeApi();
+  it("once ready, sweeps through `meshcni sweep` with its request and credentials on stdin, and counts the report", async () => {
     const report: SweepReport = {
       node: "n1",
       pods: [
@@ -124,7 +117,7 @@ describe("the agent's node tasks", () => {
       summary: { protected: 0, adopted: 0, missing: 1, drifted: 0, unknown: 0 },
       recordsRemoved: { podGone: 1, netnsGone: 0 },
     };
-    const agentClient = client(api);
+    const agentClient = client();
     nodeTasks(JSON.stringify(report)).follow(agentClient, true);
     await until(async () => (await metrics.registry.getSingleMetric("meshcni_repairs_total")!.get()).values.length > 0, 5000);
     const input = JSON.parse(readFileSync(join(dir, "input.json"), "utf8")) as SweepInput;
@@ -134,23 +127,44 @@ describe("the agent's node tasks", () => {
         node: "n1",
         pods: [],
         policy: "redirect",
-        limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 2 },
+        limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 2, retryMinutes: 10 },
         self: { namespace: "meshcni", name: "agent-x" },
         dirs: { hostRoot: join(dir, "host"), stateDir: "/var/run/meshcni", netDir: "/etc/cni/net.d", netnsDirs: ["/var/run/netns"] },
       },
     });
     const gauge = await metrics.registry.getSingleMetric("meshcni_meshed_pods")!.get();
     expect(gauge.values.find((sample) => sample.labels.status === "missing")?.value).toBe(1);
-    await until(() => state.taints.length === 0, 2000);
-    expect(logs.some((entry) => entry.message === "startup taint removed")).toBe(true);
   });
 
   it("takes a report that breaks the contract as a standing problem, named once", async () => {
-    const { api } = fakeApi();
-    nodeTasks(JSON.stringify({ node: "n1", pods: [{ name: "web" }] })).follow(client(api), true);
+    nodeTasks(JSON.stringify({ node: "n1", pods: [{ name: "web" }] })).follow(client(), true);
     await until(() => logs.some((entry) => entry.level === "error"), 5000);
     expect(logs.filter((entry) => entry.level === "error").map((entry) => entry.message)).toEqual([
       expect.stringMatching(/^the sweep's report is malformed: pods\[0\]\.namespace: /),
     ]);
+  });
+
+  it("lifts the startup taint once ready, and again from a Node deleted and registered anew with it", async () => {
+    const running = nodeTasks(
+      JSON.stringify({
+        node: "n1",
+        pods: [],
+        summary: { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 },
+        recordsRemoved: { podGone: 0, netnsGone: 0 },
+      }),
+    );
+    const agentClient = client();
+    running.follow(agentClient, false);
+    await until(() => requests(/^\/api\/v1\/nodes$/, true).length > 0, 3000);
+    expect(api.nodes.get("n1")?.spec).toEqual({ taints: [taint] });
+    running.follow(agentClient, true);
+    /** The keys of the node's taints, as the API server holds them. */
+    const keys = () =>
+      ((api.nodes.get("n1")?.spec ?? {}) as { taints?: Array<{ key: string }> }).taints?.map((kept) => kept.key).join() ?? "";
+    await until(() => keys() === "", 3000);
+    api.deleteNode("n1");
+    api.addNode({ metadata: { name: "n1" }, spec: { taints: [{ key: "other", effect: "NoExecute" }, taint] } });
+    await until(() => keys() === "other", 5000);
+    expect(logs.filter((entry) => entry.message === "startup taint removed")).toHaveLength(2);
   });
 });

@@ -6,6 +6,7 @@ import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { NodeCache } from "../../../src/agent/node-cache.js";
 import { answerAsk, servePlugin } from "../../../src/agent/plugin-server.js";
+import { podName } from "../../../src/pod-key.js";
 import { podObject } from "../../kit/api-server.js";
 
 describe("the agent's answers to the plugin", () => {
@@ -26,13 +27,26 @@ describe("the agent's answers to the plugin", () => {
     },
     readNamespace: async (name: string) => {
       asked.push(`namespace ${name}`);
-      return { metadata: { name, annotations: { a: "b" } } } as V1Namespace;
+      return {
+        metadata: {
+          name,
+          annotations: { "config.linkerd.io/skip-subnets": "10.0.0.0/8", "kubectl.kubernetes.io/last-applied-configuration": "{}" },
+        },
+      } as V1Namespace;
     },
   };
 
+  /** A cache over stores holding these pods and namespaces, fresh or not. */
+  const cacheOf = (pods: V1Pod[], namespaces: V1Namespace[] = [], fresh = true) => {
+    const store = <T>(entries: Array<[string, T]>) => ({ get: (key: string) => new Map(entries).get(key), fresh: () => fresh });
+    return new NodeCache(
+      store(pods.map((pod) => [podName(pod), pod])),
+      store(namespaces.map((namespace) => [namespace.metadata?.name ?? "", namespace])),
+    );
+  };
+
   it("answers from the cache with only what the decision reads, asking the API nothing", async () => {
-    const cache = new NodeCache();
-    cache.setPod({ ...cached, status: { phase: "Running", podIP: "10.0.0.1" } } as V1Pod);
+    const cache = cacheOf([{ ...cached, status: { phase: "Running", podIP: "10.0.0.1" } } as V1Pod]);
     asked.length = 0;
     const answer = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api, 6443);
     expect(answer).toEqual({
@@ -55,13 +69,13 @@ describe("the agent's answers to the plugin", () => {
   });
 
   it("asks the API when the cache has another pod of that name (recreated), none, or no UID to check, and for a namespace it has not seen", async () => {
-    const cache = new NodeCache();
-    cache.setPod(cached);
+    const cache = cacheOf([cached]);
     asked.length = 0;
     const recreated = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-new" }, cache, api, 443);
     expect(recreated).toMatchObject({ object: { metadata: { uid: "uid-new" } }, cached: false });
     expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api, 443)).toMatchObject({
-      object: { kind: "Namespace", metadata: { name: "shop", annotations: { a: "b" } } },
+      // Only what the decision reads: Linkerd's annotations.
+      object: { kind: "Namespace", metadata: { name: "shop", annotations: { "config.linkerd.io/skip-subnets": "10.0.0.0/8" } } },
       cached: false,
     });
     expect(asked).toEqual(["pod shop/web", "namespace shop"]);
@@ -74,13 +88,14 @@ describe("the agent's answers to the plugin", () => {
     });
   });
 
-  it("keeps a recreated pod when the old one's deletion arrives late", () => {
-    const cache = new NodeCache();
-    cache.setPod(fresh);
-    cache.removePod(cached);
-    expect(cache.pod("shop", "web")?.metadata?.uid).toBe("uid-new");
-    cache.removePod(fresh);
-    expect(cache.pod("shop", "web")).toBeUndefined();
+  it("answers nothing from a cache that is not fresh (its watch down or silent): the API is asked", async () => {
+    const cache = cacheOf([cached], [{ metadata: { name: "shop" } }], false);
+    asked.length = 0;
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api, 443)).toMatchObject({
+      cached: false,
+    });
+    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api, 443)).toMatchObject({ cached: false });
+    expect(asked).toEqual(["pod shop/web", "namespace shop"]);
   });
 
   it("answers on its socket in the order asked, a slow answer before a fast one", async () => {

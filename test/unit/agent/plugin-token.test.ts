@@ -11,7 +11,7 @@ describe("the plugin's minted token", () => {
     let minted = 0;
     const mint = async (namespace: string, name: string, seconds: number) => {
       asked.push(`${namespace}/${name} ${seconds}s`);
-      return { token: `t${++minted}`, expiresAt: now + seconds * 1000 };
+      return { token: `t${++minted}`, validForMs: seconds * 1000, serverNow: now };
     };
     const done: unknown[] = [];
     expect(tokens.token()).toBeUndefined();
@@ -33,9 +33,14 @@ describe("the plugin's minted token", () => {
     expect(tokens.token()).toBeUndefined();
   });
 
-  it("backs off after a failure: 1 s, doubling, at most 30 s", async () => {
+  it("backs off after a failure: 1 s doubling to 30 s, never two TokenRequests within 10 s", async () => {
     let now = 0;
-    const tokens = new PluginTokens(account, 600, () => now);
+    const tokens = new PluginTokens(
+      account,
+      600,
+      () => now,
+      () => 0,
+    );
     const failing = async () => {
       throw new Error("403 Forbidden");
     };
@@ -51,8 +56,31 @@ describe("the plugin's minted token", () => {
       while (!tokens.due()) now += 100;
       waits.push(now - start);
     }
-    expect(waits).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+    expect(waits).toEqual([10000, 10000, 10000, 10000, 16000, 30000, 30000]);
     expect(failures).toHaveLength(7);
     expect(String(failures[0])).toContain("403 Forbidden");
+  });
+
+  it("counts a token's life on this node's clock from the server's grant: an API server hours behind makes no loop", async () => {
+    let now = 10_000_000;
+    const serverBehind = 2 * 3600_000;
+    const tokens = new PluginTokens(account, 3600, () => now);
+    let mints = 0;
+    // The server grants an hour by its clock: expiry and Date are both two hours behind ours.
+    const mint = async (_namespace: string, _name: string, seconds: number) => ({
+      token: `t${++mints}`,
+      validForMs: seconds * 1000,
+      serverNow: now - serverBehind,
+    });
+    for (let i = 0; i < 100; i++) {
+      tokens.refresh(mint, () => undefined);
+      await Promise.resolve();
+      await Promise.resolve();
+      now += 100;
+    }
+    expect(mints).toBe(1);
+    expect(tokens.token()).toBe("t1");
+    expect(tokens.skewMs).toBeCloseTo(-serverBehind, -3);
+    expect(tokens.dueInMs()).toBeGreaterThan(2_800_000);
   });
 });

@@ -24,6 +24,24 @@ describe("what the agent remembers across sweeps", () => {
     expect(memory.limits(actedMemoryMs).skipUids).toEqual([]);
   });
 
+  it("never retries an eviction refused for good, retries a throttled one at once (the monitor waits), until the pod is gone", () => {
+    const memory = new SweepMemory(2);
+    memory.learn(
+      report([
+        { uid: "split", action: "evict", result: { failed: "several budgets", permanent: true } },
+        { uid: "slow", action: "evict", result: { throttledMs: 2000 } },
+        { uid: "flaky", action: "evict", result: { failed: "connection reset" } },
+      ]),
+      true,
+      0,
+    );
+    expect(memory.limits(1000).skipUids.sort()).toEqual(["flaky", "split"]);
+    expect(memory.limits(actedMemoryMs * 100).skipUids).toEqual(["split"]);
+    expect(memory.limits(actedMemoryMs * 100).evictionsLeft).toBe(2);
+    memory.forget("split");
+    expect(memory.limits(actedMemoryMs * 100).skipUids).toEqual([]);
+  });
+
   it("tells a blocked eviction seen again from a new one, so it is warned of once", () => {
     const memory = new SweepMemory(2);
     expect(memory.blockedAgain("b", true)).toBe(false);

@@ -117,7 +117,7 @@ describe("a sweep", () => {
   it("evict: through the Eviction API within the budget; a 429 is no Event and no budget spent; no controller: a label", async () => {
     for (const name of ["a", "b", "c"]) startPod(name, { owned: true });
     startPod("bare");
-    const { io, writes } = fakeSweepIo(node, { blockEvictions: new Set(["shop/a"]) });
+    const { io, writes } = fakeSweepIo(node, { evictions: new Map([["shop/a", "blocked"]]) });
     const report = await sweep(options("evict", { evictionsLeft: 1 }), io);
     const byName = Object.fromEntries(report.pods.map((pod) => [pod.name, pod]));
     expect(byName.a).toMatchObject({ action: "evict", result: "blocked" });
@@ -127,6 +127,44 @@ describe("a sweep", () => {
     expect(writes.evictions).toEqual(["shop/b"]);
     expect(writes.labels).toEqual(["shop/bare"]);
     expect(writes.events.map((event) => `${event.pod} ${event.action}`).sort()).toEqual(["shop/b Evict", "shop/bare Label"]);
+  });
+
+  it("evict: throttling is no PDB block (retried after the wait, no Event); several PDBs is refused for good, said in words", async () => {
+    for (const name of ["slow", "split"]) startPod(name, { owned: true });
+    const { io, writes } = fakeSweepIo(node, {
+      evictions: new Map([
+        ["shop/slow", "throttled"],
+        ["shop/split", "several-budgets"],
+      ]),
+    });
+    const report = await sweep(options("evict", { retryMinutes: 10 }), io);
+    const byName = Object.fromEntries(report.pods.map((pod) => [pod.name, pod]));
+    expect(byName.slow).toMatchObject({ action: "evict", result: { throttledMs: 2000 } });
+    expect(byName.split).toMatchObject({
+      action: "evict",
+      result: {
+        failed: "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+        permanent: true,
+      },
+    });
+    expect(writes.events.map((event) => event.pod)).toEqual(["shop/split"]);
+    expect(writes.events[0]!.message).toContain(
+      "meshcni cannot evict it: This pod has more than one PodDisruptionBudget, which the eviction subresource does not support. It will not try again: give the pod a single PodDisruptionBudget, or restart it to get the redirect.",
+    );
+    expect(writes.events[0]!.message).not.toMatch(/HTTP-Code|Headers/);
+  });
+
+  it("says when a failed repair is tried again: the agent's wait, or by hand", async () => {
+    const { pod } = startPod("cart");
+    node.netns.delete(`${netnsDir}/cni-cart`);
+    node.addNetns(`${netnsDir}/cni-cart`, [pod.status!.podIP!]);
+    node.failRestore.ipv4 = "iptables-restore: line 3 failed";
+    const agent = fakeSweepIo(node);
+    await sweep(options("redirect", { retryMinutes: 10 }), agent.io);
+    expect(agent.writes.events[0]!.message).toContain("; it tries again in 10 minutes.");
+    const byHand = fakeSweepIo(node);
+    await sweep(options("redirect"), byHand.io);
+    expect(byHand.writes.events[0]!.message).toContain("; run meshcni audit --repair again to retry.");
   });
 
   it("audits without a policy and changes nothing", async () => {

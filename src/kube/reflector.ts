@@ -1,0 +1,295 @@
+import { errorMessage } from "../errors.js";
+import type { Logger } from "../log.js";
+import { Backoff } from "./backoff.js";
+import { ApiStatusError } from "./errors.js";
+import type { WatchEvent } from "./transport.js";
+
+/** One page of a list: the items as the server sent them, its resourceVersion, the token for the next page. */
+export interface ListPage {
+  items: unknown[];
+  resourceVersion: string;
+  continue: string | undefined;
+}
+
+/** Where a reflector's objects come from: a paged list and a watch of one kind, and what to keep of each object. */
+export interface ReflectorSource<T> {
+  /** What it watches, for logs and metrics: "pods", "namespaces", "node". */
+  name: string;
+  list(page: { limit: number; continue: string | undefined }, signal: AbortSignal): Promise<ListPage>;
+  /** Resolves when the server ends the watch, rejects when it fails; `onHeaders` when the server accepted it. */
+  watch(
+    query: { resourceVersion: string; timeoutSeconds: number },
+    signal: AbortSignal,
+    onEvent: (event: WatchEvent) => void,
+    onHeaders: () => void,
+  ): Promise<void>;
+  /** Only what meshcni reads of an object (client-go's transform): the store holds nothing else. */
+  transform(object: unknown): T & { metadata?: { resourceVersion?: string } };
+  key(object: T): string;
+}
+
+/**
+ * Why a watch ended: it ran its time (expired); the server ended it early (closed), sent an
+ * ERROR event (error), said the resourceVersion is too old (gone); it went silent past its
+ * deadline (silent); the server throttled (429) or failed the request (failed).
+ */
+export type WatchEnd = "expired" | "closed" | "error" | "gone" | "silent" | "throttled" | "failed";
+export const watchEnds: readonly WatchEnd[] = ["expired", "closed", "error", "gone", "silent", "throttled", "failed"];
+
+export interface ReflectorTiming {
+  /** Each watch asks for a timeoutSeconds in [this, 2 × this), as client-go does (its 5 minutes). */
+  watchTimeoutSeconds: number;
+  /** The back-off after an early end: from the first delay, doubling to the cap (1 s to 30 s). */
+  backoffMs?: { first: number; cap: number };
+  now(): number;
+  random(): number;
+}
+
+const pageSize = 500;
+const listTimeoutMs = 60_000;
+/** The server sends a bookmark about once a minute: silence longer than this means the cache may be behind. */
+const maxStaleMs = 90_000;
+/** A watch down (between two) longer than this: changes may be missed until it is back. */
+const maxDownMs = 5000;
+
+class EndedError extends Error {
+  constructor(
+    readonly end: WatchEnd,
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A cache of one kind of object kept current by list and watch, as client-go's reflector
+ * keeps a store: every watch bounded (timeoutSeconds), bookmarked, resumed from the last
+ * resourceVersion seen; any early end backed off with jitter (reset after a watch that ran
+ * its time), Retry-After honoured, a 410 relisted (in pages); a watch silent past its
+ * deadline torn down. It knows its freshness, says once when it fails and when it recovers,
+ * and its stop aborts whatever is in flight.
+ */
+export class Reflector<T> {
+  private readonly store = new Map<string, T & { metadata?: { resourceVersion?: string } }>();
+  private resourceVersion = "";
+  private synced = false;
+  private connected = false;
+  private lastHeardAt = Number.NEGATIVE_INFINITY;
+  private downSince = Number.NEGATIVE_INFINITY;
+  private failures = 0;
+  private readonly stopping = new AbortController();
+  private running: Promise<void> | undefined;
+  private readonly backoff: Backoff;
+
+  constructor(
+    private readonly source: ReflectorSource<T>,
+    private readonly timing: ReflectorTiming,
+    private readonly log: Logger,
+    private readonly hooks: { change?(object: T): void; remove?(object: T): void; ended?(end: WatchEnd): void } = {},
+  ) {
+    this.backoff = new Backoff(timing.backoffMs?.first ?? 1000, timing.backoffMs?.cap ?? 30_000, timing.random);
+  }
+
+  start(): void {
+    this.running ??= this.loop();
+  }
+
+  /** Aborts every request in flight and returns once the loop has ended. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    await this.running;
+  }
+
+  get(key: string): T | undefined {
+    return this.store.get(key);
+  }
+
+  values(): T[] {
+    return [...this.store.values()];
+  }
+
+  /**
+   * Whether the store can stand for the API: listed, and its watch either up and heard from
+   * (an event or a bookmark) within the last 90 s (shorter with a shorter watch timeout),
+   * or down for less than 5 s.
+   */
+  fresh(): boolean {
+    const now = this.timing.now();
+    if (!this.synced) return false;
+    return this.connected ? now - this.lastHeardAt < this.staleAfterMs() : now - this.downSince < Math.min(maxDownMs, this.staleAfterMs());
+  }
+
+  /** Seconds since the store last heard from the server (a list, the watch's headers, an event or a bookmark). */
+  ageSeconds(): number {
+    return this.synced ? (this.timing.now() - this.lastHeardAt) / 1000 : Number.POSITIVE_INFINITY;
+  }
+
+  private staleAfterMs(): number {
+    return Math.min(maxStaleMs, this.timing.watchTimeoutSeconds * 1000);
+  }
+
+  private async loop(): Promise<void> {
+    const signal = this.stopping.signal;
+    while (!signal.aborted) {
+      const timeoutSeconds = Math.floor(this.timing.watchTimeoutSeconds * (1 + this.timing.random()));
+      const started = this.timing.now();
+      let end: EndedError;
+      try {
+        if (!this.resourceVersion) await this.relist(signal);
+        end = await this.watchOnce(timeoutSeconds, signal);
+      } catch (error) {
+        if (signal.aborted) break;
+        end = endOf(error);
+      } finally {
+        this.connected = false;
+        this.downSince = this.timing.now();
+      }
+      if (end.end === "gone") this.resourceVersion = "";
+      // A watch that ran (most of) its time is how watches end: the next starts at once.
+      const lasted = this.timing.now() - started >= Math.min(30_000, timeoutSeconds * 900);
+      this.hooks.ended?.(lasted && end.end === "closed" ? "expired" : end.end);
+      if (lasted) {
+        this.backoff.reset();
+        if (this.failures > 0) this.log.info(`the watch of ${this.source.name} recovered`, { restarts: this.failures });
+        this.failures = 0;
+        if (end.end === "closed") continue;
+      }
+      const delayMs = this.backoff.next(end.retryAfterMs);
+      this.failed(end, delayMs);
+      await sleep(delayMs, signal);
+    }
+  }
+
+  /** Logs the first failure of a run of them, then at 10, 100, 1000…, each with the count and the back-off. */
+  private failed(end: EndedError, delayMs: number): void {
+    this.failures++;
+    const fields = { cause: end.end, reason: end.message, restarts: this.failures, retryInSeconds: Math.round(delayMs / 100) / 10 };
+    if (this.failures === 1) this.log.warn(`the watch of ${this.source.name} ended early (${end.end}); backing off`, fields);
+    else if (Number.isInteger(Math.log10(this.failures))) this.log.warn(`the watch of ${this.source.name} keeps failing`, fields);
+    else this.log.debug(`the watch of ${this.source.name} ended early (${end.end})`, fields);
+  }
+
+  /** Lists in pages, each transformed as it comes, then replaces the store: what is gone is removed, what changed is told. */
+  private async relist(signal: AbortSignal): Promise<void> {
+    const listed = new Map<string, T & { metadata?: { resourceVersion?: string } }>();
+    let page: ListPage | undefined;
+    do {
+      page = await this.source.list(
+        { limit: pageSize, continue: page?.continue },
+        AbortSignal.any([signal, AbortSignal.timeout(listTimeoutMs)]),
+      );
+      for (const item of page.items) {
+        const object = this.source.transform(item);
+        listed.set(this.source.key(object), object);
+      }
+    } while (page.continue);
+    for (const [key, object] of this.store) if (!listed.has(key)) this.remove(key, object);
+    for (const object of listed.values()) this.put(object);
+    this.resourceVersion = page.resourceVersion;
+    this.synced = true;
+    this.lastHeardAt = this.timing.now();
+  }
+
+  /** One watch from the last resourceVersion: how it ended (it resolves with the end; a failed request rejects). */
+  private async watchOnce(timeoutSeconds: number, signal: AbortSignal): Promise<EndedError> {
+    const watch = new AbortController();
+    const stop = () => watch.abort();
+    signal.addEventListener("abort", stop);
+    // Nothing heard, not even a bookmark, for the watch's own time and a margin: the connection is dead.
+    const silenceMs = timeoutSeconds * 1000 + Math.min(30_000, timeoutSeconds * 500);
+    let silent = false;
+    let deadline: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(deadline);
+      deadline = setTimeout(() => {
+        silent = true;
+        watch.abort();
+      }, silenceMs);
+    };
+    const heard = () => {
+      this.lastHeardAt = this.timing.now();
+      arm();
+    };
+    let ended: EndedError = new EndedError("closed", "the server ended the watch");
+    try {
+      arm();
+      await this.source.watch(
+        { resourceVersion: this.resourceVersion, timeoutSeconds },
+        watch.signal,
+        (event) => {
+          heard();
+          const failure = this.apply(event);
+          if (failure) {
+            ended = failure;
+            watch.abort();
+          }
+        },
+        () => {
+          this.connected = true;
+          heard();
+        },
+      );
+    } catch (error) {
+      if (signal.aborted) throw error;
+      if (silent) return new EndedError("silent", `nothing from the server for ${Math.round(silenceMs / 1000)} s`);
+      if (!watch.signal.aborted) throw error;
+    } finally {
+      clearTimeout(deadline);
+      signal.removeEventListener("abort", stop);
+    }
+    return ended;
+  }
+
+  /** Applies one event to the store; an ERROR event ends the watch (its Status says how). */
+  private apply(event: WatchEvent): EndedError | undefined {
+    if (event.type === "ERROR") {
+      const { code, message } = event.object;
+      return code === 410
+        ? new EndedError("gone", message ?? "the resourceVersion is too old")
+        : new EndedError("error", `ERROR event ${code ?? ""}: ${message ?? "no message"}`);
+    }
+    const version = event.object.metadata?.resourceVersion;
+    if (version) this.resourceVersion = version;
+    if (event.type === "BOOKMARK") return undefined;
+    const object = this.source.transform(event.object);
+    const key = this.source.key(object);
+    if (event.type === "DELETED") this.remove(key, this.store.get(key) ?? object);
+    else this.put(object);
+    return undefined;
+  }
+
+  private put(object: T & { metadata?: { resourceVersion?: string } }): void {
+    const key = this.source.key(object);
+    const held = this.store.get(key);
+    this.store.set(key, object);
+    const version = object.metadata?.resourceVersion;
+    if (!held || version === undefined || held.metadata?.resourceVersion !== version) this.hooks.change?.(object);
+  }
+
+  private remove(key: string, object: T): void {
+    if (this.store.delete(key)) this.hooks.remove?.(object);
+  }
+}
+
+/** How a failed list or watch request counts: throttled (429, with its Retry-After), gone (410), failed (anything else). */
+function endOf(error: unknown): EndedError {
+  const code = error instanceof ApiStatusError ? error.code : (error as { code?: unknown } | null)?.code;
+  const retryAfter = error instanceof ApiStatusError ? error.retryAfterMs : undefined;
+  if (code === 429) return new EndedError("throttled", errorMessage(error), retryAfter);
+  if (code === 410) return new EndedError("gone", errorMessage(error));
+  return new EndedError("failed", errorMessage(error), retryAfter);
+}
+
+/** Waits, or less when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done);
+  });
+}

@@ -1,0 +1,154 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { kubeConfigFrom } from "../../../src/kube/node-api.js";
+import { Reflector, type WatchEnd } from "../../../src/kube/reflector.js";
+import { apiSource } from "../../../src/kube/sources.js";
+import { FakeApiServer } from "../../kit/api-server.js";
+import { sleep, until } from "../../kit/common.js";
+import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
+
+interface Namespace {
+  metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };
+}
+
+/**
+ * The reflector against the in-test API server, as a real one behaves: its requests, its
+ * back-off, its freshness and what it logs, over the real transport. Watches here ask for
+ * timeoutSeconds of 1 (so they end, and go silent, within seconds) and back off from 200 ms.
+ */
+describe("the reflector", () => {
+  let api: FakeApiServer;
+  let logs: LogEntry[];
+  let ends: WatchEnd[];
+  let reflector: Reflector<Namespace> | undefined;
+  const watches = () => api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === "true");
+  const lists = () => api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === undefined);
+
+  const start = (backoffMs = { first: 200, cap: 2000 }) => {
+    const config = kubeConfigFrom(api.writeKubeconfig());
+    reflector = new Reflector<Namespace>(
+      apiSource<Namespace>({
+        name: "namespaces",
+        config: () => config,
+        path: "/api/v1/namespaces",
+        query: {},
+        // Keeps the name, the version and one annotation: nothing else reaches the store.
+        transform: (object) => {
+          const { name, resourceVersion, annotations } = (object as Namespace).metadata;
+          const kept = annotations?.kept;
+          return { metadata: { name, ...(resourceVersion ? { resourceVersion } : {}), ...(kept ? { annotations: { kept } } : {}) } };
+        },
+        key: (namespace) => namespace.metadata.name,
+      }),
+      { watchTimeoutSeconds: 1, backoffMs, now: () => performance.now(), random: () => 0 },
+      memoryLogger(logs),
+      { ended: (end) => void ends.push(end) },
+    );
+    reflector.start();
+    return reflector;
+  };
+  const annotation = (name: string) => reflector!.get(name)?.metadata.annotations?.kept;
+
+  beforeEach(async () => {
+    api = await new FakeApiServer().start();
+    api.watches.bookmarkIntervalMs = 300;
+    logs = [];
+    ends = [];
+  });
+  afterEach(async () => {
+    await reflector?.stop();
+    reflector = undefined;
+    await api.stop();
+  });
+
+  it("lists in pages, keeps only what the transform keeps, and watches bounded, bookmarked, from the list's version", async () => {
+    for (let i = 0; i < 1200; i++) api.addNamespace({ metadata: { name: `ns-${i}`, annotations: { kept: `${i}`, big: "x".repeat(100) } } });
+    start();
+    await until(() => reflector!.fresh(), 5000);
+    expect(lists().map((request) => request.query.limit)).toEqual(["500", "500", "500"]);
+    expect(reflector!.values()).toHaveLength(1200);
+    expect(reflector!.get("ns-7")).toEqual({ metadata: { name: "ns-7", resourceVersion: expect.any(String), annotations: { kept: "7" } } });
+    await until(() => watches().length > 0, 2000);
+    expect(watches()[0]!.query).toMatchObject({
+      timeoutSeconds: "1",
+      allowWatchBookmarks: "true",
+      resourceVersion: lists().at(-1)!.query.resourceVersion ?? expect.any(String),
+    });
+    api.addNamespace({ metadata: { name: "late", annotations: { kept: "yes" } } });
+    await until(() => annotation("late") === "yes", 2000);
+  });
+
+  it("runs watch after watch on a quiet server: each ends after its timeout, resumes from the bookmarks' version, never relists, says nothing", async () => {
+    api.addNamespace({ metadata: { name: "shop" } });
+    start();
+    await until(() => watches().length >= 4, 8000);
+    expect(lists()).toHaveLength(1);
+    expect(new Set(ends)).toEqual(new Set(["expired"]));
+    expect(logs.filter((entry) => entry.level !== "debug")).toEqual([]);
+    expect(reflector!.fresh()).toBe(true);
+  });
+
+  it.each([
+    ["an ERROR event (500) and the end", { error: 500 } as const, "error"],
+    ["a 200 and the end at once", "close" as const, "closed"],
+  ])("backs off when every watch gets %s, logs it once, and recovers", async (_what, fault, cause) => {
+    api.watchFaults.set("/api/v1/namespaces", fault);
+    start();
+    await sleep(3000);
+    // Back-off from 200 ms doubling to 2 s: about 6 watches in 3 s, not thousands.
+    expect(watches().length).toBeLessThanOrEqual(8);
+    expect(ends.every((end) => end === cause)).toBe(true);
+    expect(logs.filter((entry) => entry.level === "warn").map((entry) => entry.message)).toEqual([
+      `the watch of namespaces ended early (${cause}); backing off`,
+    ]);
+    api.watchFaults.delete("/api/v1/namespaces");
+    await until(() => logs.some((entry) => entry.message === "the watch of namespaces recovered"), 6000);
+    api.addNamespace({ metadata: { name: "after", annotations: { kept: "1" } } });
+    await until(() => annotation("after") === "1", 3000);
+  });
+
+  it("takes a silent watch for dead after its time and a margin, and stops standing for the API long before", async () => {
+    api.addNamespace({ metadata: { name: "shop", annotations: { kept: "old" } } });
+    start();
+    await until(() => reflector!.fresh() && watches().length === 1, 3000);
+    api.watchFaults.set("/api/v1/namespaces", "silent");
+    // The next watch (after this one's timeout) hears nothing at all.
+    await until(() => watches().length === 2, 3000);
+    await until(() => !reflector!.fresh(), 3000);
+    await until(() => ends.includes("silent"), 4000);
+    api.watchFaults.delete("/api/v1/namespaces");
+    api.addNamespace({ metadata: { name: "shop", annotations: { kept: "new" } } });
+    await until(() => reflector!.fresh() && annotation("shop") === "new", 5000);
+  });
+
+  it("relists after 410 Gone (a restarted server's new window), losing no change", async () => {
+    api.addNamespace({ metadata: { name: "shop" } });
+    start();
+    await until(() => reflector!.fresh() && watches().length >= 1, 3000);
+    api.restart();
+    api.addNamespace({ metadata: { name: "during", annotations: { kept: "seen" } } });
+    await until(() => annotation("during") === "seen", 5000);
+    expect(ends).toContain("gone");
+    expect(lists().length).toBe(2);
+  });
+
+  it("honours Retry-After while the server throttles it", async () => {
+    api.throttle = { until: Date.now() + 2500, retryAfterSeconds: 2, path: /^\/api\/v1\/namespaces$/ };
+    start();
+    await until(() => reflector!.fresh(), 6000);
+    const tries = lists().map((request) => request.at);
+    expect(tries.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < tries.length; i++) expect(tries[i]! - tries[i - 1]!).toBeGreaterThanOrEqual(1950);
+    expect(ends.filter((end) => end === "throttled").length).toBe(tries.length - 1);
+  });
+
+  it("stops at once, even while its watch waits for headers that never come", async () => {
+    start();
+    await until(() => reflector!.fresh(), 3000);
+    api.watchFaults.set("/api/v1/namespaces", "hang");
+    await until(() => watches().length >= 2, 3000);
+    const stopping = performance.now();
+    await reflector!.stop();
+    expect(performance.now() - stopping).toBeLessThan(200);
+    reflector = undefined;
+  });
+});
