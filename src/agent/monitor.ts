@@ -19,7 +19,14 @@ export interface MonitorOptions {
   self: PodKey | undefined;
   dirs: SweepRequest["dirs"];
   sweep: SweepOptions;
+  /** The node as the agent's caches hold it, while they are fresh: the sweep then reads no pod or namespace from the API. */
+  view: () => SweepRequest["view"];
 }
+
+/** Events close together make one sweep: never two within this (a new pod is still judged within seconds of running). */
+const sweepFloorMs = 2000;
+/** How long the first sweep waits for the agent's caches. */
+const firstSweepWaitMs = 5000;
 
 export interface MonitorMetrics {
   /** The node's meshed pods by status, as the last sweeps found them. */
@@ -43,6 +50,8 @@ export class AuditMonitor {
   private full = false;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private lastSweepAt = Number.NEGATIVE_INFINITY;
   private readonly retries = new Set<NodeJS.Timeout>();
   private readonly problems: StandingProblems;
 
@@ -55,15 +64,26 @@ export class AuditMonitor {
     this.problems = new StandingProblems(log);
   }
 
-  /** Starts sweeping: every pod now and every auditSeconds; changes come in through changed() and removed(). */
+  /**
+   * Starts sweeping: every pod now (once the agent's caches hold the node, a few seconds at
+   * most, so the sweep need not list it itself) and every auditSeconds; changes come in
+   * through changed() and removed().
+   */
   start(): void {
     this.timer ??= setInterval(() => this.sweepAll(), this.options.sweep.auditSeconds * 1000);
-    this.sweepAll();
+    const started = performance.now();
+    const first = () => {
+      if (this.stopped) return;
+      if (this.options.view() || performance.now() - started > firstSweepWaitMs) this.sweepAll();
+      else setTimeout(first, 50);
+    };
+    first();
   }
 
   /** A pod of the node changed (the agent's watch): a meshed one is swept soon. */
   changed(pod: V1Pod): void {
-    if (podsToAudit([pod]).length === 0) return;
+    // A pod being deleted is not judged at its every change: the next full sweep reports it.
+    if (podsToAudit([pod]).length === 0 || pod.metadata?.deletionTimestamp) return;
     this.pending.set(podName(pod), performance.now());
     this.kick();
   }
@@ -73,6 +93,7 @@ export class AuditMonitor {
   }
 
   stop(): void {
+    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     for (const retry of this.retries) clearTimeout(retry);
   }
@@ -92,10 +113,14 @@ export class AuditMonitor {
   }
 
   private async drain(): Promise<void> {
-    while (this.full || this.pending.size > 0) {
+    while (!this.stopped && (this.full || this.pending.size > 0)) {
+      const wait = this.lastSweepAt + sweepFloorMs - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (this.stopped) return;
       const batch = this.full ? undefined : new Map(this.pending);
       this.full = false;
       this.pending.clear();
+      this.lastSweepAt = performance.now();
       await this.sweep(batch);
     }
   }
@@ -103,7 +128,7 @@ export class AuditMonitor {
   /** One sweep, of the changed pods or (no batch) of all; what it did is logged and counted. */
   private async sweep(batch: Map<string, number> | undefined): Promise<void> {
     const started = performance.now();
-    const { node, self, dirs, sweep, credentials } = this.options;
+    const { node, self, dirs, sweep, credentials, view } = this.options;
     const kubeconfig = credentials();
     if (kubeconfig === undefined) {
       this.problems.set("audit", "the audit waits for the agent's credentials", { level: "error" });
@@ -116,6 +141,7 @@ export class AuditMonitor {
       policy: sweep.repair,
       limits: { excludeNamespaces: sweep.excludeNamespaces, skipUids, evictionsLeft, retryMinutes: actedMemoryMs / 60_000 },
       ...(self ? { self } : {}),
+      ...withView(view()),
       dirs,
     };
     this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
@@ -146,13 +172,13 @@ export class AuditMonitor {
     }
   }
 
-  /** Sweeps a pod again after `ms` (with the other pods due then). */
+  /** Sweeps a pod again after `ms` (with the other pods due then), a little after, as timers may fire early. */
   private later(pod: string, ms: number): void {
     const timer = setTimeout(() => {
       this.retries.delete(timer);
       this.pending.set(pod, performance.now());
       this.kick();
-    }, ms);
+    }, ms + 50);
     this.retries.add(timer);
   }
 
@@ -183,3 +209,5 @@ export class AuditMonitor {
     }
   }
 }
+
+const withView = (view: SweepRequest["view"]) => (view ? { view } : {});

@@ -1,5 +1,6 @@
 import type { Server } from "node:net";
 import type { V1Namespace, V1Node, V1Pod } from "@kubernetes/client-node";
+import type { SweepRequest } from "../audit/contract.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { Reflector, type ReflectorSource, type ReflectorTiming } from "../kube/reflector.js";
 import { apiSource } from "../kube/sources.js";
@@ -140,6 +141,15 @@ export class NodeTasks {
     }
   }
 
+  /** The node's pods and their namespaces as the caches hold them, for a sweep; undefined while either is not fresh. */
+  private view(): SweepRequest["view"] {
+    const { pods, namespaces } = this.reflectors ?? {};
+    if (!pods?.fresh() || !namespaces?.fresh()) return undefined;
+    const held = pods.values();
+    const names = new Set(held.map((pod) => pod.metadata?.namespace ?? ""));
+    return { pods: held, namespaces: [...names].flatMap((name) => namespaces.get(name) ?? []) } as SweepRequest["view"];
+  }
+
   private currentClient(): AgentClient {
     if (!this.client) throw new Error("the agent has no credentials yet");
     return this.client;
@@ -159,6 +169,7 @@ export class NodeTasks {
         self,
         dirs: { hostRoot: install.hostRoot, stateDir: install.stateDir, netDir: install.netDir, netnsDirs: sweep.netnsDirs },
         sweep,
+        view: () => this.view(),
       },
       this.log,
       {

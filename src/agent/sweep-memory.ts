@@ -1,13 +1,26 @@
 import { type PodStatus, podStatuses } from "../audit/classify.js";
 import type { SweepReport } from "../audit/contract.js";
-import { resultKind } from "../audit/repair.js";
+import type { RepairResult } from "../audit/repair.js";
 
 /** A pod acted on is left alone this long, so a repair that does not hold is not repeated at every sweep. */
 export const actedMemoryMs = 10 * 60_000;
 
+/**
+ * Until when a pod acted on is left alone: a blocked eviction is retried at the next sweep
+ * (undefined), a throttled action once the server's wait is over, one refused for good
+ * never, anything else after actedMemoryMs.
+ */
+function leaveAloneUntil(result: RepairResult | undefined, now: number): number | undefined {
+  if (result === "blocked") return undefined;
+  if (typeof result === "object" && "throttledMs" in result) return now + result.throttledMs;
+  if (typeof result === "object" && result.permanent) return Number.POSITIVE_INFINITY;
+  return now + actedMemoryMs;
+}
+
 /** What the agent remembers across sweeps: pods acted on, evictions made. Pure but for the clock passed in. */
 export class SweepMemory {
-  private readonly acted = new Map<string, number>();
+  /** Pods a sweep leaves alone, until when. */
+  private readonly leftAlone = new Map<string, number>();
   private evictions: number[] = [];
   private readonly statuses = new Map<string, PodStatus>();
   /** Pods whose eviction a PodDisruptionBudget blocked at the last sweep. */
@@ -17,9 +30,9 @@ export class SweepMemory {
 
   /** The UIDs a sweep must leave alone, and how many evictions it may make. */
   limits(now: number): { skipUids: string[]; evictionsLeft: number } {
-    for (const [uid, at] of this.acted) if (now - at >= actedMemoryMs) this.acted.delete(uid);
+    for (const [uid, until] of this.leftAlone) if (until <= now) this.leftAlone.delete(uid);
     this.evictions = this.evictions.filter((at) => now - at < 60_000);
-    return { skipUids: [...this.acted.keys()], evictionsLeft: Math.max(0, this.maxEvictionsPerMinute - this.evictions.length) };
+    return { skipUids: [...this.leftAlone.keys()], evictionsLeft: Math.max(0, this.maxEvictionsPerMinute - this.evictions.length) };
   }
 
   /** Takes in a sweep's report (of every pod when `full`); returns the node's counts by status. */
@@ -27,10 +40,8 @@ export class SweepMemory {
     if (full) this.statuses.clear();
     for (const pod of report.pods) {
       this.statuses.set(pod.uid, pod.status);
-      // A blocked or throttled action is retried; one that failed for good never; anything else not for a while.
-      const kind = resultKind(pod.result);
-      const forGood = typeof pod.result === "object" && "failed" in pod.result && pod.result.permanent;
-      if (pod.action && (kind === "done" || kind === "failed")) this.acted.set(pod.uid, forGood ? Number.POSITIVE_INFINITY : now);
+      const until = pod.action && leaveAloneUntil(pod.result, now);
+      if (until) this.leftAlone.set(pod.uid, until);
       if (pod.action === "evict" && pod.result === "done") this.evictions.push(now);
     }
     const counts = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
@@ -50,6 +61,6 @@ export class SweepMemory {
   forget(uid: string): void {
     this.statuses.delete(uid);
     this.blocked.delete(uid);
-    this.acted.delete(uid);
+    this.leftAlone.delete(uid);
   }
 }

@@ -30,6 +30,17 @@ const sweepRequestSchema = v.object({
   }),
   /** The agent's own pod, never acted on. */
   self: v.optional(podKey),
+  /**
+   * The node as the agent's caches hold it (fresh): every pod of the node and the
+   * namespaces they are in, with what a sweep reads of them. With it the sweep reads no pod
+   * or namespace from the API; without it (a sweep by hand, a cache behind) it lists them.
+   */
+  view: v.optional(
+    v.object({
+      pods: v.array(v.looseObject({ metadata: v.looseObject({ name: v.string(), namespace: v.string(), uid: v.string() }) })),
+      namespaces: v.array(v.looseObject({ metadata: v.looseObject({ name: v.string() }) })),
+    }),
+  ),
   /** Host paths as the host names them, and where the host's / is mounted. */
   dirs: v.object({ hostRoot: v.string(), stateDir: v.string(), netDir: v.string(), netnsDirs: v.array(v.string()) }),
 });

@@ -1,8 +1,14 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { activeConfig, brokenConfigReason, type ConfigFile, type JsonObject } from "../cni/config-dir.js";
+import { errorMessage } from "../errors.js";
+import type { NodeApi } from "../kube/node-api.js";
 import { isOwnEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
-import { firewallSpecFor, redirectFamilies } from "../mesh/pod.js";
+import { firewallSpecFor, needsNamespaceAnnotations, redirectFamilies } from "../mesh/pod.js";
 import { planRules, type RulePlan } from "../redirect/plan.js";
+import type { Backend } from "../redirect/redirector.js";
+import type { AttachmentRecord } from "../state/records.js";
+import { newestRecordByUid } from "./classify.js";
+import type { ScanTarget } from "./scan.js";
 
 /**
  * meshcni's entry in the active config, as the runtime hands it to the plugin (the
@@ -29,4 +35,53 @@ export function podIps(pod: V1Pod): string[] {
 export function plansFor(conf: NetConf, pod: V1Pod, namespace: V1Namespace | undefined, apiServerPort: number): RulePlan[] {
   const spec = firewallSpecFor(conf.linkerd, pod, namespace, apiServerPort);
   return redirectFamilies(conf.linkerd, podIps(pod)).map((family) => planRules(spec, family));
+}
+
+/** What working out the expectations reads: namespaces from the API, meshcni's entry, the backend, the API server's port. */
+export interface ExpectationIo {
+  api: Pick<NodeApi, "readNamespace">;
+  /** meshcni's netconf from the active config (for pods without a record); throws why there is none. */
+  netconf(): NetConf;
+  backend(conf: NetConf): Promise<Backend>;
+  apiServerPort(conf: NetConf): Promise<number>;
+}
+
+/** What a pod is compared with: its record's plan, or the one ADD would compute now. */
+export interface Expected {
+  pod: V1Pod;
+  record: AttachmentRecord | undefined;
+  target: ScanTarget | undefined;
+  /** Why no plan could be made. */
+  problem?: string;
+}
+
+/** What each pod is compared with: its newest record's plan, else the one ADD would compute now. */
+export async function expectations(pods: V1Pod[], records: AttachmentRecord[], io: ExpectationIo): Promise<Expected[]> {
+  const byUid = newestRecordByUid(records);
+  const namespaces = new Map<string, Promise<V1Namespace>>();
+  let netconf: { conf: NetConf; backend: Backend; port: number } | undefined;
+  const expected: Expected[] = [];
+  for (const pod of pods) {
+    const uid = pod.metadata?.uid ?? "";
+    const ips = podIps(pod);
+    const record = byUid.get(uid);
+    if (record) {
+      expected.push({ pod, record, target: { uid, recordedNetns: record.netns, ips, plans: record.plans, backend: record.backend } });
+      continue;
+    }
+    try {
+      if (!netconf) {
+        const conf = io.netconf();
+        netconf = { conf, backend: await io.backend(conf), port: await io.apiServerPort(conf) };
+      }
+      const name = pod.metadata?.namespace ?? "";
+      if (needsNamespaceAnnotations(pod) && !namespaces.has(name)) namespaces.set(name, io.api.readNamespace(name));
+      const namespace = needsNamespaceAnnotations(pod) ? await namespaces.get(name) : undefined;
+      const plans = plansFor(netconf.conf, pod, namespace, netconf.port);
+      expected.push({ pod, record, target: { uid, recordedNetns: undefined, ips, plans, backend: netconf.backend } });
+    } catch (error) {
+      expected.push({ pod, record, target: undefined, problem: `cannot compute meshcni's plan: ${errorMessage(error)}` });
+    }
+  }
+  return expected;
 }

@@ -9,8 +9,8 @@ import type { Backend } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
 import { ownLines } from "../redirect/table.js";
 import { classify } from "./classify.js";
+import { expectations } from "./expectation.js";
 import { hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
-import { expectations } from "./sweep.js";
 
 export const rulesUsage = `meshcni rules NAMESPACE/POD [options]   a pod's redirect as its netns holds it, beside meshcni's plan
 

@@ -2,24 +2,13 @@ import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
 import { ApiStatusError } from "../kube/errors.js";
 import type { NodeApi } from "../kube/node-api.js";
-import type { NetConf } from "../mesh/netconf.js";
-import { needsNamespaceAnnotations } from "../mesh/pod.js";
 import { podKeyOf, podName } from "../pod-key.js";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Backend } from "../redirect/redirector.js";
 import type { AttachmentRecord, RecordStore } from "../state/records.js";
-import {
-  classify,
-  isUnprotected,
-  newestRecordByUid,
-  type Observation,
-  type PodStatus,
-  podStatuses,
-  podsToAudit,
-  sortAudits,
-} from "./classify.js";
+import { classify, isUnprotected, type Observation, type PodStatus, podStatuses, podsToAudit, sortAudits } from "./classify.js";
 import type { PodReport, SweepReport, SweepRequest } from "./contract.js";
-import { plansFor, podIps } from "./expectation.js";
+import { type ExpectationIo, type Expected, expectations } from "./expectation.js";
 import {
   eventActions,
   eventMessage,
@@ -36,27 +25,14 @@ import type { ScanTarget } from "./scan.js";
 export const recordGraceMs = 30_000;
 
 /** A sweep's I/O, passed in: the API, the records, the netns. */
-export interface SweepIo {
+export interface SweepIo extends ExpectationIo {
   api: Pick<NodeApi, "listPods" | "readNamespace" | "createPodEvent" | "labelPod" | "evictPod">;
   records: RecordStore;
-  /** meshcni's netconf from the active config (for pods without a record); throws why there is none. */
-  netconf(): NetConf;
-  backend(conf: NetConf): Promise<Backend>;
-  apiServerPort(conf: NetConf): Promise<number>;
   scan(targets: ScanTarget[]): Promise<Map<string, Observation>>;
   /** Writes the plans into a netns (a host path), atomically per family. */
   redirect(netns: string, backend: Backend, plans: RulePlan[]): Promise<void>;
   netnsExists(netns: string): boolean;
   now(): number;
-}
-
-/** What a pod is compared with: its record's plan, or the one ADD would compute now. */
-export interface Expected {
-  pod: V1Pod;
-  record: AttachmentRecord | undefined;
-  target: ScanTarget | undefined;
-  /** Why no plan could be made. */
-  problem?: string;
 }
 
 /** Records whose pod is gone from the node, or whose netns is: host state must not outlive what it describes. */
@@ -73,39 +49,15 @@ export function staleRecords(
   });
 }
 
-/** What each pod is compared with: its newest record's plan, else the one ADD would compute now. */
-export async function expectations(
-  pods: V1Pod[],
-  records: AttachmentRecord[],
-  io: Pick<SweepIo, "api" | "netconf" | "backend" | "apiServerPort">,
-): Promise<Expected[]> {
-  const byUid = newestRecordByUid(records);
-  const namespaces = new Map<string, Promise<V1Namespace>>();
-  let netconf: { conf: NetConf; backend: Backend; port: number } | undefined;
-  const expected: Expected[] = [];
-  for (const pod of pods) {
-    const uid = pod.metadata?.uid ?? "";
-    const ips = podIps(pod);
-    const record = byUid.get(uid);
-    if (record) {
-      expected.push({ pod, record, target: { uid, recordedNetns: record.netns, ips, plans: record.plans, backend: record.backend } });
-      continue;
-    }
-    try {
-      if (!netconf) {
-        const conf = io.netconf();
-        netconf = { conf, backend: await io.backend(conf), port: await io.apiServerPort(conf) };
-      }
-      const name = pod.metadata?.namespace ?? "";
-      if (needsNamespaceAnnotations(pod) && !namespaces.has(name)) namespaces.set(name, io.api.readNamespace(name));
-      const namespace = needsNamespaceAnnotations(pod) ? await namespaces.get(name) : undefined;
-      const plans = plansFor(netconf.conf, pod, namespace, netconf.port);
-      expected.push({ pod, record, target: { uid, recordedNetns: undefined, ips, plans, backend: netconf.backend } });
-    } catch (error) {
-      expected.push({ pod, record, target: undefined, problem: `cannot compute meshcni's plan: ${errorMessage(error)}` });
-    }
-  }
-  return expected;
+/** The API as the request's view (the agent's caches) answers it: its pods, its namespaces (a namespace it lacks from the API). */
+function viewed(api: SweepIo["api"], view: SweepRequest["view"]): SweepIo["api"] {
+  if (!view) return api;
+  const namespaces = new Map(view.namespaces.map((namespace) => [namespace.metadata.name, namespace as V1Namespace]));
+  return {
+    ...api,
+    listPods: async () => view.pods as V1Pod[],
+    readNamespace: async (name) => namespaces.get(name) ?? api.readNamespace(name),
+  };
 }
 
 /** Records a pod's redirect as found (adopted) or written (repaired) in `netns`. */
@@ -152,7 +104,8 @@ async function act(action: RepairAction, entry: Expected, target: ScanTarget, ne
  * what was found and done), and remove records whose pod or netns is gone and the files
  * killed plugin processes left.
  */
-export async function sweep(request: SweepRequest, io: SweepIo): Promise<SweepReport> {
+export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<SweepReport> {
+  const io = { ...hostIo, api: viewed(hostIo.api, request.view) };
   // Read before the pods are listed: a record written meanwhile belongs to a listed pod.
   const records = io.records.list();
   const allPods = await io.api.listPods();

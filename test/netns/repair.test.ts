@@ -204,6 +204,37 @@ describe.skipIf(!isRoot)("the agent's repair, policy evict, a PodDisruptionBudge
   });
 });
 
+describe.skipIf(!isRoot)("the agent's repair, policy evict, refused otherwise than by a budget", () => {
+  const s = scenario(56);
+  beforeAll(() =>
+    s.setup(["--repair", "evict", "--max-evictions-per-minute", "5"], async () => {
+      for (const name of ["throttled", "split"]) await s.startPod(name, "plain", { owned: true });
+      s.api.evictionRefusals.set("shop/throttled", "throttled");
+      s.api.evictionRefusals.set("shop/split", "several-budgets");
+    }),
+  );
+  afterAll(() => s.teardown());
+
+  it("waits out API Priority and Fairness's Retry-After (no block, no Event), and gives up for good on a pod several PDBs match, saying so in words", async () => {
+    const evictions = (name: string) => s.api.requestsTo("POST", new RegExp(`/pods/${name}/eviction$`)).map((request) => request.at);
+    await s.host.waitFor(() => evictions("throttled").length >= 2 && s.eventsFor("split").length === 1, 15_000);
+    await sleep(2500); // more sweeps: neither is asked more often than its answer allows
+    const throttled = evictions("throttled");
+    for (let i = 1; i < throttled.length; i++) expect(throttled[i]! - throttled[i - 1]!).toBeGreaterThanOrEqual(1900);
+    expect(s.eventsFor("throttled")).toEqual([]);
+    expect(await s.host.metric('meshcni_repairs_total{action="evict",result="blocked"}')).toBeNaN();
+    expect(await s.host.metric('meshcni_repairs_total{action="evict",result="throttled"}')).toBeGreaterThanOrEqual(2);
+    expect(evictions("split")).toHaveLength(1);
+    const [event] = s.eventsFor("split");
+    expect(event!.message).toContain(
+      "meshcni cannot evict it: This pod has more than one PodDisruptionBudget, which the eviction subresource does not support. It will not try again",
+    );
+    expect(event!.message).not.toMatch(/HTTP-Code|Headers|Body:/);
+    s.api.evictionRefusals.delete("shop/throttled");
+    await s.host.waitFor(() => !s.api.pods.has("shop/throttled"), 10_000);
+  });
+});
+
 describe.skipIf(!isRoot).each(["label", "none"] as const)("the agent's repair, policy %s", (policy) => {
   const s = scenario(policy === "label" ? 51 : 52);
   beforeAll(() => s.setup(["--repair", policy], () => s.startPod("owned-early", "plain", { owned: true }).then(() => undefined)));

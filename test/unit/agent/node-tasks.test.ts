@@ -108,7 +108,7 @@ describe("the agent's node tasks", () => {
     await expect(askAgent(socket(), { get: "namespace", name: "shop" })).rejects.toThrow();
   });
 
-  it("once ready, sweeps through `meshcni sweep` with its request and credentials on stdin, and counts the report", async () => {
+  it("once ready, sweeps through `meshcni sweep`: its request, the node as its caches hold it and its credentials on stdin; counts the report", async () => {
     const report: SweepReport = {
       node: "n1",
       pods: [
@@ -117,8 +117,12 @@ describe("the agent's node tasks", () => {
       summary: { protected: 0, adopted: 0, missing: 1, drifted: 0, unknown: 0 },
       recordsRemoved: { podGone: 1, netnsGone: 0 },
     };
+    api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1", annotations: { big: "x".repeat(1000) } }));
     const agentClient = client();
-    nodeTasks(JSON.stringify(report)).follow(agentClient, true);
+    const running = nodeTasks(JSON.stringify(report));
+    running.follow(agentClient, false);
+    await until(() => requests(/^\/api\/v1\/(pods|namespaces)$/, true).length >= 2, 3000);
+    running.follow(agentClient, true);
     await until(async () => (await metrics.registry.getSingleMetric("meshcni_repairs_total")!.get()).values.length > 0, 5000);
     const input = JSON.parse(readFileSync(join(dir, "input.json"), "utf8")) as SweepInput;
     expect(input).toEqual({
@@ -129,9 +133,15 @@ describe("the agent's node tasks", () => {
         policy: "redirect",
         limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 2, retryMinutes: 10 },
         self: { namespace: "meshcni", name: "agent-x" },
+        // Only what a sweep reads: no annotation but Linkerd's.
+        view: {
+          pods: [expect.objectContaining({ metadata: expect.objectContaining({ name: "web", namespace: "shop", uid: "uid-shop-web" }) })],
+          namespaces: [{ apiVersion: "v1", kind: "Namespace", metadata: { name: "shop", resourceVersion: expect.any(String) } }],
+        },
         dirs: { hostRoot: join(dir, "host"), stateDir: "/var/run/meshcni", netDir: "/etc/cni/net.d", netnsDirs: ["/var/run/netns"] },
       },
     });
+    expect(JSON.stringify(input.request.view)).not.toContain("xxxx");
     const gauge = await metrics.registry.getSingleMetric("meshcni_meshed_pods")!.get();
     expect(gauge.values.find((sample) => sample.labels.status === "missing")?.value).toBe(1);
   });

@@ -24,7 +24,7 @@ describe("what the agent remembers across sweeps", () => {
     expect(memory.limits(actedMemoryMs).skipUids).toEqual([]);
   });
 
-  it("never retries an eviction refused for good, retries a throttled one at once (the monitor waits), until the pod is gone", () => {
+  it("never retries an eviction refused for good, a throttled one once the server's wait is over; forgets both with the pod", () => {
     const memory = new SweepMemory(2);
     memory.learn(
       report([
@@ -35,7 +35,8 @@ describe("what the agent remembers across sweeps", () => {
       true,
       0,
     );
-    expect(memory.limits(1000).skipUids.sort()).toEqual(["flaky", "split"]);
+    expect(memory.limits(1000).skipUids.sort()).toEqual(["flaky", "slow", "split"]);
+    expect(memory.limits(2000).skipUids.sort()).toEqual(["flaky", "split"]);
     expect(memory.limits(actedMemoryMs * 100).skipUids).toEqual(["split"]);
     expect(memory.limits(actedMemoryMs * 100).evictionsLeft).toBe(2);
     memory.forget("split");

@@ -167,6 +167,18 @@ describe("a sweep", () => {
     expect(byHand.writes.events[0]!.message).toContain("; run meshcni audit --repair again to retry.");
   });
 
+  it("reads the node from the request's view (the agent's caches), asking the API for no pod or namespace", async () => {
+    await addedPod("checkout", { annotations: {} });
+    const { io } = fakeSweepIo(node);
+    const refused = async (): Promise<never> => {
+      throw new Error("the API was asked");
+    };
+    const pods = [...node.pods.values()];
+    const view = { pods, namespaces: [{ metadata: { name: "shop" } }] } as SweepRequest["view"];
+    const report = await sweep({ ...options(undefined), view }, { ...io, api: { ...io.api, listPods: refused, readNamespace: refused } });
+    expect(report.pods.map((pod) => [pod.name, pod.status])).toEqual([["checkout", "protected"]]);
+  });
+
   it("audits without a policy and changes nothing", async () => {
     startPod("cart");
     const { io, writes } = fakeSweepIo(node);

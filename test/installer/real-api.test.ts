@@ -1,0 +1,174 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentHarness, askAgent, conflist } from "../kit/agent.js";
+import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { sleep } from "../kit/common.js";
+
+const calico = conflist("k8s-pod-network", [{ type: "calico" }]);
+const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
+const skip = "config.linkerd.io/skip-subnets";
+
+/**
+ * The compiled agent against an API server that behaves like a real kube-apiserver where
+ * it matters: each situation of issue 18's table, counting the requests the agent makes
+ * and checking that what it answers the plugin afterwards is what the API holds. Watches
+ * here ask for timeoutSeconds of 2 to 4 (--watch-timeout-seconds 2); the server sends a
+ * bookmark every second.
+ */
+describe("the agent against an API server that behaves like a real one", () => {
+  let api: FakeApiServer;
+  let host: AgentHarness;
+  const socket = () => join(host.stateDir, "agent", "plugin.sock");
+  const podWatches = () => api.requests.filter((request) => request.path === "/api/v1/pods" && request.query.watch === "true");
+  const lists = (path: string) => api.requests.filter((request) => request.path === path && request.query.watch === undefined);
+  const warnings = () => host.logs.filter((line) => line.level === "warn" || line.level === "error");
+
+  /** The agent's answer for shop/web: where it came from and the annotation the plugin would get. */
+  const web = async () => {
+    const answer = await askAgent(socket(), { get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" });
+    if (!("object" in answer)) throw new Error(answer.error);
+    const { metadata } = answer.object as { metadata: { annotations?: Record<string, string> } };
+    return { cached: answer.cached, annotation: metadata.annotations?.[skip] };
+  };
+  const annotate = (value: string, options: { quietly?: boolean } = {}) =>
+    api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1", annotations: { [skip]: value } }), options);
+
+  const start = async (extra: string[] = [], env: NodeJS.ProcessEnv = {}) => {
+    writeFileSync(host.path("10-calico.conflist"), calico);
+    await host.startWithApi(api, ["--node", "n1", "--watch-timeout-seconds", "2", "--audit-seconds", "600", ...extra], env);
+    await host.waitFor(async () => (await host.readyz()).status === 200, 10_000);
+    await host.waitFor(async () => (await web()).cached, 10_000);
+  };
+
+  beforeEach(async () => {
+    api = await new FakeApiServer().start();
+    api.watches.bookmarkIntervalMs = 1000;
+    annotate("10.1.0.0/16");
+    host = new AgentHarness();
+  });
+  afterEach(async () => {
+    await host.cleanup();
+    await api.stop();
+  });
+
+  it.each([
+    ["one ERROR event (500) and the end", { error: 500 } as const, "error"],
+    ["a 200 and the end at once (a proxy, an overloaded server)", "close" as const, "closed"],
+  ])("backs off when every watch gets %s, says so once, and answers fresh once it recovers", async (_what, fault, cause) => {
+    await start();
+    const before = podWatches().length;
+    api.watchFaults.set("/api/v1/pods", fault);
+    await sleep(6000);
+    const during = podWatches().length - before;
+    // 1 s doubling, stretched by up to as much again: a handful in 6 s (before: 16,674 and 24,901).
+    expect(during).toBeLessThanOrEqual(6);
+    expect(warnings().map((line) => line.msg)).toEqual([`the watch of pods ended early (${cause}); backing off`]);
+    expect(await host.metric(`meshcni_watch_restarts_total{watch="pods",cause="${cause}"}`)).toBe(during);
+    api.watchFaults.delete("/api/v1/pods");
+    annotate("10.2.0.0/16");
+    await host.waitFor(async () => {
+      const answer = await web();
+      return answer.cached && answer.annotation === "10.2.0.0/16";
+    }, 20_000);
+    await host.waitFor(() => host.logs.some((line) => line.msg === "the watch of pods recovered"), 10_000);
+  });
+
+  it("notices a silent watch (a half-open connection): answers from the API within seconds, tears the watch down, resumes", async () => {
+    await start();
+    api.watchFaults.set("/api/v1/pods", "silent");
+    const before = podWatches().length;
+    await host.waitFor(() => podWatches().length > before, 10_000);
+    annotate("10.3.0.0/16", { quietly: true });
+    // Stale past the watch's own bound (2 s here, 90 s by default): the API answers.
+    await host.waitFor(async () => {
+      const answer = await web();
+      return !answer.cached && answer.annotation === "10.3.0.0/16";
+    }, 10_000);
+    await host.waitFor(async () => (await host.metric('meshcni_watch_restarts_total{watch="pods",cause="silent"}')) >= 1, 15_000);
+    expect(await host.metric('meshcni_cache_age_seconds{cache="pods"}')).toBeGreaterThan(2);
+    api.watchFaults.delete("/api/v1/pods");
+    annotate("10.4.0.0/16");
+    await host.waitFor(async () => {
+      const answer = await web();
+      return answer.cached && answer.annotation === "10.4.0.0/16";
+    }, 20_000);
+    expect(await host.metric('meshcni_cache_age_seconds{cache="pods"}')).toBeLessThan(2);
+  });
+
+  it("on a quiet cluster runs watch after watch with timeoutSeconds and bookmarks: no relist, no warning, a few requests a minute", async () => {
+    await start();
+    const before = api.requests.length;
+    await sleep(12_000);
+    const watches = api.requests.slice(before).filter((request) => request.query.watch === "true");
+    for (const watch of watches)
+      expect(watch.query).toMatchObject({ allowWatchBookmarks: "true", timeoutSeconds: expect.stringMatching(/^[234]$/) });
+    expect(lists("/api/v1/pods")).toHaveLength(1);
+    expect(lists("/api/v1/namespaces")).toHaveLength(1);
+    expect(warnings()).toEqual([]);
+    // Two watches of 2-4 s each: ~4-6 requests in 12 s here; with the default 5-10 min, under one a minute.
+    expect(api.requests.length - before).toBe(watches.length);
+    expect(watches.length).toBeLessThanOrEqual(12);
+    expect(await web()).toEqual({ cached: true, annotation: "10.1.0.0/16" });
+  });
+
+  it("waits out API Priority and Fairness's 429 with Retry-After, then answers fresh", async () => {
+    await start();
+    api.throttle = { until: Date.now() + 11_000, retryAfterSeconds: 5, path: /^\/api\/v1\/pods$/ };
+    const before = api.requests.length;
+    await sleep(11_000);
+    const tries = api.requests
+      .slice(before)
+      .filter((request) => request.path === "/api/v1/pods")
+      .map((request) => request.at);
+    for (let i = 1; i < tries.length; i++) expect(tries[i]! - tries[i - 1]!).toBeGreaterThanOrEqual(4900);
+    expect(tries.length).toBeLessThanOrEqual(3);
+    annotate("10.5.0.0/16");
+    await host.waitFor(async () => {
+      const answer = await web();
+      return answer.cached && answer.annotation === "10.5.0.0/16";
+    }, 15_000);
+  });
+
+  it("with an API server whose clock is 2 h behind: one TokenRequest, the kubeconfig written, ready, the skew said once", async () => {
+    api.now = () => Date.now() - 2 * 3600_000;
+    await start();
+    await sleep(8000);
+    expect(api.requestsTo("POST", /\/serviceaccounts\/meshcni-plugin\/token$/)).toHaveLength(1);
+    expect(host.kubeconfig()).not.toBe("");
+    expect(host.logs.filter((line) => line.msg.startsWith("the API server's clock is"))).toHaveLength(1);
+    expect(host.logs.find((line) => line.msg.startsWith("the API server's clock is"))?.msg).toMatch(
+      /^the API server's clock is 7\d{3} s behind this node's/,
+    );
+  });
+
+  it("lifts the startup taint again from a Node deleted and registered anew with it (kubelet's --register-with-taints)", async () => {
+    api.addNode({ metadata: { name: "n1" }, spec: { taints: [taint] } });
+    await start(["--startup-taint", "meshcni.io/not-ready"]);
+    const taints = () => ((api.nodes.get("n1")?.spec ?? {}) as { taints?: unknown[] }).taints ?? [];
+    await host.waitFor(() => taints().length === 0, 5000);
+    api.deleteNode("n1");
+    api.addNode({ metadata: { name: "n1" }, spec: { taints: [taint] } });
+    await host.waitFor(() => taints().length === 0, 10_000);
+    // Logged once the node is patched: the line may still be in the pipe.
+    await host.waitFor(() => host.logs.filter((line) => line.msg === "startup taint removed").length === 2, 2000);
+  });
+
+  it.each([
+    ["a watch accepted but its headers never sent", false],
+    ["the whole API server hung, its own DaemonSet unreadable", true],
+  ])("exits within two seconds of SIGTERM with %s", async (_what, everything) => {
+    api.addDaemonSet("meshcni", "meshcni");
+    api.addPod(podObject("meshcni", "agent-x", { daemonSet: "meshcni" }));
+    await start([], { POD_NAMESPACE: "meshcni", POD_NAME: "agent-x" });
+    api.watchFaults.set("/api/v1/pods", "hang");
+    if (everything) api.faults.set("/api/v1/namespaces/meshcni/pods/agent-x", { hang: true });
+    const before = podWatches().length;
+    await host.waitFor(() => podWatches().length > before, 15_000);
+    const stopping = performance.now();
+    expect(await host.stop()).toBe(0);
+    expect(performance.now() - stopping).toBeLessThan(2500);
+    const why = host.logs.find((line) => line.msg.startsWith("stopping; meshcni stays"))?.why;
+    expect(why).toMatch(everything ? /cannot tell whether the DaemonSet stays/ : /the DaemonSet stays/);
+  });
+});
