@@ -1,5 +1,6 @@
 // `npm run bench`: prints each section's figures and writes them to bench/results/.
 import { isRoot } from "../test/kit/common.js";
+import { benchAgentApi } from "./agent-api.js";
 import { benchAgentMemory } from "./agent-memory.js";
 import { benchAudit } from "./audit.js";
 import { benchCri } from "./cri.js";
@@ -14,5 +15,6 @@ const only = process.argv[2];
 if (!only || only === "plugin") await benchPlugin();
 if (!only || only === "installer") await benchInstaller();
 if (!only || only === "agent-memory") await benchAgentMemory();
+if (!only || only === "agent-api") await benchAgentApi();
 if (!only || only === "audit") await benchAudit();
 if (!only || only === "cri") await benchCri();

@@ -149,6 +149,11 @@ export class AgentHarness {
     await this.start(extra, { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port), ...env });
   }
 
+  /** The agent's process id, while it runs. */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   /** The agent's peak resident set so far (VmHWM), in MB. */
   peakRssMb(): number {
     const status = readFileSync(`/proc/${this.child?.pid}/status`, "utf8");

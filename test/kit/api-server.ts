@@ -248,6 +248,14 @@ export class FakeApiServer {
     if (!options.quietly) this.notify(existed ? "MODIFIED" : "ADDED", stored);
   }
 
+  /** Deletes a pod at once (no grace period); pod watchers see DELETED. */
+  deletePod(namespace: string, name: string): void {
+    const found = this.pods.get(`${namespace}/${name}`);
+    if (!found || !this.pods.delete(`${namespace}/${name}`)) return;
+    this.version++;
+    this.notify("DELETED", found);
+  }
+
   /** Adds or replaces a namespace; namespace watchers see ADDED or MODIFIED. */
   addNamespace(namespace: KubeObject): void {
     const name = namespace.metadata?.name ?? "";

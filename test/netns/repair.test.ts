@@ -278,6 +278,7 @@ describe.skipIf(!isRoot)("a node migrating from linkerd-cni", () => {
         .filter((name) => name.startsWith("adopted-"))
         .sort(),
     ).toEqual(names.map((name) => `adopted-uid-shop-${name}_eth0.json`).sort());
-    expect(await s.host.metric('meshcni_meshed_pods{status="protected"}')).toBe(names.length);
+    // Recorded now: the next sweep (never within 2 s of the last) finds them protected.
+    await s.host.waitFor(async () => (await s.host.metric('meshcni_meshed_pods{status="protected"}')) === names.length, 5000);
   });
 });
