@@ -160,9 +160,12 @@ export function namespaceDecisionFields(namespace: V1Namespace): V1Namespace {
   return { apiVersion: "v1", kind: "Namespace", metadata: { name, annotations: linkerdAnnotations(annotations) } } as V1Namespace;
 }
 
-/** What the agent's cache keeps of a namespace: the decision's fields and its version (on a 30,000-namespace cluster, little each). */
+/**
+ * What the agent's cache keeps of a namespace: its name and Linkerd annotations, nothing
+ * else (a 30,000-namespace cluster costs a few MB). No version: nothing follows its changes.
+ */
 export function namespaceFields(namespace: V1Namespace): V1Namespace {
-  const kept = namespaceDecisionFields(namespace);
-  const resourceVersion = namespace.metadata?.resourceVersion;
-  return { ...kept, metadata: { ...kept.metadata, ...(resourceVersion ? { resourceVersion } : {}) } };
+  const { name, annotations } = namespace.metadata ?? {};
+  const kept = linkerdAnnotations(annotations);
+  return { metadata: kept ? { name, annotations: kept } : { name } } as V1Namespace;
 }

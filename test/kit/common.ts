@@ -6,12 +6,12 @@ export const isRoot = process.getuid?.() === 0;
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Polls until the condition holds; throws after `timeoutMs`. */
-export async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+/** Polls (every `everyMs`) until the condition holds; throws after `timeoutMs`. */
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000, everyMs = 10): Promise<void> {
   const started = performance.now();
   while (!(await condition())) {
     if (performance.now() - started > timeoutMs) throw new Error(`condition not met in ${timeoutMs} ms`);
-    await sleep(10);
+    await sleep(everyMs);
   }
 }
 

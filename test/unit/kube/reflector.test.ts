@@ -64,7 +64,7 @@ describe("the reflector", () => {
     for (let i = 0; i < 1200; i++) api.addNamespace({ metadata: { name: `ns-${i}`, annotations: { kept: `${i}`, big: "x".repeat(100) } } });
     start();
     await until(() => reflector!.fresh(), 5000);
-    expect(lists().map((request) => request.query.limit)).toEqual(["500", "500", "500"]);
+    expect(lists().map((request) => request.query.limit)).toEqual(["250", "250", "250", "250", "250"]);
     expect(reflector!.values()).toHaveLength(1200);
     expect(reflector!.get("ns-7")).toEqual({ metadata: { name: "ns-7", resourceVersion: expect.any(String), annotations: { kept: "7" } } });
     await until(() => watches().length > 0, 2000);
