@@ -1,4 +1,4 @@
-import type { NatTable } from "../redirect/table.js";
+import { emptyTable, type NatTable } from "../redirect/table.js";
 
 /** Splits a rule the way iptables-restore does: whitespace-separated, "quoted" groups, \-escapes. */
 export function tokenize(text: string): string[] {
@@ -29,7 +29,7 @@ export function tokenize(text: string): string[] {
 
 /** Parses `iptables-save -t nat` output; other tables, comments and counters are skipped. */
 export function parseNatTable(output: string): NatTable {
-  const table: NatTable = { chains: new Set(), rules: [] };
+  const table = emptyTable(false);
   let inNat = false;
   for (const line of output.split("\n")) {
     if (line.startsWith("*")) inNat = line === "*nat";

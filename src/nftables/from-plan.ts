@@ -11,8 +11,8 @@ import { BASE_NETWORK, BASE_TRANSPORT } from "./expr/payload.js";
 import { NAT_RANGE_PROTO_SPECIFIED } from "./expr/redir.js";
 import { u16be, u32host } from "./netlink.js";
 import type { NftRule } from "./rule.js";
-import { baseChains, IPPROTO_TCP, type NftTable, portRanges, saddrOffset, tableName } from "./ruleset.js";
-import type { NftSet } from "./set.js";
+import { baseChains, IPPROTO_TCP, MAX_PORT, type NftTable, portRanges, saddrOffset, tableName } from "./ruleset.js";
+import type { NftSet, SetElement } from "./set.js";
 
 /**
  * A plan (iptables' vocabulary, which the records and the diff speak) as nf_tables
@@ -29,17 +29,24 @@ const tcpDport: Expr = { kind: "payload", dreg: REG_1, base: BASE_TRANSPORT, off
 const equals = (data: Uint8Array): Expr => ({ kind: "cmp", sreg: REG_1, op: CMP_EQ, data });
 const metaIs = (key: number, data: Uint8Array): Expr[] => [{ kind: "meta", key, dreg: REG_1 }, equals(data)];
 
-/** An anonymous set of ports as nft writes it: intervals (merged, led by an end at 0) only when the list has a range. */
+/**
+ * An anonymous set of ports as nft writes it: intervals (merged, led by an end at 0) only
+ * when the list has a range; an interval up to 65535 is left open (65536 has no key).
+ */
 function portSet(list: string, id: number): NftSet {
   const ranges = portRanges(list);
   const interval = list.includes(":");
   // Single ports keep the plan's order, as nft sends them; a hash set does not keep it anyway.
   if (!interval)
     return { name: "__set%d", id, interval, elements: [...new Set(list.split(",").map(Number))].map((key) => ({ key, end: false })) };
-  const elements = ranges.flatMap(([from, to]) => [
-    { key: from, end: false },
-    { key: to + 1, end: true },
-  ]);
+  const elements = ranges.flatMap(([from, to]): SetElement[] =>
+    to === MAX_PORT
+      ? [{ key: from, end: false, open: true }]
+      : [
+          { key: from, end: false },
+          { key: to + 1, end: true },
+        ],
+  );
   // nft closes the gap below the first interval with an end element at 0.
   return { name: "__set%d", id, interval, elements: ranges[0]![0] > 0 ? [{ key: 0, end: true }, ...elements] : elements };
 }

@@ -16,8 +16,11 @@ export const msg = {
   getSetElem: 13,
 } as const;
 
-/** nfgenmsg's family of each address family's tables (NFPROTO_IPV4, NFPROTO_IPV6). */
-const nfproto = { ipv4: 2, ipv6: 10 } as const;
+/** nfgenmsg's family of each address family's tables (NFPROTO_IPV4, NFPROTO_IPV6), and of inet tables, which see both. */
+const nfproto = { ipv4: 2, ipv6: 10, inet: 1 } as const;
+
+/** Tables a dump can list: one address family's, or inet's (meshcni reads those, never writes them). */
+export type DumpFamily = Family | "inet";
 
 /** What `nft` calls a family's tables. */
 export const familyWord = (family: Family) => (family === "ipv4" ? "ip" : "ip6");
@@ -46,7 +49,7 @@ export function batchPart(what: string, type: number, flags: number, family: Fam
 }
 
 /** A dump request (tables, chains, sets, rules) for one family, or a set's elements. */
-export function dumpRequest(type: number, family: Family, attrs: Attr[] = []): (seq: number) => Uint8Array {
+export function dumpRequest(type: number, family: DumpFamily, attrs: Attr[] = []): (seq: number) => Uint8Array {
   return (seq) =>
     encodeMessage({ type: (NFNL_SUBSYS_NFTABLES << 8) | type, flags: NLM_F_REQUEST | NLM_F_DUMP, seq, family: nfproto[family], attrs });
 }

@@ -2,7 +2,8 @@ import { diffTable } from "../redirect/diff.js";
 import type { Redirector } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
 import { planTable } from "./from-plan.js";
-import { type BatchPart, dumpRequest, msg } from "./message.js";
+import { type BatchPart, type DumpFamily, dumpRequest, familyWord, msg } from "./message.js";
+import { natBefore } from "./nat-before.js";
 import { type Dumps, decodeTable, type NftTable, tableContents, tableName } from "./ruleset.js";
 import { setElementsRequest, setNames } from "./set.js";
 import { NftablesError, NftSocket } from "./socket.js";
@@ -18,7 +19,8 @@ export type SocketOpener = () => Promise<NftSocket>;
  * nf_tables over netlink, in-process: the redirect is a table of meshcni's own per family
  * (`ip meshcni`, `ip6 meshcni`) with nat base chains at prerouting and output. ADD is one
  * batch for every family; a repeated ADD reads the tables back and replaces only those
- * that differ, in one batch; DEL deletes the tables in one batch. The socket is opened at
+ * that differ, in one batch; DEL deletes the tables in one batch. Reading a family back
+ * also lists other tables' NAT that runs first (inet's included). The socket is opened at
  * first use, in the netns the caller is in.
  */
 export function nftablesRedirector(openSocket: SocketOpener = () => NftSocket.open()): Redirector {
@@ -29,15 +31,19 @@ export function nftablesRedirector(openSocket: SocketOpener = () => NftSocket.op
   };
   const present = (nft: NftSocket, family: Family) =>
     tableNames(nft.dump(`list tables (${family})`, dumpRequest(msg.getTable, family))).includes(tableName);
-  const readTable = (nft: NftSocket, family: Family): NftTable | undefined => {
+  /** Every chain and rule of a family's tables (or inet's). */
+  const listed = (nft: NftSocket, family: DumpFamily) => ({
+    chains: nft.dump(`list chains (${family})`, dumpRequest(msg.getChain, family)),
+    rules: nft.dump(`list rules (${family})`, dumpRequest(msg.getRule, family)),
+  });
+  const readTable = (nft: NftSocket, family: Family, objects = listed(nft, family)): NftTable | undefined => {
     const tables = nft.dump(`list tables (${family})`, dumpRequest(msg.getTable, family));
     if (!tableNames(tables).includes(tableName)) return undefined;
     const sets = nft.dump(`list sets (${family})`, dumpRequest(msg.getSet, family));
     const dumps: Dumps = {
       tables,
-      chains: nft.dump(`list chains (${family})`, dumpRequest(msg.getChain, family)),
+      ...objects,
       sets,
-      rules: nft.dump(`list rules (${family})`, dumpRequest(msg.getRule, family)),
       elements: new Map(
         setNames(sets, tableName).map((set) => [set, nft.dump(`list set ${set}`, setElementsRequest(family, tableName, set))]),
       ),
@@ -73,7 +79,16 @@ export function nftablesRedirector(openSocket: SocketOpener = () => NftSocket.op
       );
       return differing.map((table) => table.family);
     },
-    read: async (family) => natTableOf(readTable(await open(), family)),
+    async read(family) {
+      const nft = await open();
+      const objects = listed(nft, family);
+      const word = familyWord(family);
+      const others = [
+        { word, ...objects },
+        { word: "inet", ...listed(nft, "inet") },
+      ];
+      return { ...natTableOf(readTable(nft, family, objects)), natBefore: natBefore(family, word, others) };
+    },
     expected: canonicalPlan,
     async remove(families) {
       const nft = await open();

@@ -62,6 +62,8 @@ export const baseChains: Record<string, NonNullable<NftChain["hook"]>> = {
 /** Where the source address is in each family's header. */
 export const saddrOffset = { ipv4: 12, ipv6: 8 } as const;
 export const IPPROTO_TCP = 6;
+/** The highest port: an interval that reaches it has no end element. */
+export const MAX_PORT = 65535;
 
 /** A multiport list ("4191,4190" or "8000:8010"): sorted port ranges, adjacent and overlapping ones merged. */
 export function portRanges(list: string): Array<[number, number]> {

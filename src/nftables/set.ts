@@ -20,11 +20,13 @@ import {
 const SET = { table: 1, name: 2, flags: 3, keyType: 4, keyLength: 5, desc: 9, id: 10, userdata: 13 } as const;
 const SET_DESC = { size: 1 } as const;
 const SET_ELEM_LIST = { table: 1, set: 2, elements: 3, setId: 4 } as const;
-const SET_ELEM = { key: 1, flags: 3 } as const;
+const SET_ELEM = { key: 1, flags: 3, userdata: 6 } as const;
 const SET_ANONYMOUS = 0x1;
 const SET_CONSTANT = 0x2;
 const SET_INTERVAL = 0x4;
 const SET_ELEM_INTERVAL_END = 0x1;
+/** nft's element userdata for an interval open at the top (NFTNL_UDATA_SET_ELEM_FLAGS = NFTNL_SET_ELEM_F_INTERVAL_OPEN). */
+const intervalOpenUserdata = Uint8Array.from([0x01, 0x04, 0x01, 0x00, 0x00, 0x00]);
 /** nft's datatype for TCP/UDP ports (inet_service). */
 const TYPE_INET_SERVICE = 13;
 
@@ -41,19 +43,34 @@ const setUserdata = {
   ],
 };
 
-/** An anonymous set of TCP ports: single ports, or intervals (start, then end + 1 flagged as an end). */
+/**
+ * An anonymous set of TCP ports: single ports, or intervals (start, then end + 1 flagged
+ * as an end). An interval reaching 65535 has no end + 1: its start is `open` and the
+ * set's size counts the end it lacks, as nft sends it.
+ */
 export interface NftSet {
   name: string;
   id: number;
   interval: boolean;
-  elements: Array<{ key: number; end: boolean }>;
+  elements: SetElement[];
 }
+
+export interface SetElement {
+  key: number;
+  end: boolean;
+  open?: true;
+}
+
+const elementAttrs = (element: SetElement) => [
+  ...(element.end ? [attr(SET_ELEM.flags, u32be(SET_ELEM_INTERVAL_END))] : []),
+  dataValue(SET_ELEM.key, u16be(element.key)),
+  ...(element.open ? [attr(SET_ELEM.userdata, intervalOpenUserdata)] : []),
+];
 
 /** The set and, in a second message, its elements (both in the batch of the rule that looks it up). */
 export function newSet(family: Family, table: string, set: NftSet): BatchPart[] {
   const flags = SET_ANONYMOUS | SET_CONSTANT | (set.interval ? SET_INTERVAL : 0);
   const userdata = [...setUserdata.byteOrder, ...(set.interval ? setUserdata.merge : []), ...setUserdata.typeofTcpDport];
-  const key = (port: number) => dataValue(SET_ELEM.key, u16be(port));
   return [
     batchPart(`add set ${set.name} (id ${set.id})`, msg.newSet, NLM_F_CREATE, family, SET, [
       attr(SET.table, strz(table)),
@@ -62,7 +79,7 @@ export function newSet(family: Family, table: string, set: NftSet): BatchPart[] 
       attr(SET.keyType, u32be(TYPE_INET_SERVICE)),
       attr(SET.keyLength, u32be(2)),
       attr(SET.id, u32be(set.id)),
-      nest(SET.desc, [attr(SET_DESC.size, u32be(set.elements.length))]),
+      nest(SET.desc, [attr(SET_DESC.size, u32be(set.elements.length + (set.elements.at(-1)?.open ? 1 : 0)))]),
       attr(SET.userdata, Uint8Array.from(userdata)),
     ]),
     batchPart(`add elements to set ${set.name} (id ${set.id})`, msg.newSetElem, NLM_F_CREATE, family, SET_ELEM_LIST, [
@@ -72,9 +89,7 @@ export function newSet(family: Family, table: string, set: NftSet): BatchPart[] 
       // Like libnftnl, each element's attribute type is its position.
       nest(
         SET_ELEM_LIST.elements,
-        set.elements.map((element, index) =>
-          nest(index + 1, element.end ? [attr(SET_ELEM.flags, u32be(SET_ELEM_INTERVAL_END)), key(element.key)] : [key(element.key)]),
-        ),
+        set.elements.map((element, index) => nest(index + 1, elementAttrs(element))),
       ),
     ]),
   ];
@@ -95,12 +110,14 @@ export function decodeSet(message: NetlinkMessage): { table: string | undefined;
 
 /** The elements in a reply to setElementsRequest. */
 export function decodeElements(message: NetlinkMessage): NftSet["elements"] {
-  return parseAttrs(bodyOf(message).get(SET_ELEM_LIST.elements) ?? new Uint8Array()).map((element) => {
-    const fields = attrMap(element.value);
-    return {
+  return parseAttrs(bodyOf(message).get(SET_ELEM_LIST.elements) ?? new Uint8Array()).map((nested) => {
+    const fields = attrMap(nested.value);
+    const element: SetElement = {
       key: readU16be(readDataValue(fields.get(SET_ELEM.key))),
       end: ((readU32be(fields.get(SET_ELEM.flags)) ?? 0) & SET_ELEM_INTERVAL_END) !== 0,
     };
+    const userdata = fields.get(SET_ELEM.userdata);
+    return userdata && Buffer.from(userdata).equals(intervalOpenUserdata) ? { ...element, open: true } : element;
   });
 }
 

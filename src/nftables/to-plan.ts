@@ -10,7 +10,7 @@ import { META_L4PROTO, META_OIFNAME, META_SKGID, META_SKUID } from "./expr/meta.
 import { BASE_NETWORK, BASE_TRANSPORT, type Payload } from "./expr/payload.js";
 import { readU16be, readU32host } from "./netlink.js";
 import type { NftRule } from "./rule.js";
-import { baseChains, IPPROTO_TCP, type NftTable, portRanges, saddrOffset } from "./ruleset.js";
+import { baseChains, IPPROTO_TCP, MAX_PORT, type NftTable, portRanges, saddrOffset } from "./ruleset.js";
 import type { NftSet } from "./set.js";
 
 /**
@@ -53,6 +53,8 @@ function setPorts(set: NftSet | undefined): string | undefined {
       start = undefined;
     }
   }
+  // A start with no end after it is open: it runs to the last port.
+  if (start !== undefined) ranges.push([start, MAX_PORT]);
   return ranges.length > 0 ? renderRanges(portRanges(renderRanges(ranges))) : undefined;
 }
 
@@ -127,7 +129,7 @@ export function ruleArgs(rule: NftRule, family: Family, sets: NftSet[]): string[
  * jump from a chain hooked elsewhere is no jump from PREROUTING to the diff.
  */
 export function natTableOf(table: NftTable | undefined): NatTable {
-  if (!table) return emptyTable();
+  if (!table) return emptyTable(true);
   const standsFor = new Map(
     table.chains.map((chain) => {
       const { hook } = chain;
@@ -144,5 +146,7 @@ export function natTableOf(table: NftTable | undefined): NatTable {
       const args = ruleArgs(rule, table.family, table.sets);
       return { chain: standsFor.get(rule.chain) ?? rule.chain, args, text: args.join(" ") };
     }),
+    ownTable: true,
+    natBefore: [],
   };
 }

@@ -48,5 +48,18 @@ export function diffTable(plan: RulePlan, table: NatTable): string[] {
   }
   const stray = jumps.filter((rule: SavedRule) => !plan.jumps.some((jump) => jump.from === rule.chain && jump.to === jumpTarget(rule)));
   differences.push(...stray.map((rule) => `${rule.chain}: unexpected jump: ${rule.text}`));
+  if (table.ownTable) differences.push(...strangers(plan, table));
   return differences;
+}
+
+/** In a table of meshcni's own: chains it does not plan, and rules in its base chains other than the jumps. */
+function strangers(plan: RulePlan, table: NatTable): string[] {
+  const planned = new Set([...Object.keys(plan.chains), ...plan.jumps.map((jump) => jump.from)]);
+  const jumps = new Set(jumpsIntoOwnChains(table));
+  return [
+    ...[...table.chains].filter((chain) => !planned.has(chain)).map((chain) => `chain ${chain} is not meshcni's`),
+    ...table.rules
+      .filter((rule) => !(rule.chain in plan.chains) && !jumps.has(rule))
+      .map((rule) => `${rule.chain}: unexpected rule: ${rule.text}`),
+  ];
 }

@@ -1,3 +1,4 @@
+import { bypasses } from "./bypass.js";
 import { diffTable } from "./diff.js";
 import type { RulePlan } from "./plan.js";
 import type { Family } from "./spec.js";
@@ -35,15 +36,16 @@ export interface Redirector {
 }
 
 /**
- * How each family's rules differ from its plan (each difference led by the family), and
- * whether any of the redirect is there at all.
+ * How each family's rules differ from its plan, and what lets traffic bypass them (each
+ * difference led by the family), and whether any of the redirect is there at all.
  */
 export async function inspectPlans(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }> {
   const differences: string[] = [];
   let hasRedirect = false;
   for (const plan of plans) {
     const table = await redirector.read(plan.family);
-    differences.push(...diffTable(redirector.expected(plan), table).map((problem) => `${plan.family}: ${problem}`));
+    const problems = [...diffTable(redirector.expected(plan), table), ...bypasses(plan, table)];
+    differences.push(...problems.map((problem) => `${plan.family}: ${problem}`));
     hasRedirect ||= hasOwnRules(table);
   }
   return { differences, hasRedirect };

@@ -13,9 +13,17 @@ export interface SavedRule {
 export interface NatTable {
   chains: Set<string>;
   rules: SavedRule[];
+  /**
+   * Whether every chain here is meshcni's (nftables: a table of its own, so anything else
+   * in it is a difference) or the table is shared (iptables' nat table: PREROUTING and
+   * OUTPUT hold everyone's rules, and only those before meshcni's jumps matter).
+   */
+  ownTable: boolean;
+  /** NAT outside this table that runs before it at the same hook (another nftables table), one line per rule. */
+  natBefore: string[];
 }
 
-export const emptyTable = (): NatTable => ({ chains: new Set(), rules: [] });
+export const emptyTable = (ownTable: boolean): NatTable => ({ chains: new Set(), rules: [], ownTable, natBefore: [] });
 
 export function rulesOf(table: NatTable, chain: string): SavedRule[] {
   return table.rules.filter((rule) => rule.chain === chain);

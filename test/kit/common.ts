@@ -31,8 +31,13 @@ export const loopbackRule = "-o lo -m comment --comment proxy-init/ignore-loopba
 
 /** Deletes the loopback bypass from a pod netns by hand, so its redirect drifts from the plan. */
 export async function deleteLoopbackRule(netns: string, backend: "nft" | "legacy" = "nft"): Promise<void> {
-  const [command, ...args] = inNetnsCommand(netns);
-  await execa(command!, [...args, `iptables-${backend}`, "-t", "nat", "-D", "PROXY_INIT_OUTPUT", ...loopbackRule.split(" ")]);
+  await iptables(netns, backend, "-D", "PROXY_INIT_OUTPUT", ...loopbackRule.split(" "));
+}
+
+/** Runs one backend's iptables on the nat table of a netns, as an operator (or a pod with NET_ADMIN) would. */
+export async function iptables(netns: string, backend: "nft" | "legacy", ...args: string[]): Promise<void> {
+  const [command, ...prefix] = inNetnsCommand(netns);
+  await execa(command!, [...prefix, `iptables-${backend}`, "-t", "nat", ...args]);
 }
 
 /** meshcni's netconf as a test writes it: its own state dir and kubeconfig, the nft backend unless said. */

@@ -1,6 +1,6 @@
 import type { Libc } from "../../src/libc.js";
 import { decodeChain, newChain } from "../../src/nftables/chain.js";
-import { msg } from "../../src/nftables/message.js";
+import { type DumpFamily, msg } from "../../src/nftables/message.js";
 import {
   attrMap,
   type NetlinkMessage,
@@ -36,6 +36,9 @@ export function errorReply(seq: number, errno: number): Uint8Array {
   return message;
 }
 
+/** nfgenmsg's family: meshcni writes ip and ip6 tables; it also dumps inet's, which this kernel never holds. */
+const dumpFamilyOf = (message: NetlinkMessage): DumpFamily =>
+  (({ 1: "inet", 10: "ipv6" }) as const)[message.payload[0] as 1 | 10] ?? "ipv4";
 const familyOf = (message: NetlinkMessage): Family => (message.payload[0] === 10 ? "ipv6" : "ipv4");
 /** NFTA_SET_ELEM_LIST_TABLE, _SET and _SET_ID: what the fake needs of an elements message that decodeElements does not return. */
 const elementList = (message: NetlinkMessage) => {
@@ -166,21 +169,21 @@ export class FakeKernel {
 
   /** Answers a dump request with what the kernel holds of that family, then NLMSG_DONE. */
   private dump(request: NetlinkMessage): void {
-    const family = familyOf(request);
+    const family = dumpFamilyOf(request);
     const type = request.type & 0xff;
     const held = [...this.tables.values()].filter((table) => table.family === family);
     this.dumps.push(`${Object.entries(msg).find(([, number]) => number === type)?.[0]} ${family}`);
     const parts =
       type === msg.getTable
-        ? held.map((table) => newTable(family, table.name, false))
+        ? held.map((table) => newTable(table.family, table.name, false))
         : type === msg.getChain
-          ? held.flatMap((table) => table.chains.map((chain) => newChain(family, table.name, chain)))
+          ? held.flatMap((table) => table.chains.map((chain) => newChain(table.family, table.name, chain)))
           : type === msg.getSet
-            ? held.flatMap((table) => table.sets.map((set) => newSet(family, table.name, set)[0]!))
+            ? held.flatMap((table) => table.sets.map((set) => newSet(table.family, table.name, set)[0]!))
             : type === msg.getRule
-              ? held.flatMap((table) => table.rules.map((rule) => newRule(family, table.name, rule)))
+              ? held.flatMap((table) => table.rules.map((rule) => newRule(table.family, table.name, rule)))
               : held.flatMap((table) =>
-                  table.sets.filter((set) => set.name === elementList(request).set).map((set) => newSet(family, table.name, set)[1]!),
+                  table.sets.filter((set) => set.name === elementList(request).set).map((set) => newSet(table.family, table.name, set)[1]!),
                 );
     for (const part of parts) this.replies.push(part.make(request.seq));
     const done = new Uint8Array(20);

@@ -177,7 +177,7 @@ export class FakeNode {
       backend,
       read: async () => {
         if (this.nftablesProblem) throw this.nftablesProblem;
-        return emptyTable();
+        return emptyTable(true);
       },
       apply: unavailable,
       remove: unavailable,

@@ -27,6 +27,8 @@ function onNode(net: TestNetwork, kubeconfig: string, args: string[], wrap: stri
 
 const nft = (netns: string, ...args: string[]) => execa("ip", ["netns", "exec", netns, "nft", ...args]);
 
+const webAnnotations = { "config.linkerd.io/skip-outbound-ports": "9091,9200-9210" };
+
 /** What `nft list table ip meshcni` shows after ADD: Linkerd's rules, comments and all. */
 const expectedIpv4 = [
   "table ip meshcni {",
@@ -82,9 +84,7 @@ describe.skipIf(!isRoot)("the nftables backend, through cnitool", () => {
   beforeAll(async () => {
     await api.start();
     kubeconfig = api.writeKubeconfig();
-    api.addPod(
-      podObject("demo", "web", { proxy: "container", annotations: { "config.linkerd.io/skip-outbound-ports": "9091,9200-9210" } }),
-    );
+    api.addPod(podObject("demo", "web", { proxy: "container", annotations: webAnnotations }));
     api.addPod(podObject("demo", "plain"));
     linkerd = { "iptables-mode": "nftables", "proxy-gid": 2103, "subnets-to-ignore": [skipped.subnet] };
     net.writeConflist("mesh", { kubernetes: { kubeconfig }, linkerd });
@@ -162,6 +162,31 @@ describe.skipIf(!isRoot)("the nftables backend, through cnitool", () => {
     expect((await nft(web, "-a", "list", "ruleset")).stdout).toBe(before.stdout);
   });
 
+  it("holds port ranges up to 65535 whole: CHECK and the audit pass after ADD, and the ports are let through", async () => {
+    const topArgs = podArgs("demo", "top");
+    const annotations = { "config.linkerd.io/skip-inbound-ports": "30000-65535", "config.linkerd.io/skip-outbound-ports": "65535" };
+    api.addPod(podObject("demo", "top", { proxy: "container", annotations }));
+    const top = await net.addNetns("top");
+    const added = await net.cnitool("add", "mesh", top, topArgs);
+    expect(added.exitCode, added.stdout + added.stderr).toBe(0);
+    const topIp = TestNetwork.address(added);
+    const table = (await nftTable(top, "ip")).join("\n");
+    expect(table).toContain("tcp dport { 4190-4191, 30000-65535 } return");
+    expect(table).toContain("tcp dport { 65535 } return");
+    const checked = await net.cnitool("check", "mesh", top, topArgs);
+    expect(checked.exitCode, checked.stdout + checked.stderr).toBe(0);
+    api.addPod(podObject("demo", "top", { proxy: "container", annotations, nodeName: "node-a", podIP: topIp }));
+    const audit = await onNode(net, kubeconfig, ["audit", "--output", "json", "--pod", "demo/top"]);
+    expect(JSON.parse(audit.stdout)).toMatchObject({ pods: [{ status: "protected" }] });
+    await net.serve(top, { 4143: "proxy-inbound", 8080: "app", 65535: "app-65535", 40000: "app-40000", 4140: "proxy-outbound" });
+    await net.serve(client, { 65535: "real-server-65535" });
+    expect(await net.connect(client, topIp, 8080)).toBe("proxy-inbound");
+    expect(await net.connect(client, topIp, 40000)).toBe("app-40000");
+    expect(await net.connect(client, topIp, 65535)).toBe("app-65535");
+    expect(await net.connect(top, clientIp, 65535, 1000)).toBe("real-server-65535");
+    expect(await net.connect(top, clientIp, 9090, 1000)).toBe("proxy-outbound");
+  });
+
   it.each([
     ["a rule deleted with nft", "PROXY_INIT_OUTPUT: missing rule: -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN"],
     ["a rule added with nft", "PROXY_INIT_OUTPUT: unexpected rule: -p tcp -m tcp --dport 22 -j RETURN"],
@@ -202,6 +227,61 @@ describe.skipIf(!isRoot)("the nftables backend, through cnitool", () => {
     expect(added.stderr).toMatch(/"redirect already in place".*"family":"ipv6"/);
     expect((await plugin("CHECK")).exitCode).toBe(0);
     expect(await net.connect(web, clientIp, 9090, 1000)).toBe("proxy-outbound");
+  });
+
+  it("fails CHECK when a rule in meshcni's own base chain lets a port bypass the proxy; ADD takes it out", async () => {
+    await nft(web, "insert", "rule", "ip", "meshcni", "OUTPUT", "tcp", "dport", "9090", "return");
+    expect(await net.connect(web, clientIp, 9090, 1000)).toBe("real-server");
+    const checked = await plugin("CHECK");
+    expect(checked.stdout).toContain('"code":100');
+    expect(checked.stdout).toContain("ipv4: OUTPUT: unexpected rule: -p tcp -m tcp --dport 9090 -j RETURN");
+    expect((await plugin("ADD")).exitCode).toBe(0);
+    expect((await plugin("CHECK")).exitCode).toBe(0);
+    expect(await net.connect(web, clientIp, 9090, 1000)).toBe("proxy-outbound");
+  });
+
+  it.each([
+    ["ip", "-150", ["ipv4"]],
+    ["inet", "-100", ["ipv4", "ipv6"]],
+  ])(
+    "fails CHECK, and the audit calls the pod drifted, when an %s table's nat chain at priority %s diverts TCP first",
+    async (family, priority, families) => {
+      const ruleset = `table ${family} bypass {\n chain out {\n  type nat hook output priority ${priority}; policy accept;\n  tcp dport 9090 redirect to :8080\n }\n}\n`;
+      await execa("ip", ["netns", "exec", web, "nft", "-f", "-"], { input: ruleset });
+      try {
+        // The proxy never sees it: the app's own port answers.
+        expect(await net.connect(web, clientIp, 9090, 1000)).toBe("app");
+        const checked = await plugin("CHECK");
+        expect(checked.stdout).toContain('"code":100');
+        const offending = `NAT that runs before the redirect lets traffic bypass the proxy: table ${family} bypass, nat at output priority ${priority}, chain out: -p tcp -m tcp --dport 9090 -j REDIRECT --to-ports 8080`;
+        for (const of of families) expect(checked.stdout).toContain(`${of}: ${offending}`);
+        api.addPod(podObject("demo", "web", { proxy: "container", annotations: webAnnotations, nodeName: "node-a", podIP: webIp }));
+        const audit = await onNode(net, kubeconfig, ["audit", "--output", "json", "--pod", "demo/web"]);
+        expect(JSON.parse(audit.stdout).pods[0]).toMatchObject({
+          status: "drifted",
+          details: expect.arrayContaining([`ipv4: ${offending}`]),
+        });
+      } finally {
+        await nft(web, "delete", "table", family, "bypass");
+      }
+      const checked = await plugin("CHECK");
+      expect(checked.exitCode, checked.stdout).toBe(0);
+    },
+  );
+
+  it("passes CHECK with another table's NAT that runs after meshcni's, or NATs only UDP", async () => {
+    const ruleset =
+      "table ip later {\n chain out {\n  type nat hook output priority 100; policy accept;\n  tcp dport 9090 redirect to :8080\n }\n}\n" +
+      "table ip dns {\n chain out {\n  type nat hook output priority -150; policy accept;\n  udp dport 53 redirect to :5353\n }\n}\n";
+    await execa("ip", ["netns", "exec", web, "nft", "-f", "-"], { input: ruleset });
+    try {
+      const checked = await plugin("CHECK");
+      expect(checked.exitCode, checked.stdout).toBe(0);
+      expect(await net.connect(web, clientIp, 9090, 1000)).toBe("proxy-outbound");
+    } finally {
+      await nft(web, "delete", "table", "ip", "later");
+      await nft(web, "delete", "table", "ip", "dns");
+    }
   });
 
   it("is judged by the audit: protected, then drifted with the rule named once one is deleted with nft", async () => {

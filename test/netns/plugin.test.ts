@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { deleteLoopbackRule, isRoot, meshcniNetconf, podArgs } from "../kit/common.js";
+import { deleteLoopbackRule, iptables, isRoot, meshcniNetconf, podArgs } from "../kit/common.js";
 import { invokePlugin, natRules, TestNetwork } from "../kit/network.js";
 
 /** What iptables-save shows after ADD for a pod skipping outbound 9091 (Linkerd's layout). */
@@ -85,6 +85,48 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
       expect(again.exitCode, again.stdout).toBe(0);
       expect(again.json).toEqual({ cniVersion: "1.0.0" });
       expect(await natRules(pod, backend)).toEqual(expectedRules);
+    });
+
+    it.each([
+      [
+        "OUTPUT",
+        "-p tcp -m tcp --dport 9090 -j RETURN",
+        "to PROXY_INIT_OUTPUT",
+        () => net.connect(pod, clientIp, 9090, 1000),
+        "real-server",
+      ],
+      ["PREROUTING", "-p tcp -m tcp --dport 8080 -j ACCEPT", "to PROXY_INIT_REDIRECT", () => net.connect(client, podIp, 8080), "app"],
+    ])(
+      "fails CHECK when a rule placed before the jump in %s (%s) lets TCP bypass the proxy, naming it",
+      async (chain, rule, jump, connect, reached) => {
+        await iptables(pod, backend, "-I", chain, "1", ...rule.split(" "));
+        try {
+          // The bypass is real: the connection reaches the app or the server, not the proxy.
+          expect(await connect()).toBe(reached);
+          const checked = await net.cnitool("check", "mesh", pod, webArgs);
+          expect(checked.exitCode).not.toBe(0);
+          expect(checked.stdout + checked.stderr).toContain(
+            `ipv4: ${chain}: a rule before the jump ${jump} lets traffic bypass the proxy: ${rule}`,
+          );
+        } finally {
+          await iptables(pod, backend, "-D", chain, ...rule.split(" "));
+        }
+      },
+    );
+
+    it("passes CHECK with rules that cannot bypass the proxy: a LOG before the jump, a RETURN after it", async () => {
+      const log = ["OUTPUT", "-p", "tcp", "-m", "tcp", "--dport", "9090", "-j", "LOG"];
+      const after = ["OUTPUT", "-p", "tcp", "-m", "tcp", "--dport", "9090", "-j", "RETURN"];
+      await iptables(pod, backend, "-I", log[0]!, "1", ...log.slice(1));
+      await iptables(pod, backend, "-A", ...after);
+      try {
+        const checked = await net.cnitool("check", "mesh", pod, webArgs);
+        expect(checked.exitCode, checked.stdout).toBe(0);
+        expect(await net.connect(pod, clientIp, 9090, 1000)).toBe("proxy-outbound");
+      } finally {
+        await iptables(pod, backend, "-D", ...log);
+        await iptables(pod, backend, "-D", ...after);
+      }
     });
 
     it("fails CHECK after a rule is deleted by hand, naming the rule", async () => {

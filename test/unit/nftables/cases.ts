@@ -1,5 +1,11 @@
 import { nftRuleset } from "../../kit/fixtures.js";
 
+/** An ignored-ports rule in nft's syntax for a multiport list ("4190,30000:65535"). */
+function portsRuleset(list: string): string {
+  const set = list.replaceAll(":", "-").replaceAll(",", ", ");
+  return `table ip meshcni {\n chain c {\n  tcp dport { ${set} } return comment "proxy-init/ignore-port-${list}"\n }\n}\n`;
+}
+
 /**
  * Small rulesets in nft's syntax, each what meshcni writes for one kind of rule or object:
  * test/kit/nft-golden.ts records the messages Debian's nft sends for each (golden.json),
@@ -24,6 +30,11 @@ export const goldenCases = {
   portSet: 'table ip meshcni {\n chain c {\n  tcp dport { 4191, 4190 } return comment "proxy-init/ignore-port-4191,4190"\n }\n}\n',
   portRanges:
     'table ip meshcni {\n chain c {\n  tcp dport { 4190, 8000-8010 } return comment "proxy-init/ignore-port-4190,8000:8010"\n }\n}\n',
+  portRangeToTop: portsRuleset("4190,30000:65535"),
+  portRangeTopPair: portsRuleset("4190,65534:65535"),
+  portTopInRanges: portsRuleset("1:4,65535"),
+  portRangeFromZero: portsRuleset("0:1,4190"),
+  portEdges: portsRuleset("1,65535"),
   deleteTable: "table ip meshcni {\n}\ndelete table ip meshcni\n",
 };
 
@@ -44,6 +55,23 @@ export const dumpCases = {
         'meta skgid 2103 return comment "proxy-init/ignore-proxy-group-id"',
         'oifname "lo" return comment "proxy-init/ignore-loopback"',
         'tcp dport { 9091, 9200-9210 } return comment "proxy-init/ignore-port-9091,9200:9210"',
+        'meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"',
+      ],
+    ),
+  },
+  openRanges: {
+    table: "ip meshcni",
+    ruleset: nftRuleset(
+      "ip",
+      [
+        'tcp dport { 4190, 30000-65535 } return comment "proxy-init/ignore-port-4190,30000:65535"',
+        'meta l4proto tcp redirect to :4143 comment "proxy-init/redirect-all-incoming-to-proxy-port"',
+      ],
+      [
+        'meta skuid 2102 return comment "proxy-init/ignore-proxy-user-id"',
+        'meta skgid 2103 return comment "proxy-init/ignore-proxy-group-id"',
+        'oifname "lo" return comment "proxy-init/ignore-loopback"',
+        'tcp dport { 1-4, 65535 } return comment "proxy-init/ignore-port-1:4,65535"',
         'meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"',
       ],
     ),

@@ -50,6 +50,25 @@ describe(`reading back what the kernel (${recorded.kernel}) dumps`, () => {
     expect(diffTable(plan, table)).toEqual([]);
   });
 
+  it("reads an interval up to 65535 (the kernel holds its start, open, and no end) as the range it is", () => {
+    const table = natTableOf(decodeTable("ipv4", "meshcni", dumpsOf("openRanges")));
+    const open = {
+      ...spec,
+      inboundPortsToIgnore: [
+        { from: 4190, to: 4190 },
+        { from: 30000, to: 65535 },
+      ],
+      outboundPortsToIgnore: [
+        { from: 1, to: 4 },
+        { from: 65535, to: 65535 },
+      ],
+      subnetsToIgnore: [],
+    };
+    const plan = canonicalPlan(planRules(open, "ipv4"));
+    expect(ownLines(table)).toEqual(planLines(plan));
+    expect(diffTable(plan, table)).toEqual([]);
+  });
+
   it("takes a nat chain at another priority for no PREROUTING: the jump from it is no jump to the diff", () => {
     const table = natTableOf(decodeTable("ipv6", "meshcni", dumpsOf("ipv6")));
     expect(table.rules.map((rule) => `${rule.chain}: ${rule.text}`)).toEqual([
@@ -71,6 +90,6 @@ describe(`reading back what the kernel (${recorded.kernel}) dumps`, () => {
 
   it("finds no table where there is none", () => {
     expect(decodeTable("ipv4", "other", dumpsOf("ipv4"))).toBeUndefined();
-    expect(natTableOf(undefined)).toEqual({ chains: new Set(), rules: [] });
+    expect(natTableOf(undefined)).toEqual({ chains: new Set(), rules: [], ownTable: true, natBefore: [] });
   });
 });

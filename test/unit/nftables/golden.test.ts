@@ -19,6 +19,10 @@ function ruleCase(args: string[], family: Family = "ipv4"): BatchPart[] {
   return [newTable(family, tableName, false), ...tableContents(table)];
 }
 
+/** An ignored-ports rule for a multiport list, as planRules writes it. */
+const portsCase = (list: string) =>
+  ruleCase(["-p", "tcp", "-m", "multiport", "--dports", list, ...comment(`ignore-port-${list}`), "-j", "RETURN"]);
+
 const chainCase = (table: Omit<NftTable, "name" | "sets">): BatchPart[] => [
   newTable(table.family, tableName, false),
   ...tableContents({ ...table, name: tableName, sets: [] }),
@@ -62,18 +66,13 @@ const ours: Record<keyof typeof goldenCases, BatchPart[]> = {
   subnetBits: ruleCase(["-s", "10.16.0.0/12", ...comment("ignore-subnet-10.16.0.0/12"), "-j", "RETURN"]),
   subnetHost: ruleCase(["-s", "192.168.1.7/32", ...comment("ignore-subnet-192.168.1.7/32"), "-j", "RETURN"]),
   subnet6: ruleCase(["-s", "fd00::/12", ...comment("ignore-subnet-fd00::/12"), "-j", "RETURN"], "ipv6"),
-  portSet: ruleCase(["-p", "tcp", "-m", "multiport", "--dports", "4191,4190", ...comment("ignore-port-4191,4190"), "-j", "RETURN"]),
-  portRanges: ruleCase([
-    "-p",
-    "tcp",
-    "-m",
-    "multiport",
-    "--dports",
-    "4190,8000:8010",
-    ...comment("ignore-port-4190,8000:8010"),
-    "-j",
-    "RETURN",
-  ]),
+  portSet: portsCase("4191,4190"),
+  portRanges: portsCase("4190,8000:8010"),
+  portRangeToTop: portsCase("4190,30000:65535"),
+  portRangeTopPair: portsCase("4190,65534:65535"),
+  portTopInRanges: portsCase("1:4,65535"),
+  portRangeFromZero: portsCase("0:1,4190"),
+  portEdges: portsCase("1,65535"),
   deleteTable: [newTable("ipv4", tableName, false), deleteTable("ipv4", tableName)],
 };
 

@@ -32,9 +32,9 @@ const spec: FirewallSpec = {
  * kind, each anonymous set named as the kernel names them (`__set%d` becomes `__set_1`,
  * `__set_2`…, in the order ids were given, which is the order of the sets and their lookups).
  */
-function written(family: Family): Dumps {
+function written(family: Family, of: FirewallSpec = spec): Dumps {
   let id = 0;
-  const table = planTable(planRules(spec, family), () => ++id);
+  const table = planTable(planRules(of, family), () => ++id);
   const template = new TextEncoder().encode("__set%d");
   const counters = new Map<number, number>();
   const messages: NetlinkMessage[] = [newTable(family, tableName, true), ...tableContents(table)].flatMap((part, index) =>
@@ -62,6 +62,22 @@ describe("meshcni's plan as nf_tables objects and back", () => {
     expect(ownLines(table)).toEqual(planLines(plan));
     expect(diffTable(plan, table)).toEqual([]);
   });
+
+  // Every edge of the port space, in a hash set (single ports) and in an interval set.
+  it.each(["0,65535", "1,65534", "0:1,4190", "65534:65535", "65535,1:4", "30000:65535,4190", "1:65535", "0:65535"])(
+    "ports %s are written and read back as the same ranges",
+    (list) => {
+      const ranges = list.split(",").map((item) => {
+        const [from, to] = item.split(":").map(Number);
+        return { from: from!, to: to ?? from! };
+      });
+      const edges = { ...spec, inboundPortsToIgnore: ranges, outboundPortsToIgnore: ranges };
+      const table = natTableOf(decodeTable("ipv4", tableName, written("ipv4", edges)));
+      const plan = canonicalPlan(planRules(edges, "ipv4"));
+      expect(ownLines(table)).toEqual(planLines(plan));
+      expect(diffTable(plan, table)).toEqual([]);
+    },
+  );
 
   it("merges and sorts port lists, as a set holds them", () => {
     expect(portRanges("4191,4190")).toEqual([[4190, 4191]]);
