@@ -12,7 +12,7 @@ import type { AgentMetrics } from "./metrics.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
 import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
-import { decideStop } from "./stop.js";
+import { decideStop, ownerState } from "./stop.js";
 import { DirWatcher } from "./watch.js";
 
 /** How long a stop waits to learn whether its DaemonSet stays; the grace period is 30 s, a rollout waits for it. */
@@ -35,6 +35,9 @@ export class NodeAgent {
   private server: Server | undefined;
   private stopped = false;
   private lastReconcileAt: number;
+  /** The DaemonSet owning the agent's pod, learned once its client works (null: none); what a stop asks about. */
+  private daemonSet: string | null | undefined;
+  private learningDaemonSet = false;
   readiness: Readiness = { ready: false, reasons: ["starting"], active: undefined };
 
   constructor(
@@ -103,10 +106,9 @@ export class NodeAgent {
     this.stopped = true;
     this.credentials.stop();
     const { uninstall, why } = await decideStop(this.options.onStop, this.options.self !== undefined, () => {
-      const self = this.options.self!;
       if (!this.credentials.client) throw new Error("the agent has no credentials");
       // A hung API server must not hold the stop: past this, keep everything (decideStop).
-      return withTimeout(this.credentials.client.api.ownerDaemonSet(self.namespace, self.name), stopDecisionMs);
+      return withTimeout(ownerState(this.credentials.client.api, this.options.self!, this.daemonSet), stopDecisionMs);
     });
     await this.nodeTasks?.stop();
     this.watcher.stop();
@@ -128,6 +130,7 @@ export class NodeAgent {
     this.lastReconcileAt = this.now();
     this.log.debug("reconcile");
     this.credentials.sync();
+    this.learnDaemonSet();
     try {
       const plan = this.installation.syncNetDir();
       if (plan) this.report(plan, eventAt);
@@ -138,7 +141,11 @@ export class NodeAgent {
       });
     }
     const readiness = checkReadiness(this.installation, this.options.serviceAccountDir);
-    if (readiness.ready !== this.readiness.ready) {
+    // Logged when it changes, reasons included: the probe itself answers only "not ready".
+    if (
+      readiness.ready !== this.readiness.ready ||
+      (!readiness.ready && readiness.reasons.join("\n") !== this.readiness.reasons.join("\n"))
+    ) {
       this.log.info(
         readiness.ready ? "ready" : "not ready",
         readiness.ready ? { active: readiness.active } : { reasons: readiness.reasons },
@@ -187,6 +194,26 @@ export class NodeAgent {
       ...(write.replaces ? { wrapped: write.replaces } : {}),
       ...(latencyMs === undefined ? {} : { latencyMs: Math.round(latencyMs * 10) / 10 }),
     });
+  }
+
+  /** Reads the agent's own pod for its DaemonSet, once, in the background; a failure is tried again at the next reconcile. */
+  private learnDaemonSet(): void {
+    const { self } = this.options;
+    const client = this.credentials.client;
+    if (!self || !client || this.daemonSet !== undefined || this.learningDaemonSet || this.options.onStop !== "auto") return;
+    this.learningDaemonSet = true;
+    client.api
+      .daemonSetOf(self.namespace, self.name)
+      .then(
+        (name) => {
+          this.daemonSet = name;
+          this.log.info("a stop will ask about this DaemonSet", { daemonSet: name ?? "(none owns the agent's pod)" });
+        },
+        (error) => this.log.debug("cannot read the agent's own pod yet", { error: errorMessage(error) }),
+      )
+      .finally(() => {
+        this.learningDaemonSet = false;
+      });
   }
 
   private removedEntry(name: string, why: string): void {

@@ -36,13 +36,17 @@ export interface ProbeSources {
   metrics: AgentMetrics;
 }
 
-/** /readyz and /healthz (200, or 503 with the reasons) and /metrics (Prometheus text). */
+/**
+ * /readyz (200 "ok" or 503 "not ready"), /healthz (200, or 503 with why the loop looks
+ * stuck) and /metrics (Prometheus text). The port is on the host network, reachable by any
+ * pod: readiness reasons name host paths, so they go to the log and `meshcni ready` only.
+ */
 export async function serveProbes({ host, port }: { host: string; port: number }, sources: ProbeSources): Promise<Server> {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://agent").pathname;
     if (path === "/readyz") {
       const state = sources.readiness();
-      res.writeHead(state.ready ? 200 : 503, { "content-type": "text/plain" }).end(state.ready ? "ok\n" : `${state.reasons.join("\n")}\n`);
+      res.writeHead(state.ready ? 200 : 503, { "content-type": "text/plain" }).end(state.ready ? "ok\n" : "not ready\n");
     } else if (path === "/healthz") {
       const { alive, reason } = sources.liveness();
       res.writeHead(alive ? 200 : 503, { "content-type": "text/plain" }).end(`${reason}\n`);

@@ -1,5 +1,17 @@
 import { errorMessage } from "../errors.js";
+import { ApiStatusError } from "../kube/errors.js";
+import type { DaemonSetState, NodeApi } from "../kube/node-api.js";
+import type { PodKey } from "../pod-key.js";
 import type { StopMode } from "./options.js";
+
+/** What a stop learns of the agent's DaemonSet; "unowned": no DaemonSet owns the agent's pod, so nothing replaces it. */
+export type OwnerState = DaemonSetState | "unowned";
+
+const whyUninstall: Record<Exclude<OwnerState, "present">, string> = {
+  deleted: "the DaemonSet is deleted",
+  denied: "the ServiceAccount or its permissions are gone (401/403)",
+  unowned: "no DaemonSet owns the agent's pod: nothing replaces it",
+};
 
 /**
  * Whether a stop is an uninstall. A DaemonSet rollout, a restart, a node drain stop the
@@ -14,18 +26,38 @@ import type { StopMode } from "./options.js";
 export async function decideStop(
   mode: StopMode,
   inPod: boolean,
-  ownerDaemonSet: () => Promise<"present" | "deleted" | "denied">,
+  ownerDaemonSet: () => Promise<OwnerState>,
 ): Promise<{ uninstall: boolean; why: string }> {
   if (mode !== "auto") return { uninstall: mode === "uninstall", why: `--on-stop ${mode}` };
   if (!inPod) return { uninstall: true, why: "not running in a pod (no POD_NAMESPACE/POD_NAME)" };
   try {
     const owner = await ownerDaemonSet();
     if (owner === "present") return { uninstall: false, why: "the DaemonSet stays: a restart or rollout" };
-    return {
-      uninstall: true,
-      why: owner === "deleted" ? "the DaemonSet is deleted" : "the ServiceAccount or its permissions are gone (401/403)",
-    };
+    return { uninstall: true, why: whyUninstall[owner] };
   } catch (error) {
     return { uninstall: false, why: `cannot tell whether the DaemonSet stays (${errorMessage(error)}): keeping everything` };
   }
+}
+
+/**
+ * The state of the agent's DaemonSet at a stop, asked by the name learned at start-up
+ * (`learned`; null: its pod had no DaemonSet owner). Never learned (the API was down all
+ * along), it reads the pod now; a pod already gone (force-deleted, as stuck pods are) says
+ * nothing of the DaemonSet and throws, so the stop keeps everything.
+ */
+export async function ownerState(
+  api: Pick<NodeApi, "daemonSetOf" | "daemonSetState">,
+  self: PodKey,
+  learned: string | null | undefined,
+): Promise<OwnerState> {
+  let name = learned;
+  if (name === undefined) {
+    try {
+      name = await api.daemonSetOf(self.namespace, self.name);
+    } catch (error) {
+      if (error instanceof ApiStatusError && (error.code === 401 || error.code === 403)) return "denied";
+      throw error;
+    }
+  }
+  return name === null ? "unowned" : api.daemonSetState(self.namespace, name);
 }

@@ -42,16 +42,19 @@ export interface NodeApi {
    * several budgets match the pod, which eviction does not support).
    */
   evictPod(pod: V1Pod): Promise<"evicted" | "blocked" | { throttledMs: number }>;
+  /** The name of the DaemonSet owning this pod (null: none owns it). Any failure throws, a 404 included. */
+  daemonSetOf(namespace: string, podName: string): Promise<string | null>;
   /**
-   * The DaemonSet owning this pod: "present", "deleted" (gone, being deleted, or the pod
-   * has none) or "denied" (401/403: its ServiceAccount or permissions are gone). Any other
-   * failure throws.
+   * A DaemonSet by name: "present", "deleted" (gone or being deleted) or "denied" (401/403:
+   * its ServiceAccount or permissions are gone). Any other failure throws.
    */
-  ownerDaemonSet(namespace: string, podName: string): Promise<"present" | "deleted" | "denied">;
+  daemonSetState(namespace: string, name: string): Promise<DaemonSetState>;
   nodeTaints(): Promise<{ taints: V1Taint[]; resourceVersion: string }>;
   /** Replaces the node's taints if the node has not changed since resourceVersion. */
   setNodeTaints(taints: V1Taint[], resourceVersion: string): Promise<void>;
 }
+
+export type DaemonSetState = "present" | "deleted" | "denied";
 
 /** A kubeconfig from a file, from stdin ("-": how the agent hands a sweep its credentials), or the default (KUBECONFIG, in-cluster). */
 export function kubeConfigFrom(path: string | undefined): KubeConfig {
@@ -151,18 +154,24 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
         return failure.causes.includes("DisruptionBudget") ? "blocked" : { throttledMs: failure.retryAfterMs ?? 1000 };
       }
     },
-    async ownerDaemonSet(namespace, podName) {
+    async daemonSetOf(namespace, podName) {
       try {
         const pod = await api.readNamespacedPod({ name: podName, namespace });
-        const owner = pod.metadata?.ownerReferences?.find((reference) => reference.kind === "DaemonSet")?.name;
-        if (!owner) return "deleted";
-        const daemonSet = await apps.readNamespacedDaemonSet({ name: owner, namespace });
+        return pod.metadata?.ownerReferences?.find((reference) => reference.kind === "DaemonSet")?.name ?? null;
+      } catch (error) {
+        throw apiError(error);
+      }
+    },
+    async daemonSetState(namespace, name) {
+      try {
+        const daemonSet = await apps.readNamespacedDaemonSet({ name, namespace });
         return daemonSet.metadata?.deletionTimestamp ? "deleted" : "present";
       } catch (error) {
-        const code = (apiError(error) as { code?: unknown }).code;
+        const failure = apiError(error);
+        const code = failure instanceof ApiStatusError ? failure.code : undefined;
         if (code === 404) return "deleted";
         if (code === 401 || code === 403) return "denied";
-        throw error;
+        throw failure;
       }
     },
     async nodeTaints() {

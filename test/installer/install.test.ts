@@ -243,6 +243,32 @@ describe("meshcni install", () => {
       expect(host.kubeconfig()).toBe("");
     });
 
+    it("force-deleted (its pod gone before SIGTERM): keeps everything while the DaemonSet stays, uninstalls once it is deleted", async () => {
+      const agentPod = () => podObject("meshcni", "meshcni-x7k2p", { proxy: false, daemonSet: "meshcni" });
+      const learned = (times: number) => () =>
+        host.logs.filter((line) => line.msg === "a stop will ask about this DaemonSet" && line.daemonSet === "meshcni").length === times;
+      api.addDaemonSet("meshcni", "meshcni");
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      await host.startWithApi(api, [], self);
+      await host.waitFor(learned(1));
+      api.deletePod("meshcni", "meshcni-x7k2p");
+      expect(await host.stop()).toBe(0);
+      expect(host.logs.find((line) => line.msg.startsWith("stopping; meshcni stays"))?.why).toBe(
+        "the DaemonSet stays: a restart or rollout",
+      );
+      expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
+      api.addPod(agentPod());
+      await host.startWithApi(api, [], self);
+      await host.waitFor(learned(2));
+      api.deletePod("meshcni", "meshcni-x7k2p");
+      api.daemonSets.clear();
+      expect(await host.stop()).toBe(0);
+      expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toBe("the DaemonSet is deleted");
+      expect(host.types("10-calico.conflist")).toEqual(["calico", "portmap"]);
+      api.addPod(agentPod());
+    });
+
     it("stops cleanly while it audits and watches the node's pods: no warning, no error", async () => {
       api.addDaemonSet("meshcni", "meshcni");
       host = new AgentHarness();
@@ -301,7 +327,7 @@ describe("meshcni install", () => {
   describe("bad input: a clear log line, not ready, nothing damaged", () => {
     it("waits with no config at all, never writing a standalone one", async () => {
       await started({});
-      await host.waitFor(async () => (await host.readyz()).body.includes("no CNI config"));
+      await host.waitFor(() => host.notReadyBecause("no CNI config"));
       await host.waitFor(() => host.kubeconfig() !== "");
       expect(readdirSync(host.netDir)).toEqual(["ZZZ-meshcni-kubeconfig"]);
       writeFileSync(host.path("10-calico.conflist"), calico());
@@ -343,8 +369,7 @@ describe("meshcni install", () => {
     it("reports a net dir it cannot read", async () => {
       host = new AgentHarness();
       await host.start(["--net-dir", "/does/not/exist"]);
-      const body = (await host.readyz()).body;
-      expect(body).toContain("cannot read");
+      await host.waitFor(() => host.notReadyBecause("cannot read"));
       expect(ready().stdout).toContain("not ready");
     });
 
@@ -357,9 +382,8 @@ describe("meshcni install", () => {
 
     it("reports an invalid first config as containerd sees it: the whole load fails, so not ready, naming it", async () => {
       await started({ "05-broken.conflist": "{", "10-calico.conflist": calico() });
-      await host.waitFor(async () => (await host.readyz()).body.includes("05-broken.conflist is not a valid CNI config"), 5000);
-      const body = (await host.readyz()).body;
-      expect(body).toContain("containerd fails to load the CNI config dir until it is fixed or removed");
+      await host.waitFor(() => host.notReadyBecause("05-broken.conflist is not a valid CNI config"), 5000);
+      expect(host.notReadyBecause("containerd fails to load the CNI config dir until it is fixed or removed")).toBe(true);
       expect(host.read("10-calico.conflist")).toBe(calico());
       expect(ready().stdout).toContain("05-broken.conflist is not a valid CNI config");
       // Past the half-written grace, logged once, not at every resync.
@@ -373,8 +397,10 @@ describe("meshcni install", () => {
       writeFileSync(host.path("10-calico.conflist"), calico());
       host.rotateToken("");
       await host.start();
-      await host.waitFor(async () => (await host.readyz()).body.includes("service account token"), 5000);
-      expect((await host.readyz()).body).toContain(`the service account token ${host.serviceAccountDir}/token is empty`);
+      await host.waitFor(() => host.notReadyBecause(`the service account token ${host.serviceAccountDir}/token is empty`), 5000);
+      // The reasons name host paths: they go to the log and `meshcni ready`, never to whoever can reach the port.
+      expect(await host.readyz()).toEqual({ status: 503, body: "not ready\n" });
+      expect(ready().stdout).toContain(`${host.serviceAccountDir}/token is empty`);
       expect(host.kubeconfig()).toBe("");
       expect(ready().status).toBe(1);
       expect(host.logs.filter((line) => line.msg.includes("token") && line.msg.includes("is empty"))).toHaveLength(1);

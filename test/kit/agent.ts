@@ -178,6 +178,11 @@ export class AgentHarness {
     return { status: response.status, body: await response.text() };
   }
 
+  /** Whether the agent logged "not ready" with a reason holding `text` (the probe itself answers only "not ready"). */
+  notReadyBecause(text: string): boolean {
+    return this.logs.some((line) => line.msg === "not ready" && (line.reasons as string[]).some((reason) => reason.includes(text)));
+  }
+
   async metric(name: string): Promise<number> {
     const text = await (await fetch(`http://${this.address}/metrics`)).text();
     const line = text.split("\n").find((entry) => entry.startsWith(`${name} `));

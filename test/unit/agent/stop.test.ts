@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { decideStop } from "../../../src/agent/stop.js";
+import { decideStop, ownerState } from "../../../src/agent/stop.js";
+import { ApiStatusError } from "../../../src/kube/errors.js";
 
 describe("telling a restart from an uninstall", () => {
-  const owner = (answer: "present" | "deleted" | "denied" | Error) => async () => {
+  const owner = (answer: "present" | "deleted" | "denied" | "unowned" | Error) => async () => {
     if (answer instanceof Error) throw answer;
     return answer;
   };
@@ -11,6 +12,10 @@ describe("telling a restart from an uninstall", () => {
     expect(await decideStop("auto", true, owner("present"))).toMatchObject({ uninstall: false });
     expect(await decideStop("auto", true, owner("deleted"))).toEqual({ uninstall: true, why: "the DaemonSet is deleted" });
     expect(await decideStop("auto", true, owner("denied"))).toMatchObject({ uninstall: true, why: expect.stringContaining("401/403") });
+    expect(await decideStop("auto", true, owner("unowned"))).toMatchObject({
+      uninstall: true,
+      why: expect.stringContaining("no DaemonSet"),
+    });
   });
 
   it("keeps everything when the API cannot answer: a leftover entry fails closed, a missing one lets pods start unmeshed", async () => {
@@ -27,5 +32,44 @@ describe("telling a restart from an uninstall", () => {
     expect(await decideStop("auto", false, never)).toMatchObject({ uninstall: true });
     expect(await decideStop("keep", true, never)).toEqual({ uninstall: false, why: "--on-stop keep" });
     expect(await decideStop("uninstall", true, never)).toEqual({ uninstall: true, why: "--on-stop uninstall" });
+  });
+
+  describe("what a stop asks", () => {
+    const self = { namespace: "meshcni", name: "meshcni-x7k2p" };
+    const api = (pod: string | null | ApiStatusError, daemonSet: "present" | "deleted" = "present") => {
+      const asked: string[] = [];
+      return {
+        asked,
+        daemonSetOf: async (_: string, name: string) => {
+          asked.push(`pod ${name}`);
+          if (pod instanceof ApiStatusError) throw pod;
+          return pod;
+        },
+        daemonSetState: async (_: string, name: string) => {
+          asked.push(`daemonset ${name}`);
+          return daemonSet;
+        },
+      };
+    };
+
+    it("asks about the DaemonSet learned at start-up by name, never about its own pod (force-deleted pods are gone)", async () => {
+      const gone = api(new ApiStatusError(404, "pods not found", undefined));
+      expect(await ownerState(gone, self, "meshcni")).toBe("present");
+      expect(gone.asked).toEqual(["daemonset meshcni"]);
+      expect(await ownerState(api(null), self, null)).toBe("unowned");
+    });
+
+    it("never learned: reads its pod now; a pod already gone says nothing (the stop keeps everything), 401/403 is denied", async () => {
+      const owned = api("meshcni", "deleted");
+      expect(await ownerState(owned, self, undefined)).toBe("deleted");
+      expect(owned.asked).toEqual(["pod meshcni-x7k2p", "daemonset meshcni"]);
+      await expect(ownerState(api(new ApiStatusError(404, "pods not found", undefined)), self, undefined)).rejects.toThrow("not found");
+      expect(
+        await decideStop("auto", true, () => ownerState(api(new ApiStatusError(404, "gone", undefined)), self, undefined)),
+      ).toMatchObject({
+        uninstall: false,
+      });
+      expect(await ownerState(api(new ApiStatusError(403, "forbidden", undefined)), self, undefined)).toBe("denied");
+    });
   });
 });

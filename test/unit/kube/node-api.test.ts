@@ -68,16 +68,19 @@ describe("the node API", () => {
     expect(api.pods.has("shop/web")).toBe(false);
   });
 
-  it("tells whether its own pod's DaemonSet is present, deleted or denied; any other failure throws", async () => {
+  it("reads which DaemonSet owns a pod (a 404 throws), and tells whether a DaemonSet is present, deleted or denied", async () => {
     api.addPod(podObject("meshcni", "agent-x", { daemonSet: "meshcni" }));
-    expect(await node.ownerDaemonSet("meshcni", "agent-x")).toBe("deleted");
+    api.addPod(podObject("meshcni", "bare"));
+    expect(await node.daemonSetOf("meshcni", "agent-x")).toBe("meshcni");
+    expect(await node.daemonSetOf("meshcni", "bare")).toBeNull();
+    await expect(node.daemonSetOf("meshcni", "gone")).rejects.toMatchObject({ code: 404 });
+    expect(await node.daemonSetState("meshcni", "meshcni")).toBe("deleted");
     api.addDaemonSet("meshcni", "meshcni");
-    expect(await node.ownerDaemonSet("meshcni", "agent-x")).toBe("present");
-    expect(await node.ownerDaemonSet("meshcni", "gone")).toBe("deleted");
-    api.faults.set("/api/v1/namespaces/meshcni/pods/agent-x", { status: 403 });
-    expect(await node.ownerDaemonSet("meshcni", "agent-x")).toBe("denied");
-    api.faults.set("/api/v1/namespaces/meshcni/pods/agent-x", { status: 500 });
-    await expect(node.ownerDaemonSet("meshcni", "agent-x")).rejects.toThrow();
+    expect(await node.daemonSetState("meshcni", "meshcni")).toBe("present");
+    api.faults.set("/apis/apps/v1/namespaces/meshcni/daemonsets/meshcni", { status: 403 });
+    expect(await node.daemonSetState("meshcni", "meshcni")).toBe("denied");
+    api.faults.set("/apis/apps/v1/namespaces/meshcni/daemonsets/meshcni", { status: 500 });
+    await expect(node.daemonSetState("meshcni", "meshcni")).rejects.toThrow();
   });
 
   it("replaces the node's taints only if the node is unchanged since it was read", async () => {
