@@ -6,8 +6,10 @@ import {
   copyFileSync,
   fstatSync,
   fsyncSync,
+  lstatSync,
   openSync,
   readdirSync,
+  readlinkSync,
   readSync,
   renameSync,
   type Stats,
@@ -79,9 +81,28 @@ export function removeFile(path: string): void {
   }
 }
 
-/** Temp files carry the writer's pid, so a sweep can tell an abandoned one from one being written. */
-const tempName = (path: string) => join(dirname(path), `.${basename(path)}.meshcni-${process.pid}-${randomBytes(4).toString("hex")}.tmp`);
-const tempPattern = /\.meshcni-(\d+)-[0-9a-f]+\.(tmp|lock)$/;
+/**
+ * The PID namespace this process is in (the inode /proc/self/ns/pid names): a PID means
+ * something only there. The agent has no hostPID, so the host plugin's PIDs mean nothing
+ * to its sweeps.
+ */
+let pidNamespace: string | undefined;
+function ownPidNamespace(): string {
+  if (pidNamespace === undefined) {
+    try {
+      pidNamespace = /\[(\d+)\]/.exec(readlinkSync("/proc/self/ns/pid"))?.[1] ?? "";
+    } catch {
+      pidNamespace = "";
+    }
+  }
+  return pidNamespace;
+}
+
+/** Temp and lock files carry their writer's PID namespace and PID, so a sweep can tell an abandoned one from one in use. */
+const writerTag = () => `meshcni-ns${ownPidNamespace()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+const tempName = (path: string) => join(dirname(path), `.${basename(path)}.${writerTag()}.tmp`);
+/** Also an older meshcni's names, without the namespace. */
+const tempPattern = /\.meshcni-(?:ns(\d*)-)?(\d+)-[0-9a-f]+\.(tmp|lock)$/;
 
 /**
  * Makes `path` hold new content through a temp file in the same directory and a rename,
@@ -138,9 +159,36 @@ export function sameContent(a: string, b: string, chunkBytes = 1 << 20): boolean
   }
 }
 
-/** A per-process file name in `dir` that sweepAbandoned recognises: `<prefix>.meshcni-<pid>-<random>.lock`. */
+/** A per-process file name in `dir` that sweepAbandoned recognises: `<prefix>.meshcni-ns<pidns>-<pid>-<random>.lock`. */
 export function processFileName(dir: string, prefix: string): string {
-  return join(dir, `${prefix}.meshcni-${process.pid}-${randomBytes(4).toString("hex")}.lock`);
+  return join(dir, `${prefix}.${writerTag()}.lock`);
+}
+
+/**
+ * Past this age a temp or lock file whose writer this process cannot see is abandoned: far
+ * above the longest plugin invocation (the API's deadline, at most 300 s, and 15 s more).
+ */
+export const abandonedAfterMs = 10 * 60_000;
+
+/** What a sweep knows of its own process: its PID namespace, its PID, and whether a PID there is alive. */
+export interface Sweeper {
+  pidNamespace: string;
+  pid: number;
+  isAlive(pid: number): boolean;
+}
+
+/**
+ * Whether a temp or lock file is abandoned, pure. Written in this PID namespace: when its
+ * writer is gone (killed mid-write, say). Written elsewhere (the host's plugin, seen from
+ * the agent's container) or by an older meshcni: only once older than abandonedAfterMs,
+ * never by a PID check that means nothing here.
+ */
+export function isAbandoned(name: string, modifiedMs: number, nowMs: number, sweeper: Sweeper): boolean {
+  const match = tempPattern.exec(name);
+  if (!match) return false;
+  const [, namespace, pid] = match;
+  if (namespace && namespace === sweeper.pidNamespace) return Number(pid) !== sweeper.pid && !sweeper.isAlive(Number(pid));
+  return nowMs - modifiedMs > abandonedAfterMs;
 }
 
 function isAlive(pid: number): boolean {
@@ -152,20 +200,22 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/**
- * Removes the temp and lock files in `dir` whose writer is gone (killed mid-write, say);
- * returns their names. A missing dir holds nothing.
- */
-export function sweepAbandoned(dir: string): string[] {
+/** Removes the temp and lock files in `dir` that are abandoned (see isAbandoned); returns their names. A missing dir holds nothing. */
+export function sweepAbandoned(dir: string, nowMs = Date.now()): string[] {
   let names: string[];
   try {
     names = readdirSync(dir);
   } catch {
     return [];
   }
+  const sweeper = { pidNamespace: ownPidNamespace(), pid: process.pid, isAlive };
   const abandoned = names.filter((name) => {
-    const pid = tempPattern.exec(name)?.[1];
-    return pid !== undefined && Number(pid) !== process.pid && !isAlive(Number(pid));
+    if (!tempPattern.test(name)) return false;
+    try {
+      return isAbandoned(name, lstatSync(join(dir, name)).mtimeMs, nowMs, sweeper);
+    } catch {
+      return false;
+    }
   });
   for (const name of abandoned) removeFile(join(dir, name));
   return abandoned;

@@ -21,7 +21,7 @@ export interface CniOutcome {
   json: Record<string, unknown> | undefined;
 }
 
-function outcome(result: { exitCode?: number | undefined; stdout: unknown; stderr: unknown }): CniOutcome {
+export function outcome(result: { exitCode?: number | undefined; stdout: unknown; stderr: unknown }): CniOutcome {
   const stdout = String(result.stdout);
   let json: Record<string, unknown> | undefined;
   try {
@@ -267,11 +267,12 @@ export async function invokePlugin(env: Record<string, string>, stdin: string | 
 
 /**
  * Starts the compiled plugin and returns its process (to kill it midway, say). With
- * `inNetns` it runs inside that netns, as if it were the host's.
+ * `inNetns` it runs inside that netns, as if it were the host's; `wrap` runs it under
+ * another command (`unshare --pid …`).
  */
-export function startPlugin(env: Record<string, string>, stdin: string | object, options: { inNetns?: string } = {}) {
-  const [command, args] = options.inNetns ? ["ip", ["netns", "exec", options.inNetns, meshcniBinary]] : [meshcniBinary, []];
-  return execa(command as string, args as string[], {
+export function startPlugin(env: Record<string, string>, stdin: string | object, options: { inNetns?: string; wrap?: string[] } = {}) {
+  const [command, ...args] = [...(options.inNetns ? ["ip", "netns", "exec", options.inNetns] : (options.wrap ?? [])), meshcniBinary];
+  return execa(command!, args, {
     env: { PATH: process.env.PATH ?? "", ...env },
     extendEnv: false,
     input: typeof stdin === "string" ? stdin : JSON.stringify(stdin),

@@ -1,14 +1,25 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { unfinishedAdd } from "../../src/audit/classify.js";
 import { logFileMaxBytes } from "../../src/log.js";
 import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
-import { isRoot, meshcniNetconf, podArgs, sleep } from "../kit/common.js";
+import { isRoot, meshcniNetconf, podArgs, sleep, until } from "../kit/common.js";
 import { expectCniError } from "../kit/expect-cni.js";
-import { invokePlugin, invokePluginIn, meshcniBinary, natRules, pluginEnv, startPlugin, TestNetwork } from "../kit/network.js";
+import { invokePlugin, invokePluginIn, meshcniBinary, natRules, outcome, pluginEnv, startPlugin, TestNetwork } from "../kit/network.js";
 
 /**
  * What a hostile probe of the compiled plugin found (issue 9), one describe per finding:
@@ -139,6 +150,40 @@ describe.skipIf(!isRoot)("meshcni under hostile input", () => {
       process.kill(Number(readFileSync(marker, "utf8")), "SIGKILL");
     }
 
+    it("a sweep from another PID namespace (the agent has no hostPID) during a slow ADD leaves its files; the ADD succeeds", async () => {
+      const marker = join(net.dir, "slow-restore.started");
+      // The real restore first (it creates the plugin's lock file), then a pause before the ADD goes on.
+      const PATH = fakeBinary("iptables-legacy-restore", `/usr/sbin/iptables-legacy-restore "$@" || exit $?\ntouch ${marker}\nsleep 2`);
+      const adding = startPlugin(env({ PATH, CNI_CONTAINERID: "slow" }), conf({}, { "iptables-mode": "legacy" }));
+      // And a record being written by a live host process, as the sweep's PIDs cannot see it.
+      const writer = spawn("sleep", ["30"]);
+      const here = readlinkSync("/proc/self/ns/pid").replace(/\D/g, "");
+      const temp = `.w_eth0.json.meshcni-ns${here}-${writer.pid}-0badc0de.tmp`;
+      try {
+        await until(() => existsSync(marker), 10_000);
+        mkdirSync(join(net.stateDir, "attachments"), { recursive: true });
+        writeFileSync(join(net.stateDir, "attachments", temp), "{");
+        const locks = readdirSync(join(net.stateDir, "locks"));
+        expect(locks).toEqual([expect.stringMatching(/^xtables\.meshcni-ns\d+-\d+-[0-9a-f]+\.lock$/)]);
+        const gc = await outcome(
+          await startPlugin({ CNI_COMMAND: "GC", CNI_PATH: net.binDir }, conf({ cniVersion: "1.1.0" }), {
+            wrap: ["unshare", "--pid", "--fork", "--mount-proc"],
+          }),
+        );
+        expect(gc.exitCode, gc.stdout).toBe(0);
+        expect(readdirSync(join(net.stateDir, "locks"))).toEqual(locks);
+        expect(records()).toContain(temp);
+        const added = outcome(await adding);
+        expect(added.exitCode, added.stdout).toBe(0);
+        expect(records()).toContain("slow_eth0.json");
+      } finally {
+        writer.kill();
+        await adding;
+        rmSync(join(net.stateDir, "attachments", temp), { force: true });
+        await invokePlugin(env({ CNI_COMMAND: "DEL", CNI_CONTAINERID: "slow" }), conf({}, { "iptables-mode": "legacy" }));
+      }
+    });
+
     it("between the IPv4 and IPv6 restores: the record says adding, the audit says so, DEL clears it", async () => {
       await killDuringRestore("ip6tables-nft-restore", "nft");
       expect(JSON.parse(readFileSync(join(net.stateDir, "attachments", "killed_eth0.json"), "utf8")).state).toBe("adding");
@@ -161,9 +206,10 @@ describe.skipIf(!isRoot)("meshcni under hostile input", () => {
     it("legacy's lock file and a record's temp file left by killed processes are swept by the next GC", async () => {
       await killDuringRestore("ip6tables-legacy-restore", "legacy");
       const locks = join(net.stateDir, "locks");
-      expect(readdirSync(locks)).toEqual([expect.stringMatching(/^xtables\.meshcni-\d+-[0-9a-f]+\.lock$/)]);
+      expect(readdirSync(locks)).toEqual([expect.stringMatching(/^xtables\.meshcni-ns\d+-\d+-[0-9a-f]+\.lock$/)]);
       const deadWriter = spawnSync("true").pid;
-      writeFileSync(join(net.stateDir, "attachments", `.x_eth0.json.meshcni-${deadWriter}-12345678.tmp`), "{");
+      const here = readlinkSync("/proc/self/ns/pid").replace(/\D/g, "");
+      writeFileSync(join(net.stateDir, "attachments", `.x_eth0.json.meshcni-ns${here}-${deadWriter}-12345678.tmp`), "{");
       const gc = await invokePlugin({ CNI_COMMAND: "GC", CNI_PATH: net.binDir }, conf({ cniVersion: "1.1.0" }));
       expect(gc.exitCode, gc.stdout).toBe(0);
       expect(readdirSync(locks)).toEqual([]);

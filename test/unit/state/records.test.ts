@@ -1,8 +1,9 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { abandonedAfterMs, isAbandoned } from "../../../src/files.js";
 import { fileRecordStore, locksDir, type NewRecord } from "../../../src/state/records.js";
 
 const record = (containerId: string, ifname = "eth0"): NewRecord => ({
@@ -89,17 +90,49 @@ describe("ADD records on disk", () => {
     ).toEqual(["eth0", "net1", "net2"]);
   });
 
-  it("sweeps temp and lock files whose process is gone, never a live one's", () => {
+  it("sweeps temp and lock files whose process in its PID namespace is gone, never a live one's", () => {
     store().write(record("a"));
     const attachments = join(dir, "attachments");
     const dead = spawnSync("true").pid!;
-    writeFileSync(join(attachments, `.a_eth0.json.meshcni-${dead}-0badc0de.tmp`), "{");
-    writeFileSync(join(attachments, `.b_eth0.json.meshcni-${process.ppid}-0badc0de.tmp`), "{");
+    const here = readlinkSync("/proc/self/ns/pid").replace(/\D/g, "");
+    writeFileSync(join(attachments, `.a_eth0.json.meshcni-ns${here}-${dead}-0badc0de.tmp`), "{");
+    writeFileSync(join(attachments, `.b_eth0.json.meshcni-ns${here}-${process.ppid}-0badc0de.tmp`), "{");
     mkdirSync(locksDir(dir));
-    writeFileSync(join(locksDir(dir), `xtables.meshcni-${dead}-0badc0de.lock`), "");
-    expect(store().sweep().sort()).toEqual([`.a_eth0.json.meshcni-${dead}-0badc0de.tmp`, `xtables.meshcni-${dead}-0badc0de.lock`]);
-    expect(readdirSync(attachments).sort()).toEqual([`.b_eth0.json.meshcni-${process.ppid}-0badc0de.tmp`, "a_eth0.json"]);
+    writeFileSync(join(locksDir(dir), `xtables.meshcni-ns${here}-${dead}-0badc0de.lock`), "");
+    expect(store().sweep().sort()).toEqual([
+      `.a_eth0.json.meshcni-ns${here}-${dead}-0badc0de.tmp`,
+      `xtables.meshcni-ns${here}-${dead}-0badc0de.lock`,
+    ]);
+    expect(readdirSync(attachments).sort()).toEqual([`.b_eth0.json.meshcni-ns${here}-${process.ppid}-0badc0de.tmp`, "a_eth0.json"]);
     expect(readdirSync(locksDir(dir))).toEqual([]);
+  });
+
+  it("leaves another PID namespace's files (the host's plugin, seen from the agent's pod) until they are old, whatever their PID", () => {
+    const records = store();
+    const attachments = join(dir, "attachments");
+    mkdirSync(attachments, { recursive: true });
+    const dead = spawnSync("true").pid!;
+    const fresh = `.a_eth0.json.meshcni-ns1-${dead}-0badc0de.tmp`;
+    const old = `.b_eth0.json.meshcni-ns1-${dead}-0badc0de.tmp`;
+    const older = `.c_eth0.json.meshcni-${dead}-0badc0de.tmp`;
+    for (const name of [fresh, old, older]) writeFileSync(join(attachments, name), "{");
+    const longAgo = (Date.now() - abandonedAfterMs - 60_000) / 1000;
+    utimesSync(join(attachments, old), longAgo, longAgo);
+    utimesSync(join(attachments, older), longAgo, longAgo);
+    expect(records.sweep().sort()).toEqual([old, older]);
+    expect(readdirSync(attachments)).toEqual([fresh]);
+  });
+
+  it("judges a file by its writer's namespace: there by PID, elsewhere by age only", () => {
+    const sweeper = { pidNamespace: "4026531836", pid: 10, isAlive: (pid: number) => pid === 42 };
+    const now = 1_000_000_000;
+    const name = (namespace: string, pid: number) => `.x_eth0.json.meshcni-ns${namespace}-${pid}-0badc0de.tmp`;
+    expect(isAbandoned(name("4026531836", 43), now, now, sweeper)).toBe(true);
+    expect(isAbandoned(name("4026531836", 42), now - 2 * abandonedAfterMs, now, sweeper)).toBe(false);
+    expect(isAbandoned(name("4026531836", 10), now - 2 * abandonedAfterMs, now, sweeper)).toBe(false);
+    expect(isAbandoned(name("4026532999", 43), now - abandonedAfterMs, now, sweeper)).toBe(false);
+    expect(isAbandoned(name("4026532999", 43), now - abandonedAfterMs - 1, now, sweeper)).toBe(true);
+    expect(isAbandoned("a_eth0.json", 0, now, sweeper)).toBe(false);
   });
 
   it("collects the records of attachments the runtime no longer lists", () => {
