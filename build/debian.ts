@@ -1,7 +1,8 @@
 // Debian packages for an image's root filesystem, of any architecture, without a
 // package manager in the image or apt's config on the build host changed: the suites'
-// InRelease checked with gpgv against Debian's archive keyring, each Packages index and
-// .deb checked against the digests it signs, the packages' files extracted by dpkg-deb.
+// InRelease checked with gpgv against Debian's archive keyring (only what it signed is
+// read, and not past its Valid-Until), each Packages index and .deb checked against the
+// digests it signs, the packages' files extracted by dpkg-deb.
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -30,16 +31,45 @@ async function download(url: string): Promise<Buffer> {
   return Buffer.from(await response.arrayBuffer());
 }
 
+const signedHeader = "-----BEGIN PGP SIGNED MESSAGE-----\n";
+const signatureEnd = /-----END PGP SIGNATURE-----\n?$/;
+
+/**
+ * The part of an InRelease that gpgv verified against `keyringPath`, and nothing else:
+ * gpgv passes a file with text before or after the signed block, so such a file is
+ * refused, and the payload is what gpgv itself writes out (`--output`), never the file
+ * read again. A Valid-Until in the past (a replayed, stale index) is refused too.
+ */
+export async function verifiedRelease(inRelease: Buffer, keyringPath: string, dir: string, now: Date = new Date()): Promise<string> {
+  const text = inRelease.toString();
+  const headers = text.split(signedHeader).length - 1;
+  if (!text.startsWith(signedHeader) || headers !== 1 || !signatureEnd.test(text))
+    throw new Error("InRelease has text outside its one clearsigned block: refused");
+  mkdirSync(dir, { recursive: true });
+  const signed = join(dir, "InRelease");
+  writeFileSync(signed, inRelease);
+  const release = (await execa("gpgv", ["--keyring", keyringPath, "--output", "-", signed], { stripFinalNewline: false })).stdout;
+  const validUntil = /^Valid-Until: (.+)$/m.exec(release)?.[1];
+  if (validUntil !== undefined) {
+    const until = new Date(validUntil);
+    if (Number.isNaN(until.getTime())) throw new Error(`InRelease's Valid-Until is not a date: ${validUntil}`);
+    if (until.getTime() < now.getTime())
+      throw new Error(`InRelease expired at ${until.toISOString()} (Valid-Until): a stale or replayed index`);
+  }
+  return release;
+}
+
+/** The SHA256 digest a Release lists for `path`. */
+export function releaseDigest(release: string, path: string): string | undefined {
+  const section = /^SHA256:\n((?: .*\n?)*)/m.exec(release)?.[1] ?? "";
+  return new RegExp(`^ ([0-9a-f]{64})\\s+\\d+ ${path.replace(/\./g, "\\.")}$`, "m").exec(section)?.[1];
+}
+
 /** A suite's packages for one architecture, from its signed index. */
 async function suitePackages(base: string, suite: string, arch: string, cache: string): Promise<Package[]> {
-  const inRelease = await download(`${base}/dists/${suite}/InRelease`);
-  const signed = join(cache, `${suite}.InRelease`);
-  writeFileSync(signed, inRelease);
-  await execa("gpgv", ["--keyring", keyring, signed]);
+  const release = await verifiedRelease(await download(`${base}/dists/${suite}/InRelease`), keyring, join(cache, suite));
   const path = `main/binary-${arch}/Packages.xz`;
-  const digest = new RegExp(`^ ([0-9a-f]{64})\\s+\\d+ ${path.replace(/\./g, "\\.")}$`, "m").exec(
-    inRelease.toString().split("\nSHA256:\n")[1] ?? "",
-  )?.[1];
+  const digest = releaseDigest(release, path);
   if (!digest) throw new Error(`${suite}'s InRelease lists no ${path}`);
   const index = await download(`${base}/dists/${suite}/${path}`);
   if (sha256(index) !== digest) throw new Error(`${suite}/${path} does not match its signed digest`);

@@ -14,8 +14,10 @@ fi
 
 # containerd (with runc) is the runtime of the CRI tests; gcc and libc6-dev build their static
 # pause program; e2fsprogs has chattr (a test makes a record immutable); nftables (nft) and strace
-# are test-only: nft lists what the nftables backend wrote, strace records nft's golden bytes.
-packages=(iptables nftables strace iproute2 util-linux containernetworking-plugins golang-go openssl xz-utils containerd gcc libc6-dev e2fsprogs)
+# are test-only: nft lists what the nftables backend wrote, strace records nft's golden bytes;
+# gpg makes a throwaway key to test the image build's InRelease check (gpgv and Debian's
+# archive keyring are what the build itself uses).
+packages=(iptables nftables strace iproute2 util-linux containernetworking-plugins golang-go openssl xz-utils containerd gcc libc6-dev e2fsprogs gpg gpgv debian-archive-keyring)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
