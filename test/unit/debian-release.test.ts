@@ -30,7 +30,11 @@ describe("reading a signed InRelease", () => {
     keyring = join(dir, "keyring.gpg");
     await gpg(["--output", keyring, "--export", "throwaway@meshcni.test"]);
   }, 60_000);
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(async () => {
+    // gpg started an agent for the throwaway home: it goes with it.
+    await execa("gpgconf", ["--homedir", join(dir, "home"), "--kill", "gpg-agent"], { reject: false });
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it("returns the signed text, and its digest for the Packages index", async () => {
     const text = await verifiedRelease(Buffer.from(await clearsign(release())), keyring, join(dir, "ok"));
