@@ -42,7 +42,13 @@ export async function benchAgentMemory(): Promise<AgentMemory> {
         pods: [],
         policy: "none",
         limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 0 },
-        dirs: { hostRoot: host.hostRoot, stateDir: "/var/run/meshcni", netDir: "/etc/cni/net.d", netnsDirs: ["/var/run/netns"] },
+        dirs: {
+          hostRoot: host.hostRoot,
+          stateDir: "/var/run/meshcni",
+          netDir: "/etc/cni/net.d",
+          netnsDirs: ["/var/run/netns"],
+          criSocket: "auto",
+        },
       },
     };
     const sweep = await measure(meshcniBinary, ["sweep"], { env: { PATH: process.env.PATH ?? "" }, input: JSON.stringify(input) });

@@ -29,6 +29,8 @@ export interface SweepOptions {
   auditSeconds: number;
   /** Where the runtime keeps pod netns, as the host sees them. */
   netnsDirs: string[];
+  /** The container runtime's CRI socket on the host (a path, "auto" or "": see meshcni audit --cri-socket). */
+  criSocket: string;
 }
 
 /**
@@ -83,6 +85,8 @@ Options (environment variable in brackets):
   --audit-seconds N          audit every pod of the node this often, besides the watch (60)
   --state-dir DIR            the plugin's state_dir on the host (${defaultStateDir})
   --netns-dir DIR            where the runtime keeps pod netns on the host (repeatable; /var/run/netns)
+  --cri-socket PATH          the container runtime's CRI socket on the host, asked for each pod's netns
+                             (auto: containerd's or CRI-O's default, the first there; "": none)
   --startup-taint TAINT      remove key[=value][:Effect] from this node once ready
   --restore-taint            put the startup taint back while not ready
   --log-level LEVEL          ${agentLogLevels.join(", ")} [LOG_LEVEL] (info)
@@ -137,6 +141,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
       "audit-seconds": { type: "string", default: "60" },
       "state-dir": { type: "string", default: defaultStateDir },
       "netns-dir": { type: "string", multiple: true, default: ["/var/run/netns"] },
+      "cri-socket": { type: "string", default: "auto" },
       "startup-taint": { type: "string" },
       "restore-taint": { type: "boolean", default: false },
       "log-level": { type: "string" },
@@ -196,6 +201,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
         .filter(Boolean),
       auditSeconds: numberFlag("audit-seconds", values["audit-seconds"], positive, "a positive number"),
       netnsDirs: values["netns-dir"],
+      criSocket: values["cri-socket"],
     },
     startupTaint:
       values["startup-taint"] === undefined ? undefined : { spec: parseTaint(values["startup-taint"]), restore: values["restore-taint"] },

@@ -21,6 +21,12 @@ export interface PodAudit {
   details: string[];
 }
 
+/**
+ * How a pod's netns was known: ADD's record, the container runtime, or only an IP found
+ * in it (a hint: any pod can put any address on its own interfaces).
+ */
+export type Identified = "record" | "runtime" | "ip";
+
 /** What looking into a pod's netns found, or why it could not be looked into. */
 export type Observation =
   | { found: false; reason: string }
@@ -28,6 +34,7 @@ export type Observation =
       found: true;
       /** The netns as the host names it. */
       netns: string;
+      identifiedBy: Identified;
       /** How the netns's tables differ from the pod's plan; empty when they match. */
       differences: string[];
       /** Whether any chain or jump of the redirect is there at all. */
@@ -65,6 +72,18 @@ export function classify(pod: V1Pod, record: AttachmentRecord | undefined, obser
   const base = { uid: "", ...podKeyOf(pod) };
   if (!observation.found) return { ...base, status: "unknown", details: [observation.reason] };
   const { differences, hasRedirect } = observation;
+  if (observation.identifiedBy === "ip") {
+    // Never proof: no record, no status to act on, until the runtime can be asked.
+    const holds = differences.length === 0 ? "meshcni's plan" : hasRedirect ? "rules that differ from the plan" : "no redirect";
+    return {
+      ...base,
+      status: "unknown",
+      details: [
+        `only its IP points to netns ${observation.netns} (no container runtime to confirm it; see --cri-socket), which holds ${holds}`,
+        ...(hasRedirect ? differences : []),
+      ],
+    };
+  }
   if (differences.length === 0) {
     return record
       ? { ...base, status: "protected", details: [] }

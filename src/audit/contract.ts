@@ -42,7 +42,14 @@ const sweepRequestSchema = v.object({
     }),
   ),
   /** Host paths as the host names them, and where the host's / is mounted. */
-  dirs: v.object({ hostRoot: v.string(), stateDir: v.string(), netDir: v.string(), netnsDirs: v.array(v.string()) }),
+  dirs: v.object({
+    hostRoot: v.string(),
+    stateDir: v.string(),
+    netDir: v.string(),
+    netnsDirs: v.array(v.string()),
+    /** The container runtime's CRI socket on the host: a path, "auto" (the first well-known one there), or "" (none). */
+    criSocket: v.string(),
+  }),
 });
 
 export type SweepRequest = v.InferOutput<typeof sweepRequestSchema>;

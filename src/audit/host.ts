@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { readConfigFiles } from "../cni/config-dir.js";
+import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
 import { loadApiAccess } from "../kube/kubeconfig.js";
 import { createNodeApi } from "../kube/node-api.js";
@@ -13,6 +14,9 @@ import { activeNetconf } from "./expectation.js";
 import { scanNetns } from "./scan.js";
 import type { SweepIo } from "./sweep.js";
 
+/** containerd's and CRI-O's default CRI sockets, in the order `--cri-socket auto` tries them. */
+export const criSockets = ["/run/containerd/containerd.sock", "/var/run/crio/crio.sock"];
+
 /** The flags of the commands that look at this host's pods (audit, rules), for parseArgs. */
 export const hostFlags = {
   node: { type: "string" as const },
@@ -21,6 +25,7 @@ export const hostFlags = {
   "state-dir": { type: "string" as const, default: defaultStateDir },
   "net-dir": { type: "string" as const, default: "/etc/cni/net.d" },
   "netns-dir": { type: "string" as const, multiple: true as const, default: ["/var/run/netns"] },
+  "cri-socket": { type: "string" as const, default: "auto" },
   output: { type: "string" as const, default: "table" },
 };
 
@@ -30,7 +35,10 @@ export const hostFlagsUsage = `  --node NAME               the node [NODE_NAME] 
   --host-root DIR           where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] ("")
   --state-dir DIR           the plugin's state_dir on the host (${defaultStateDir})
   --net-dir DIR             the CNI config dir on the host, for pods without a record (/etc/cni/net.d)
-  --netns-dir DIR           where the runtime keeps pod netns, on the host (repeatable; /var/run/netns)`;
+  --netns-dir DIR           where the runtime keeps pod netns, on the host (repeatable; /var/run/netns)
+  --cri-socket PATH         the container runtime's CRI socket on the host, asked for each pod's netns
+                            (auto: ${criSockets.join(" or ")}, the first there; "": none, pods
+                            without an ADD record are then placed by IP only and never acted on)`;
 
 /** What the host flags say: the node, its dirs as a sweep takes them, API access, the output format. */
 export interface HostValues {
@@ -48,6 +56,7 @@ export function hostValues(values: {
   "state-dir": string;
   "net-dir": string;
   "netns-dir": string[];
+  "cri-socket": string;
   output: string;
 }): HostValues {
   if (values.output !== "table" && values.output !== "json")
@@ -59,10 +68,17 @@ export function hostValues(values: {
       stateDir: values["state-dir"],
       netDir: values["net-dir"],
       netnsDirs: values["netns-dir"],
+      criSocket: values["cri-socket"],
     },
     kubeconfig: values.kubeconfig ?? process.env.KUBECONFIG,
     output: values.output,
   };
+}
+
+/** The CRI socket a sweep asks (a host path), pure: "" none, "auto" the first of criSockets that `exists`, else the path given. */
+export function criSocketOf(flag: string, exists: (hostPath: string) => boolean): string | undefined {
+  if (flag === "") return undefined;
+  return flag === "auto" ? criSockets.find(exists) : flag;
 }
 
 /** The sweep's I/O on this host: the API (as `config` allows), the state dir, the runtime's netns, the redirect's backends. */
@@ -71,6 +87,7 @@ export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeCon
   const onHost = hostPaths(hostRoot);
   const stateDir = onHost(dirs.stateDir);
   const redirector = (backend: Backend) => createRedirector(backend, { stateDir });
+  const socket = criSocketOf(dirs.criSocket, (path) => existsSync(onHost(path)));
   return {
     api: createNodeApi(config, node),
     records: fileRecordStore(stateDir),
@@ -83,20 +100,35 @@ export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeCon
         (access) => Number(access.server.port || (access.server.protocol === "https:" ? 443 : 80)),
         () => 443,
       ),
-    scan: (targets) =>
-      scanNetns(
-        targets,
-        { hostRoot, netnsDirs: dirs.netnsDirs },
-        {
-          inNetns,
-          redirector,
-          // getifaddrs in this thread, which is in the netns being looked into.
-          addresses: () => Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((entry) => entry.address)),
-          exists: existsSync,
-          list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
-          inspect: inspectPlans,
-        },
-      ),
+    async scan(targets) {
+      // Connected only when a pod has no record to say where its netns is.
+      let runtime: Promise<PodRuntime> | undefined;
+      const locate = (uid: string) => {
+        runtime ??= connectRuntime(onHost(socket!));
+        return runtime.then((connected) => connected.netnsOf(uid));
+      };
+      try {
+        return await scanNetns(
+          targets,
+          { hostRoot, netnsDirs: dirs.netnsDirs },
+          {
+            inNetns,
+            redirector,
+            // getifaddrs in this thread, which is in the netns being looked into.
+            addresses: () =>
+              Object.entries(networkInterfaces()).flatMap(([ifname, list]) =>
+                (list ?? []).map((entry) => ({ ifname, address: entry.address })),
+              ),
+            exists: existsSync,
+            list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
+            inspect: inspectPlans,
+            locate: socket === undefined ? undefined : locate,
+          },
+        );
+      } finally {
+        (await runtime?.catch(() => undefined))?.close();
+      }
+    },
     async redirect(netns, backend, plans) {
       const made = await redirector(backend);
       try {

@@ -1,9 +1,10 @@
 import { join } from "node:path";
+import type { SandboxLookup } from "../cri/runtime.js";
 import { errorMessage } from "../errors.js";
 import { hostPaths } from "../host.js";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Backend, Redirector } from "../redirect/redirector.js";
-import type { Observation } from "./classify.js";
+import type { Identified, Observation } from "./classify.js";
 
 /** One pod to look for: its netns as ADD recorded it (host path), else its IPs; what to compare it with. */
 export interface ScanTarget {
@@ -14,21 +15,57 @@ export interface ScanTarget {
   backend: Backend;
 }
 
-/** The scan's I/O, passed in: netns, the redirect's backends, the host's dirs. */
+/** An address in a netns and the interface holding it. */
+export interface NetnsAddress {
+  ifname: string;
+  address: string;
+}
+
+/** The scan's I/O, passed in: netns, the redirect's backends, the host's dirs, the container runtime. */
 export interface ScanIo {
   inNetns<T>(path: string, action: () => Promise<T>): Promise<T>;
   redirector(backend: Backend): Promise<Redirector>;
   /** The addresses of the netns this thread is in. */
-  addresses(): string[];
+  addresses(): NetnsAddress[];
   exists(path: string): boolean;
   list(dir: string): string[];
   inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }>;
+  /** Asks the container runtime for a pod's netns; undefined when there is no runtime to ask (no CRI socket). */
+  locate: ((podUid: string) => Promise<SandboxLookup>) | undefined;
+}
+
+/** The interface CNI gives a pod's network (CNI_IFNAME): the only one a pod's IP may be found on by address. */
+const podInterface = "eth0";
+
+/**
+ * Where a pod's IP is, among the netns the runtime keeps, pure: its one netns when exactly
+ * one holds the IP, on eth0; otherwise why none is taken. A pod with NET_ADMIN in its own
+ * netns can add any address to its interfaces, so an IP seen twice, or on `lo` or another
+ * interface, names no netns.
+ */
+export function placeByIp(ips: string[], held: Map<string, NetnsAddress[]>, dirs: string[]): { netns: string } | { reason: string } {
+  const places = [...held].flatMap(([netns, addresses]) =>
+    addresses.filter((entry) => ips.includes(entry.address)).map((entry) => ({ netns, ...entry })),
+  );
+  const netnses = [...new Set(places.map((place) => place.netns))];
+  if (netnses.length === 0) return { reason: `no netns in ${dirs.join(", ")} holds the pod's IP ${ips.join(", ")}` };
+  if (netnses.length > 1)
+    return {
+      reason: `the pod's IP ${ips.join(", ")} is in ${netnses.length} netns (${netnses.join(", ")}): any pod can claim an address, so none is taken as the pod's`,
+    };
+  const elsewhere = places.find((place) => place.ifname !== podInterface);
+  if (elsewhere)
+    return { reason: `the pod's IP ${elsewhere.address} is on ${elsewhere.ifname} in ${elsewhere.netns}, not on ${podInterface}` };
+  return { netns: netnses[0]! };
 }
 
 /**
- * Looks into each pod's netns, entering each netns at most once: a recorded one by its
- * path; the others found by the pod's IP among the runtime's netns dirs (only while a
- * pod without a record is still unmatched). `hostRoot` prefixes every host path.
+ * Looks into each pod's netns: a recorded one by its path (ADD wrote it, as the runtime
+ * passed it); else the one the container runtime says its sandbox has; only without a
+ * runtime to ask, the one netns holding the pod's IP (a hint: see placeByIp, and
+ * classify, which never takes it for proof). Each netns is entered once to inspect it, and
+ * once more to read its addresses when pods are placed by IP. `hostRoot` prefixes every
+ * host path.
  */
 export async function scanNetns(
   targets: ScanTarget[],
@@ -37,16 +74,40 @@ export async function scanNetns(
 ): Promise<Map<string, Observation>> {
   const observations = new Map<string, Observation>();
   const onHost = hostPaths(options.hostRoot);
-  const recorded = new Map<string, ScanTarget[]>();
+  const toVisit = new Map<string, Array<{ target: ScanTarget; identifiedBy: Identified }>>();
+  const place = (target: ScanTarget, netns: string, identifiedBy: Identified) => {
+    if (!io.exists(onHost(netns))) observations.set(target.uid, { found: false, reason: `netns ${netns} is gone` });
+    else toVisit.set(netns, [...(toVisit.get(netns) ?? []), { target, identifiedBy }]);
+  };
+  const byIp: ScanTarget[] = [];
   for (const target of targets) {
-    if (target.recordedNetns === undefined) continue;
-    if (!io.exists(onHost(target.recordedNetns)))
-      observations.set(target.uid, { found: false, reason: `netns ${target.recordedNetns} is gone` });
-    else recorded.set(target.recordedNetns, [...(recorded.get(target.recordedNetns) ?? []), target]);
+    if (target.recordedNetns !== undefined) place(target, target.recordedNetns, "record");
+    else if (!io.locate) byIp.push(target);
+    else {
+      const found = await io
+        .locate(target.uid)
+        .catch((error: unknown): SandboxLookup => ({ problem: `cannot ask the container runtime: ${errorMessage(error)}` }));
+      if ("problem" in found) observations.set(target.uid, { found: false, reason: found.problem });
+      else place(target, found.netns, "runtime");
+    }
   }
-  const unmatched = new Set(targets.filter((target) => target.recordedNetns === undefined));
-  const visit = async (netns: string, known: ScanTarget[]) => {
-    const matched = [...known];
+  if (byIp.length > 0) {
+    const held = new Map<string, NetnsAddress[]>();
+    for (const dir of options.netnsDirs) {
+      for (const name of io.list(onHost(dir))) {
+        const netns = join(dir, name);
+        // A bind mount that went away, or is no netns: not a pod's.
+        const addresses = await io.inNetns(onHost(netns), async () => io.addresses()).catch(() => undefined);
+        if (addresses) held.set(netns, addresses);
+      }
+    }
+    for (const target of byIp) {
+      const placed = placeByIp(target.ips, held, options.netnsDirs);
+      if ("reason" in placed) observations.set(target.uid, { found: false, reason: placed.reason });
+      else place(target, placed.netns, "ip");
+    }
+  }
+  for (const [netns, visitors] of toVisit) {
     // Per netns: an nftables socket belongs to the netns it is opened in.
     const made = new Map<Backend, Promise<Redirector>>();
     const redirector = (backend: Backend) => {
@@ -56,42 +117,16 @@ export async function scanNetns(
     };
     try {
       await io.inNetns(onHost(netns), async () => {
-        if (unmatched.size > 0) {
-          const here = new Set(io.addresses());
-          for (const target of unmatched) {
-            if (target.ips.some((ip) => here.has(ip))) {
-              matched.push(target);
-              unmatched.delete(target);
-            }
-          }
-        }
-        for (const target of matched) {
+        for (const { target, identifiedBy } of visitors) {
           const found = await io.inspect(await redirector(target.backend), target.plans);
-          observations.set(target.uid, { found: true, netns, ...found });
+          observations.set(target.uid, { found: true, netns, identifiedBy, ...found });
         }
       });
+    } catch (error) {
+      for (const { target } of visitors) observations.set(target.uid, { found: false, reason: `netns ${netns}: ${errorMessage(error)}` });
     } finally {
       for (const opened of made.values()) (await opened.catch(() => undefined))?.close();
     }
-  };
-  for (const [netns, known] of recorded) {
-    await visit(netns, known).catch((error: unknown) => {
-      for (const target of known) observations.set(target.uid, { found: false, reason: `netns ${netns}: ${errorMessage(error)}` });
-    });
-  }
-  for (const dir of options.netnsDirs) {
-    for (const name of unmatched.size > 0 ? io.list(onHost(dir)) : []) {
-      const netns = join(dir, name);
-      // A bind mount that went away, or is no netns: not a pod's.
-      if (!recorded.has(netns)) await visit(netns, []).catch(() => undefined);
-      if (unmatched.size === 0) break;
-    }
-  }
-  for (const target of unmatched) {
-    observations.set(target.uid, {
-      found: false,
-      reason: `no netns in ${options.netnsDirs.join(", ")} holds the pod's IP ${target.ips.join(", ")}`,
-    });
   }
   return observations;
 }

@@ -91,5 +91,9 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
       "Sweeps record adopted and repaired pods and remove stale records; the agent answers the plugin on a socket here.",
     ),
     container(["volumeMounts", 3], "Pod netns are bind mounts made after the agent starts."),
+    container(
+      ["volumeMounts", 4],
+      "The runtime's CRI socket: which netns is whose pod, as kubelet asks it (a pod's IP is no proof:\nany pod with NET_ADMIN can claim another's).",
+    ),
   ];
 }

@@ -19,6 +19,8 @@ export const manifestsUsage = `meshcni manifests [options]   print the manifests
   --net-dir DIR              the nodes' CNI config dir (${defaults.netDir})
   --bin-dir DIR              the nodes' CNI bin dir (${defaults.binDir})
   --netns-dir DIR            where the runtime keeps pod netns (${defaults.netnsDir})
+  --cri-socket PATH          the runtime's CRI socket, asked which netns is whose (${defaults.criSocket};
+                             CRI-O: /var/run/crio/crio.sock; "": none, pods then judged by IP only and never acted on)
   --cpu-request Q, --memory-request Q, --memory-limit Q   (${defaults.resources.cpuRequest}, ${defaults.resources.memoryRequest}, ${defaults.resources.memoryLimit})
   --priority-class NAME      (${defaults.priorityClassName})
   --node-selector KEY=VALUE  besides kubernetes.io/os=linux (repeatable)
@@ -66,6 +68,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
       "net-dir": { type: "string", default: defaults.netDir },
       "bin-dir": { type: "string", default: defaults.binDir },
       "netns-dir": { type: "string", default: defaults.netnsDir },
+      "cri-socket": { type: "string", default: defaults.criSocket },
       "cpu-request": { type: "string", default: defaults.resources.cpuRequest },
       "memory-request": { type: "string", default: defaults.resources.memoryRequest },
       "memory-limit": { type: "string", default: defaults.resources.memoryLimit },
@@ -110,6 +113,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
     netDir: values["net-dir"],
     binDir: values["bin-dir"],
     netnsDir: values["netns-dir"],
+    criSocket: values["cri-socket"],
     resources: { cpuRequest: values["cpu-request"], memoryRequest: values["memory-request"], memoryLimit: values["memory-limit"] },
     priorityClassName: values["priority-class"],
     nodeSelector: pairs("node-selector", values["node-selector"]),

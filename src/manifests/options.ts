@@ -13,6 +13,8 @@ export interface ManifestOptions {
   binDir: string;
   /** Where the runtime keeps pod netns. */
   netnsDir: string;
+  /** The runtime's CRI socket ("": none); its directory is mounted read-only. */
+  criSocket: string;
   resources: { cpuRequest: string; memoryRequest: string; memoryLimit: string };
   priorityClassName: string;
   nodeSelector: Record<string, string>;
@@ -34,6 +36,7 @@ export const defaultManifestOptions: ManifestOptions = {
   netDir: "/etc/cni/net.d",
   binDir: "/opt/cni/bin",
   netnsDir: "/var/run/netns",
+  criSocket: "/run/containerd/containerd.sock",
   resources: { cpuRequest: "10m", memoryRequest: "96Mi", memoryLimit: "224Mi" },
   priorityClassName: "system-node-critical",
   nodeSelector: {},

@@ -1,3 +1,4 @@
+import { dirname } from "node:path";
 import { buildInfo } from "../build-info.js";
 import { kubeconfigPlaceholder } from "../installer/template.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
@@ -31,6 +32,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
   const selector = { "app.kubernetes.io/name": name };
   const onHost = (path: string) => `/host${path}`;
   const hostDir = (volume: string, path: string) => ({ name: volume, hostPath: { path, type: "DirectoryOrCreate" } });
+  const criDir = options.criSocket ? dirname(options.criSocket) : undefined;
   const pluginAccount = pluginServiceAccount;
   const binding = (kind: "ClusterRoleBinding" | "RoleBinding", roleKind: "ClusterRole" | "Role", roleName: string, account: string) => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -97,6 +99,8 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   options.logLevel,
                   "--netns-dir",
                   options.netnsDir,
+                  "--cri-socket",
+                  options.criSocket,
                   ...(options.startupTaint ? ["--startup-taint", options.startupTaint] : []),
                 ],
                 env: [
@@ -128,6 +132,9 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   { name: "cni-bin-dir", mountPath: onHost(options.binDir) },
                   { name: "meshcni-state", mountPath: onHost(defaultStateDir) },
                   { name: "netns", mountPath: onHost(options.netnsDir), readOnly: true, mountPropagation: "HostToContainer" },
+                  ...(criDir
+                    ? [{ name: "cri-socket", mountPath: onHost(criDir), readOnly: true, mountPropagation: "HostToContainer" }]
+                    : []),
                 ],
               },
             ],
@@ -136,6 +143,8 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
               hostDir("cni-bin-dir", options.binDir),
               hostDir("meshcni-state", defaultStateDir),
               hostDir("netns", options.netnsDir),
+              // The socket's dir, not the socket: a runtime restart makes a new socket there.
+              ...(criDir ? [hostDir("cri-socket", criDir)] : []),
             ],
           },
         },

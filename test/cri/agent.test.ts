@@ -1,11 +1,12 @@
-import { writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { readdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
 import { agentTemplate, isRoot, sleep } from "../kit/common.js";
 import { ContainerdNode, type Sandbox } from "../kit/cri/containerd.js";
-import { natRules, TestNetwork } from "../kit/network.js";
+import { meshcniBinary, natRules, TestNetwork } from "../kit/network.js";
 
 const node = "cri-node";
 
@@ -93,7 +94,18 @@ describe.skipIf(!isRoot)("a meshed sandbox started before the agent chained mesh
     const started = performance.now();
     await s.host.startWithApi(
       s.api,
-      ["--template", agentTemplate(s.net.stateDir), "--state-dir", s.net.stateDir, "--node", node, "--netns-dir", dirname(early.netns)],
+      [
+        "--template",
+        agentTemplate(s.net.stateDir),
+        "--state-dir",
+        s.net.stateDir,
+        "--node",
+        node,
+        "--netns-dir",
+        dirname(early.netns),
+        "--cri-socket",
+        s.runtime.socket,
+      ],
       { POD_NAMESPACE: "meshcni", POD_NAME: "agent-self" },
     );
     while (!(await s.redirected(early))) {
@@ -105,5 +117,31 @@ describe.skipIf(!isRoot)("a meshed sandbox started before the agent chained mesh
     );
     await s.host.waitFor(() => s.api.events.some((event) => event.reason === "MeshRedirectMissing"), 5000);
     expect((await s.runtime.client.podSandboxStatus(early.id)).status.state).toBe("SANDBOX_READY");
+  });
+
+  it("is placed by meshcni audit through containerd's CRI (ListPodSandbox by the pod's UID, its verbose status), not by its IP", async () => {
+    const audit = (criSocket: string) =>
+      execa(
+        meshcniBinary,
+        [
+          "audit",
+          "--node",
+          node,
+          "--kubeconfig",
+          s.api.writeKubeconfig(),
+          "--state-dir",
+          s.net.stateDir,
+          "--netns-dir",
+          dirname(early.netns),
+        ].concat(["--net-dir", s.host.netDir, "--cri-socket", criSocket, "--output", "json"]),
+        { reject: false },
+      );
+    // The repair's record says where the netns is: without it, only the runtime can.
+    for (const name of readdirSync(join(s.net.stateDir, "attachments"))) rmSync(join(s.net.stateDir, "attachments", name));
+    const asked = await audit(s.runtime.socket);
+    const [pod] = JSON.parse(asked.stdout).pods;
+    expect(pod, asked.stderr).toMatchObject({ name: "pod-0", status: "adopted" });
+    const unasked = JSON.parse((await audit("")).stdout).pods[0];
+    expect(unasked).toMatchObject({ status: "unknown", details: [expect.stringContaining(`only its IP points to netns ${early.netns}`)] });
   });
 });

@@ -1,6 +1,8 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { AgentUnavailableError } from "../../src/agent-socket.js";
+import type { NetnsAddress } from "../../src/audit/scan.js";
 import type { Verb } from "../../src/cni/env.js";
+import type { SandboxLookup } from "../../src/cri/runtime.js";
 import { errorMessage } from "../../src/errors.js";
 import { resolveBackend } from "../../src/host.js";
 import { binaryName } from "../../src/iptables/binaries.js";
@@ -120,11 +122,20 @@ export class FakeNode {
   /** How many times each netns was entered. */
   readonly entries = new Map<string, number>();
   /** The addresses of each netns, as getifaddrs there would list them. */
-  readonly addresses = new Map<string, string[]>();
+  readonly addresses = new Map<string, NetnsAddress[]>();
+  /** What the container runtime knows: each pod's (by UID) sandbox netns. */
+  readonly sandboxes = new Map<string, string>();
 
-  addNetns(path: string, addresses: string[] = []): void {
+  /** A netns with `addresses` on `ifname` (eth0, as CNI names the pod's interface), and 127.0.0.1 on lo. */
+  addNetns(path: string, addresses: string[] = [], ifname = "eth0"): void {
     this.netns.set(path, { ipv4: new FakeNatTable(), ipv6: new FakeNatTable() });
-    this.addresses.set(path, ["127.0.0.1", ...addresses]);
+    this.addresses.set(path, [{ ifname: "lo", address: "127.0.0.1" }, ...addresses.map((address) => ({ ifname, address }))]);
+  }
+
+  /** The runtime's answer for a pod, as connectRuntime's netnsOf gives it. */
+  async locate(uid: string): Promise<SandboxLookup> {
+    const netns = this.sandboxes.get(uid);
+    return netns ? { netns, sandbox: `sandbox-${uid}` } : { problem: "the container runtime has no ready sandbox for the pod" };
   }
 
   /** Runs `action` "inside" a netns: runners and addresses() then see that one. */
@@ -141,7 +152,7 @@ export class FakeNode {
   }
 
   /** The addresses of the netns entered. */
-  currentAddresses(): string[] {
+  currentAddresses(): NetnsAddress[] {
     return this.current === undefined ? [] : (this.addresses.get(this.current) ?? []);
   }
 

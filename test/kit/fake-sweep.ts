@@ -29,6 +29,8 @@ export function fakeSweepIo(
     evictions?: Map<string, "blocked" | "throttled" | "several-budgets">;
     now?: () => number;
     netconf?: Record<string, unknown>;
+    /** No container runtime to ask (no CRI socket): pods without a record are placed by IP only. */
+    noRuntime?: boolean;
   } = {},
 ) {
   const writes: ApiWrites = { events: [], labels: [], evictions: [] };
@@ -70,6 +72,7 @@ export function fakeSweepIo(
           exists: (path) => node.netns.has(path),
           list: (dir) => [...node.netns.keys()].filter((path) => path.startsWith(`${dir}/`)).map((path) => path.slice(dir.length + 1)),
           inspect: inspectPlans,
+          locate: options.noRuntime ? undefined : (uid) => node.locate(uid),
         },
       ),
     redirect: async (netns, backend, plans) => void (await node.enter(netns, () => node.redirector(backend).apply(plans))),

@@ -6,6 +6,7 @@ import { join, resolve } from "node:path";
 import { execa } from "execa";
 import { type FakeApiServer, type PodOptions, podObject } from "./api-server.js";
 import { inNetnsCommand, podArgs } from "./common.js";
+import { FakeCriRuntime } from "./cri/fake-runtime.js";
 
 export const projectRoot = resolve(import.meta.dirname, "../..");
 export const meshcniBinary = join(projectRoot, "build/meshcni");
@@ -192,13 +193,27 @@ export class TestNetwork {
    * during ADD), a netns, cnitool ADD through `network`, then the object again with
    * its node and IP, as the API shows a running pod. A meshed pod unless said.
    */
+  /** The node's container runtime, as its CRI socket answers: startPod's sandboxes. */
+  readonly runtime = new FakeCriRuntime();
+  private runtimeStarted: Promise<void> | undefined;
+
+  /** The runtime's CRI socket (started at first use), for --cri-socket. */
+  async criSocket(): Promise<string> {
+    this.runtimeStarted ??= this.runtime.start();
+    await this.runtimeStarted;
+    return this.runtime.socket;
+  }
+
+  /** Starts a pod as kubelet would: in the API, in a netns the runtime knows as its sandbox's, through a CNI network. */
   async startPod(
     api: FakeApiServer,
     pod: { namespace: string; name: string; network: string; node?: string; options?: PodOptions; dirs?: { conf: string; bin: string } },
   ): Promise<{ netns: string; ip: string }> {
     const options: PodOptions = { proxy: "container", ...pod.options };
-    api.addPod(podObject(pod.namespace, pod.name, options));
+    const object = podObject(pod.namespace, pod.name, options);
+    api.addPod(object);
     const netns = await this.addNetns(pod.name);
+    this.runtime.sandboxes.set(String(object.metadata?.uid), this.netnsPath(netns));
     const added = await this.cnitool("add", pod.network, netns, podArgs(pod.namespace, pod.name), pod.dirs);
     if (added.exitCode !== 0) throw new Error(`ADD of ${pod.namespace}/${pod.name} failed: ${added.stdout}${added.stderr}`);
     const ip = TestNetwork.address(added);
@@ -238,6 +253,7 @@ export class TestNetwork {
   }
 
   async cleanup(): Promise<void> {
+    if (this.runtimeStarted) await this.runtime.stop();
     for (const child of this.processes) child.kill("SIGKILL");
     for (const name of [...this.netnsNames]) await this.removeNetns(name);
     await execa("ip", ["link", "del", this.bridge], { reject: false });

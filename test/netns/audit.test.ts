@@ -1,4 +1,4 @@
-import { readdirSync, writeFileSync } from "node:fs";
+import { readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
@@ -7,7 +7,7 @@ import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js"
 import { deleteLoopbackRule, isRoot, loopbackRule } from "../kit/common.js";
 import { PodFleet } from "../kit/fleet.js";
 import { writeLinkerdCniRules } from "../kit/linkerd.js";
-import { meshcniBinary, TestNetwork } from "../kit/network.js";
+import { meshcniBinary, natRules, TestNetwork } from "../kit/network.js";
 
 /**
  * `meshcni audit` on a node with a pod of each kind: protected (ADDed through meshcni),
@@ -23,14 +23,18 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
   const startPod = async (name: string, network: "mesh" | "plain", options: PodOptions = {}, node = "node-a") =>
     (await net.startPod(api, { namespace: "shop", name, network, node, options })).netns;
 
+  let criSocket = "";
   const audit = (...args: string[]) =>
-    execa(meshcniBinary, ["audit", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", net.confDir, ...args], {
-      reject: false,
-    });
+    execa(
+      meshcniBinary,
+      ["audit", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", net.confDir, "--cri-socket", criSocket, ...args],
+      { reject: false },
+    );
 
   beforeAll(async () => {
     await api.start();
     kubeconfig = api.writeKubeconfig();
+    criSocket = await net.criSocket();
     net.writeConflist("mesh", { kubernetes: { kubeconfig }, linkerd: { "iptables-mode": "nft" } });
     writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
     await startPod("checkout", "mesh");
@@ -144,6 +148,66 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
       const result = await rules(...args);
       expect([result.exitCode, result.stderr]).toEqual([2, message.trimEnd()]);
     });
+  });
+
+  describe("a pod that claims another pod's IP (NET_ADMIN in its own netns)", () => {
+    let victim = "";
+    let attacker = "";
+    const records = () => readdirSync(join(net.stateDir, "attachments")).filter((name) => name.includes("victim"));
+    const evictions = () => api.requests.filter((request) => request.method === "POST" && request.path.endsWith("/eviction"));
+    const sweep = async (policy: string, ...args: string[]) => {
+      const result = await audit("--node", "node-c", "--repair", policy, "--output", "json", ...args);
+      for (const name of records()) rmSync(join(net.stateDir, "attachments", name));
+      return JSON.parse(result.stdout).pods as Array<{ name: string; status: string; details: string[] }>;
+    };
+
+    beforeAll(async () => {
+      const started = await net.startPod(api, {
+        namespace: "shop",
+        name: "victim",
+        network: "plain",
+        node: "node-c",
+        options: { owned: true },
+      });
+      victim = started.netns;
+      await writeLinkerdCniRules(victim, api.pods.get("shop/victim") as V1Pod);
+      // A newer netns (listed first on tmpfs) that adds the victim's address to its own eth0.
+      const other = await net.startPod(api, {
+        namespace: "shop",
+        name: "attacker",
+        network: "plain",
+        node: "node-c",
+        options: { proxy: false },
+      });
+      attacker = other.netns;
+      await execa("ip", ["-n", attacker, "addr", "add", `${started.ip}/32`, "dev", "eth0"]);
+    });
+
+    it.each(["evict", "redirect"])(
+      "--repair %s asks the runtime: the victim is judged by its own netns (adopted), nothing is evicted or written",
+      async (policy) => {
+        const before = evictions().length;
+        expect(await sweep(policy)).toEqual([expect.objectContaining({ name: "victim", status: "adopted" })]);
+        expect(evictions().length).toBe(before);
+        expect(await natRules(attacker, "nft")).toEqual([]);
+        expect(net.runtime.calls).toContain("PodSandboxStatus");
+      },
+    );
+
+    it.each(["evict", "redirect"])(
+      '--repair %s without a runtime (--cri-socket ""): an IP in two netns is no identity, so unknown, untouched, unrecorded',
+      async (policy) => {
+        const before = evictions().length;
+        const [judged] = await sweep(policy, "--cri-socket", "");
+        expect(judged).toMatchObject({ name: "victim", status: "unknown" });
+        expect(judged!.details[0]).toMatch(
+          /^the pod's IP [\d.]+ is in 2 netns .*: any pod can claim an address, so none is taken as the pod's$/,
+        );
+        expect(evictions().length).toBe(before);
+        expect(await natRules(attacker, "nft")).toEqual([]);
+        expect((await natRules(victim, "nft")).length).toBeGreaterThan(0);
+      },
+    );
   });
 
   it("exits 2 with the reason when the API cannot be reached", async () => {

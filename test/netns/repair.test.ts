@@ -48,7 +48,19 @@ function scenario(subnet: number) {
     api.addPod(podObject("meshcni", "agent-self", { proxy: "container", nodeName: node, podIP: "10.251.0.250", daemonSet: "meshcni" }));
     await host.startWithApi(
       api,
-      ["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir, "--audit-seconds", "1", ...agentArgs],
+      [
+        "--template",
+        agentTemplate(net.stateDir),
+        "--node",
+        node,
+        "--state-dir",
+        net.stateDir,
+        "--audit-seconds",
+        "1",
+        "--cri-socket",
+        await net.criSocket(),
+        ...agentArgs,
+      ],
       {
         POD_NAMESPACE: "meshcni",
         POD_NAME: "agent-self",

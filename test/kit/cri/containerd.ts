@@ -158,6 +158,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     return {
       metadata: { name, uid, namespace, attempt: 0 },
       hostname: name,
+      // As kubelet labels every sandbox: how a runtime client finds a pod's.
+      labels: { "io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": namespace, "io.kubernetes.pod.uid": uid },
       logDirectory: join(this.dir, "logs", uid),
       linux: { cgroupParent: this.cgroupParent, securityContext: { namespaceOptions: { network: "POD", pid: "CONTAINER" } } },
     };

@@ -138,7 +138,13 @@ describe("the agent's node tasks", () => {
           pods: [expect.objectContaining({ metadata: expect.objectContaining({ name: "web", namespace: "shop", uid: "uid-shop-web" }) })],
           namespaces: [{ metadata: { name: "shop" } }],
         },
-        dirs: { hostRoot: join(dir, "host"), stateDir: "/var/run/meshcni", netDir: "/etc/cni/net.d", netnsDirs: ["/var/run/netns"] },
+        dirs: {
+          hostRoot: join(dir, "host"),
+          stateDir: "/var/run/meshcni",
+          netDir: "/etc/cni/net.d",
+          netnsDirs: ["/var/run/netns"],
+          criSocket: "auto",
+        },
       },
     });
     expect(JSON.stringify(input.request.view)).not.toContain("xxxx");

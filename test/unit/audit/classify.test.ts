@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classify, newestRecordByUid, podsToAudit, unfinishedAdd } from "../../../src/audit/classify.js";
+import { classify, type Identified, newestRecordByUid, podsToAudit, unfinishedAdd } from "../../../src/audit/classify.js";
 import type { AttachmentRecord } from "../../../src/state/records.js";
 import { runningPod as pod } from "../../kit/fixtures.js";
 
@@ -14,9 +14,10 @@ const record = (uid: string, time: string, state: AttachmentRecord["state"] = "a
   plans: [],
   time,
 });
-const found = (differences: string[] = [], hasRedirect = true) => ({
+const found = (differences: string[] = [], hasRedirect = true, identifiedBy: Identified = "runtime") => ({
   found: true as const,
   netns: "/var/run/netns/x",
+  identifiedBy,
   differences,
   hasRedirect,
 });
@@ -51,6 +52,19 @@ describe("classifying by what the netns holds", () => {
   it("protected: the recorded plan is there; adopted: the plan is there without a record", () => {
     expect(classify(web, recorded, found())).toMatchObject({ status: "protected", details: [] });
     expect(classify(web, undefined, found())).toMatchObject({ status: "adopted", details: [expect.stringContaining("linkerd-cni")] });
+  });
+
+  it("unknown whatever it holds when only an IP pointed to the netns: never protected, adopted or repaired on a hint", () => {
+    expect(classify(web, undefined, found([], true, "ip"))).toMatchObject({
+      status: "unknown",
+      details: [expect.stringContaining("which holds meshcni's plan")],
+    });
+    const differences = ["ipv4: PROXY_INIT_OUTPUT: missing rule: -o lo -j RETURN"];
+    expect(classify(web, undefined, found(differences, true, "ip")).details).toEqual([
+      expect.stringContaining("which holds rules that differ from the plan"),
+      ...differences,
+    ]);
+    expect(classify(web, undefined, found(["ipv4: chain PROXY_INIT_OUTPUT is missing"], false, "ip")).status).toBe("unknown");
   });
 
   it("missing: no redirect at all, with or without a record", () => {

@@ -9,7 +9,7 @@ const input: SweepInput = {
     policy: "evict",
     limits: { excludeNamespaces: ["kube-system"], skipUids: ["u1"], evictionsLeft: 1 },
     self: { namespace: "meshcni", name: "agent-x" },
-    dirs: { hostRoot: "/host", stateDir: "/var/run/meshcni", netDir: "/etc/cni/net.d", netnsDirs: ["/var/run/netns"] },
+    dirs: { hostRoot: "/host", stateDir: "/var/run/meshcni", netDir: "/etc/cni/net.d", netnsDirs: ["/var/run/netns"], criSocket: "auto" },
   },
 };
 

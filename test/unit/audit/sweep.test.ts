@@ -15,7 +15,7 @@ const options = (policy: SweepRequest["policy"], more: Partial<SweepRequest["lim
   pods: [],
   ...(policy ? { policy } : {}),
   limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 2, ...more },
-  dirs: { hostRoot: "/", stateDir, netDir: "/etc/cni/net.d", netnsDirs: [netnsDir] },
+  dirs: { hostRoot: "/", stateDir, netDir: "/etc/cni/net.d", netnsDirs: [netnsDir], criSocket: "" },
 });
 
 describe("a sweep", () => {
@@ -27,6 +27,7 @@ describe("a sweep", () => {
     const pod = podObject("shop", name, { proxy: "container", nodeName: "n1", podIP, ...podOptions }) as V1Pod;
     node.addPod(pod);
     node.addNetns(`${netnsDir}/cni-${name}`, [podIP]);
+    node.sandboxes.set(pod.metadata!.uid!, `${netnsDir}/cni-${name}`);
     return { pod, netns: `${netnsDir}/cni-${name}` };
   };
   /** Rules as linkerd-cni (or meshcni without its record) would have written them. */
@@ -154,6 +155,64 @@ describe("a sweep", () => {
     expect(writes.events[0]!.message).not.toMatch(/HTTP-Code|Headers/);
   });
 
+  describe("a pod that claims another pod's IP (NET_ADMIN in its own netns)", () => {
+    /** The victim, protected by linkerd-cni's rules (no meshcni record); the attacker's netns, newer, holds the victim's IP too. */
+    const claimed = async () => {
+      const { pod, netns } = startPod("victim");
+      await writeRules(pod, netns);
+      node.addNetns(`${netnsDir}/cni-attacker`, [pod.status!.podIP!]);
+      return { pod, netns };
+    };
+
+    it.each(["evict", "redirect"] as const)(
+      "with the runtime to ask, --repair %s judges the victim by its own netns: adopted, left alone",
+      async (policy) => {
+        const { netns } = await claimed();
+        const { io, writes } = fakeSweepIo(node);
+        const report = await sweep(options(policy), io);
+        expect(report.pods).toEqual([expect.objectContaining({ name: "victim", status: "adopted" })]);
+        expect(writes.evictions).toEqual([]);
+        expect([...node.records.values()].map((record) => record.netns)).toEqual([netns]);
+      },
+    );
+
+    it.each(["evict", "redirect", "label"] as const)(
+      "without a runtime, --repair %s takes an IP seen in two netns for nothing: unknown, no action, no record",
+      async (policy) => {
+        await claimed();
+        const { io, writes } = fakeSweepIo(node, { noRuntime: true });
+        const report = await sweep(options(policy), io);
+        expect(report.pods).toEqual([
+          expect.objectContaining({
+            name: "victim",
+            status: "unknown",
+            details: [expect.stringContaining("is in 2 netns (/var/run/netns/cni-victim, /var/run/netns/cni-attacker)")],
+          }),
+        ]);
+        expect(report.pods[0]!.action).toBeUndefined();
+        expect(writes).toEqual({ events: [], labels: [], evictions: [] });
+        expect(node.records.size).toBe(0);
+      },
+    );
+
+    it("without a runtime, one netns holding the IP on eth0 is only a hint: unknown, saying what it holds, never acted on", async () => {
+      const { pod } = startPod("lonely");
+      const { io, writes } = fakeSweepIo(node, { noRuntime: true });
+      const report = await sweep(options("evict"), io);
+      expect(report.pods[0]).toMatchObject({
+        status: "unknown",
+        details: [expect.stringContaining(`only its IP points to netns ${netnsDir}/cni-lonely (no container runtime to confirm it`)],
+      });
+      expect(report.pods[0]!.details[0]).toContain("which holds no redirect");
+      expect(writes.evictions).toEqual([]);
+      node.addNetns(`${netnsDir}/cni-lo`, [pod.status!.podIP!], "lo");
+      node.netns.delete(`${netnsDir}/cni-lonely`);
+      node.addresses.delete(`${netnsDir}/cni-lonely`);
+      const onLo = await sweep(options("evict"), fakeSweepIo(node, { noRuntime: true }).io);
+      expect(onLo.pods[0]!.details[0]).toBe(`the pod's IP ${pod.status!.podIP} is on lo in ${netnsDir}/cni-lo, not on eth0`);
+    });
+  });
+
   it("says when a failed repair is tried again: the agent's wait, or by hand", async () => {
     const { pod } = startPod("cart");
     node.netns.delete(`${netnsDir}/cni-cart`);
@@ -190,13 +249,13 @@ describe("a sweep", () => {
     expect(allProtected(report)).toBe(false);
   });
 
-  it("calls a pod whose IP no netns holds unknown, and one whose plan cannot be made unknown, saying why", async () => {
+  it("calls a pod the runtime has no sandbox for unknown, and one whose plan cannot be made unknown, saying why", async () => {
     node.addPod(podObject("shop", "ghost", { proxy: "container", nodeName: "n1", podIP: "10.9.9.9" }) as V1Pod);
     const { pod } = startPod("odd", { annotations: { "config.linkerd.io/skip-subnets": "everything" } });
     const { io } = fakeSweepIo(node);
     const report = await sweep(options("redirect"), io);
     expect(report.pods.map((found) => [found.name, found.status, found.details[0]])).toEqual([
-      ["ghost", "unknown", "no netns in /var/run/netns holds the pod's IP 10.9.9.9"],
+      ["ghost", "unknown", "the container runtime has no ready sandbox for the pod"],
       [
         "odd",
         "unknown",

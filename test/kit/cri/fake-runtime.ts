@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import * as grpc from "@grpc/grpc-js";
+import { fromJSON } from "@grpc/proto-loader";
+import protobuf from "protobufjs";
+import { podUidLabel, runtimeProto } from "../../../src/cri/api.js";
+
+type Handler = (call: { request: Record<string, unknown> }, callback: grpc.sendUnaryData<unknown>) => void;
+
+/**
+ * A container runtime's CRI socket as kubelet's runtime answers it, for the pods a test
+ * starts in plain netns: which sandbox (and netns) each pod UID has, and each sandbox's
+ * verbose status in containerd's layout (the OCI spec's network namespace path). The real
+ * containerd answers the same calls in test/cri/.
+ */
+export class FakeCriRuntime {
+  private readonly dir = mkdtempSync(join(tmpdir(), "meshcni-cri-"));
+  readonly socket = join(this.dir, "cri.sock");
+  /** Each pod's (by UID) netns path, as the runtime made it. */
+  readonly sandboxes = new Map<string, string>();
+  /** Every call it answered, by method name. */
+  readonly calls: string[] = [];
+  private server: grpc.Server | undefined;
+
+  async start(): Promise<void> {
+    const definition = fromJSON(protobuf.parse(runtimeProto).root.toJSON(), { longs: Number, enums: String, defaults: true });
+    const { RuntimeService } = (grpc.loadPackageDefinition(definition).runtime as grpc.GrpcObject).v1 as {
+      RuntimeService: grpc.ServiceClientConstructor;
+    };
+    const idOf = (uid: string) => `sandbox-${uid}`;
+    const handlers: Record<string, Handler> = {
+      Version: (_call, done) => done(null, { version: "0.1.0", runtimeName: "fake-cri", runtimeVersion: "1", runtimeApiVersion: "v1" }),
+      ListPodSandbox: ({ request }, done) => {
+        const selector = (request.filter as { labelSelector?: Record<string, string> })?.labelSelector ?? {};
+        const uid = selector[podUidLabel];
+        const items = [...this.sandboxes.keys()]
+          .filter((known) => uid === undefined || known === uid)
+          .map((known) => ({ id: idOf(known), state: "SANDBOX_READY", labels: { [podUidLabel]: known } }));
+        done(null, { items });
+      },
+      PodSandboxStatus: ({ request }, done) => {
+        const uid = [...this.sandboxes.keys()].find((known) => idOf(known) === request.podSandboxId);
+        if (uid === undefined)
+          return done({ code: grpc.status.NOT_FOUND, details: `an error occurred when try to find sandbox ${request.podSandboxId}` });
+        const spec = { linux: { namespaces: [{ type: "pid" }, { type: "network", path: this.sandboxes.get(uid) }] } };
+        done(null, {
+          status: { id: request.podSandboxId, state: "SANDBOX_READY" },
+          info: { info: JSON.stringify({ pid: 1, runtimeSpec: spec }) },
+        });
+      },
+    };
+    const server = new grpc.Server();
+    server.addService(
+      RuntimeService.service,
+      Object.fromEntries(
+        Object.entries(handlers).map(([method, handle]) => [
+          method,
+          (call: { request: Record<string, unknown> }, done: grpc.sendUnaryData<unknown>) => {
+            this.calls.push(method);
+            handle(call, done);
+          },
+        ]),
+      ),
+    );
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix://${this.socket}`, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve())),
+    );
+    this.server = server;
+  }
+
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.tryShutdown(() => resolve()) : resolve()));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
