@@ -61,6 +61,7 @@ export class Credentials {
   private readonly endpoint: ApiEndpoint | undefined;
   private renewal: NodeJS.Timeout | undefined;
   private skewSaid = false;
+  private saidUnbound = false;
 
   constructor(
     private readonly options: Pick<AgentOptions, "api" | "serviceAccountDir" | "node" | "pluginToken">,
@@ -100,6 +101,12 @@ export class Credentials {
     const { namespace, name } = this.options.pluginToken.serviceAccount;
     this.tokens.refresh(api.mintToken, (error) => {
       this.sayClockSkew();
+      if (error === undefined && this.tokens.boundToNode === false && this.options.node && !this.saidUnbound) {
+        this.saidUnbound = true;
+        this.log.info(
+          "the plugin's token is not bound to the Node: the API server binds tokens to pods and secrets only (before 1.33), or does not know this Node",
+        );
+      }
       this.problems.set(
         "plugin token",
         error === undefined

@@ -29,6 +29,8 @@ export class PluginTokens {
   private readonly backoff: Backoff;
   /** The server's clock less this node's at the last mint, when the server said its time. */
   skewMs: number | undefined;
+  /** Whether the last token minted dies with the Node (the server binds tokens to Nodes). */
+  boundToNode: boolean | undefined;
 
   constructor(
     readonly serviceAccount: { namespace: string; name: string },
@@ -65,8 +67,9 @@ export class PluginTokens {
     const mintedAt = this.now();
     this.lastAttemptAt = mintedAt;
     mint(this.serviceAccount.namespace, this.serviceAccount.name, this.seconds).then(
-      ({ token, validForMs, serverNow }) => {
+      ({ token, validForMs, serverNow, boundToNode }) => {
         this.current = { token, mintedAt, expiresAt: mintedAt + validForMs };
+        this.boundToNode = boundToNode;
         this.skewMs = serverNow === undefined ? undefined : serverNow - this.now();
         this.minting = false;
         this.backoff.reset();

@@ -4,6 +4,7 @@ import { kubeconfigPlaceholder } from "../installer/template.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
 import { defaultStateDir } from "../state/records.js";
 import { type ManifestOptions, name } from "./options.js";
+import { nodeScopePolicy } from "./policy.js";
 import { agentNamespaceRules, clusterRules, pluginRules, pluginServiceAccount } from "./rbac.js";
 
 type K8sObject = { apiVersion: string; kind: string; metadata: Record<string, unknown>; [key: string]: unknown };
@@ -55,6 +56,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
     binding("ClusterRoleBinding", "ClusterRole", pluginAccount, pluginAccount),
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(), rules: agentNamespaceRules(pluginAccount) },
     binding("RoleBinding", "Role", name, name),
+    ...nodeScopePolicy(options, name, labels),
     {
       apiVersion: "v1",
       kind: "ConfigMap",

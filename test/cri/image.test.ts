@@ -77,7 +77,7 @@ describe.skipIf(!isRoot)("the agent from its image under containerd", () => {
       metadata: { name: "install" },
       image: { image: imageName },
       command: ["/usr/local/bin/meshcni", "install"],
-      args: ["--node", node, "--state-dir", net.stateDir, "--netns-dir", netnsDir, "--listen", ""],
+      args: ["--node", node, "--state-dir", net.stateDir, "--netns-dir", netnsDir, "--cri-socket", runtime.socket, "--listen", ""],
       envs: [
         { key: "CONTAINER_MOUNT_PREFIX", value: "/host" },
         { key: "DEST_CNI_NET_DIR", value: host.netDir },
@@ -94,6 +94,8 @@ describe.skipIf(!isRoot)("the agent from its image under containerd", () => {
         mount(host.binDir),
         mount(net.stateDir),
         { ...mount(netnsDir, true), propagation: "PROPAGATION_HOST_TO_CONTAINER" },
+        // The runtime's CRI socket (the DaemonSet mounts its dir; here the dir holds containerd's own root).
+        mount(runtime.socket, true),
         { containerPath: "/var/run/secrets/kubernetes.io/serviceaccount", hostPath: host.serviceAccountDir, readonly: true },
       ],
       logPath: "install.log",

@@ -132,9 +132,12 @@ describe("the agent against an API server that behaves like a real one", () => {
 
   it("with an API server whose clock is 2 h behind: one TokenRequest, the kubeconfig written, ready, the skew said once", async () => {
     api.now = () => Date.now() - 2 * 3600_000;
+    // Its Node is registered, as on a cluster: the token is bound to it.
+    api.addNode({ metadata: { name: "n1" }, spec: {} });
     await start();
     await sleep(8000);
     expect(api.requestsTo("POST", /\/serviceaccounts\/meshcni-plugin\/token$/)).toHaveLength(1);
+    expect([...api.minted.values()].map((minted) => minted.boundNode?.name)).toEqual(["n1"]);
     expect(host.kubeconfig()).not.toBe("");
     expect(host.logs.filter((line) => line.msg.startsWith("the API server's clock is"))).toHaveLength(1);
     expect(host.logs.find((line) => line.msg.startsWith("the API server's clock is"))?.msg).toMatch(
@@ -162,7 +165,11 @@ describe("the agent against an API server that behaves like a real one", () => {
     api.addPod(podObject("meshcni", "agent-x", { daemonSet: "meshcni" }));
     await start([], { POD_NAMESPACE: "meshcni", POD_NAME: "agent-x" });
     api.watchFaults.set("/api/v1/pods", "hang");
-    if (everything) api.faults.set("/api/v1/namespaces/meshcni/pods/agent-x", { hang: true });
+    if (everything) {
+      // Once it knows its DaemonSet, a stop asks about it by name: that is what hangs.
+      await host.waitFor(() => host.logs.some((line) => line.msg === "a stop will ask about this DaemonSet"), 10_000);
+      api.faults.set("/apis/apps/v1/namespaces/meshcni/daemonsets/meshcni", { hang: true });
+    }
     const before = podWatches().length;
     await host.waitFor(() => podWatches().length > before, 15_000);
     const stopping = performance.now();

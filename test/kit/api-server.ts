@@ -4,6 +4,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { nodeNameClaim } from "../../src/manifests/policy.js";
+import { admit } from "./admission.js";
 import { type KubeObject, status, type WatchFault, WatchHub } from "./watch-hub.js";
 
 /**
@@ -31,10 +33,11 @@ export interface RbacRule {
   resourceNames?: string[];
 }
 
-/** A token minted through TokenRequest: for whom, and until when (ms since the epoch). */
+/** A token minted through TokenRequest: for whom, until when (ms since the epoch), and the Node it dies with (its UID). */
 interface MintedToken {
   serviceAccount: string;
   expires: number;
+  boundNode?: { name: string; uid: string };
 }
 
 /**
@@ -163,6 +166,16 @@ export class FakeApiServer {
   readonly serviceAccountRules = new Map<string, RbacRule[]>();
   /** Tokens minted through TokenRequest. */
   readonly minted = new Map<string, MintedToken>();
+  /** Whether TokenRequest binds tokens to a Node (Kubernetes ≥ 1.33); before, it refuses the kind. */
+  nodeBoundTokens = true;
+  /**
+   * Who the agent's tokens are, as the API server authenticates a projected ServiceAccount
+   * token: its username, and the node-name claim of the pod it is bound to (none: a legacy
+   * or unbound token).
+   */
+  agentUser: { username: string; node: string | undefined } = { username: "system:serviceaccount:meshcni:meshcni", node: undefined };
+  /** ValidatingAdmissionPolicies and their bindings it enforces on every write (see admit). */
+  admissionPolicies: Array<Record<string, unknown>> = [];
   /** The longest life this server grants a minted token, whatever is asked (a cluster's --service-account-max-token-expiration). */
   maxTokenSeconds = Number.POSITIVE_INFINITY;
   /** The clock token expiry is judged by (ms since the epoch). */
@@ -283,7 +296,9 @@ export class FakeApiServer {
   addNode(node: KubeObject): void {
     const name = node.metadata?.name ?? "";
     const existed = this.nodes.has(name);
-    const stored = this.stamp({ apiVersion: "v1", kind: "Node", ...node });
+    // A Node registered anew is a new object: a new UID (what a token bound to the old one names).
+    const uid = existed ? this.nodes.get(name)?.metadata?.uid : `uid-node-${name}-${Math.random().toString(36).slice(2, 8)}`;
+    const stored = this.stamp({ apiVersion: "v1", kind: "Node", ...node, metadata: { uid, ...node.metadata } });
     this.nodes.set(name, stored);
     this.watches.record({ version: this.version, kind: "Node", type: existed ? "MODIFIED" : "ADDED", object: stored });
   }
@@ -355,7 +370,8 @@ export class FakeApiServer {
     const query = Object.fromEntries(url.searchParams);
     const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
     const mintedToken = bearer === undefined ? undefined : this.minted.get(bearer);
-    const live = mintedToken !== undefined && mintedToken.expires > this.now();
+    const boundNodeAlive = (bound: MintedToken["boundNode"]) => !bound || this.nodes.get(bound.name)?.metadata?.uid === bound.uid;
+    const live = mintedToken !== undefined && mintedToken.expires > this.now() && boundNodeAlive(mintedToken.boundNode);
     const who = bearer !== undefined && this.agentTokens.has(bearer) ? "agent" : live ? mintedToken.serviceAccount : "anonymous";
     const authorized = who !== "anonymous";
     let body: unknown = rawBody;
@@ -398,7 +414,7 @@ export class FakeApiServer {
       ? failure(401, "Unauthorized", "Unauthorized")
       : fault && "status" in fault
         ? failure(fault.status, "InternalError", `injected fault ${fault.status}`)
-        : this.route(method, path, query, body, res);
+        : this.route(method, path, query, body, res, who);
     if (reply) res.writeHead(reply.code, { "content-type": "application/json" }).end(JSON.stringify(reply.body));
   }
 
@@ -416,7 +432,42 @@ export class FakeApiServer {
   }
 
   /** Answers one request from the store; undefined when it took the response over (a watch). */
-  private route(method: string, path: string, query: Record<string, string>, body: unknown, res: ServerResponse): Reply | undefined {
+  /** What the API server's admission says of a write by `who` (the policies run for the agent's requests). */
+  private admission(
+    who: string,
+    operation: "CREATE" | "UPDATE",
+    resource: string,
+    subResource: string,
+    object: KubeObject,
+    oldObject: KubeObject | null,
+  ): Reply | undefined {
+    if (who !== "agent") return undefined;
+    const { username, node } = this.agentUser;
+    const denied = admit(this.admissionPolicies, {
+      userInfo: {
+        username,
+        groups: ["system:serviceaccounts", "system:authenticated"],
+        ...(node ? { extra: { [nodeNameClaim]: [node] } } : {}),
+      },
+      operation,
+      resource: { group: "", version: "v1", resource },
+      subResource,
+      namespace: String(object.metadata?.namespace ?? ""),
+      name: String(object.metadata?.name ?? ""),
+      object,
+      oldObject,
+    });
+    return denied ? failure(denied.code, "Invalid", denied.message) : undefined;
+  }
+
+  private route(
+    method: string,
+    path: string,
+    query: Record<string, string>,
+    body: unknown,
+    res: ServerResponse,
+    who: string,
+  ): Reply | undefined {
     const ok = (object: unknown, code = 200): Reply => ({ code, body: object });
     if (path === "/api/v1/pods" && method === "GET") {
       const nodeName = /(?:^|,)spec\.nodeName=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
@@ -431,6 +482,8 @@ export class FakeApiServer {
       if (!found) return failure(404, "NotFound", `pods "${pod[2]}" not found`);
       if (method === "GET") return ok(found);
       if (method === "PATCH") {
+        const denied = this.admission(who, "UPDATE", "pods", "", mergePatch(found, body) as KubeObject, found);
+        if (denied) return denied;
         const patched = this.stamp(mergePatch(found, body) as KubeObject);
         this.pods.set(key, patched);
         this.notify("MODIFIED", patched);
@@ -449,6 +502,8 @@ export class FakeApiServer {
       const key = `${eviction[1]}/${eviction[2]}`;
       const found = this.pods.get(key);
       if (!found) return failure(404, "NotFound", `pods "${eviction[2]}" not found`);
+      const denied = this.admission(who, "CREATE", "pods", "eviction", body as KubeObject, null);
+      if (denied) return denied;
       if (this.disruptionBudgetBlocks.has(key))
         return failure(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.", {
           details: {
@@ -491,6 +546,8 @@ export class FakeApiServer {
       if (method === "PATCH") {
         const patched = jsonPatch(found, body as never);
         if (typeof patched === "string") return failure(422, "Invalid", patched);
+        const denied = this.admission(who, "UPDATE", "nodes", "", patched, found);
+        if (denied) return denied;
         const stored = this.stamp(patched);
         this.nodes.set(node[1]!, stored);
         this.watches.record({ version: this.version, kind: "Node", type: "MODIFIED", object: stored });
@@ -509,11 +566,21 @@ export class FakeApiServer {
     }
     const tokenRequest = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)\/token$/.exec(path);
     if (tokenRequest && method === "POST") {
-      const seconds = (body as { spec?: { expirationSeconds?: number } } | undefined)?.spec?.expirationSeconds ?? 3600;
+      const spec = (body as { spec?: { expirationSeconds?: number; boundObjectRef?: { kind?: string; name?: string } } } | undefined)?.spec;
+      const seconds = spec?.expirationSeconds ?? 3600;
       if (seconds < 600) return failure(422, "Invalid", "spec.expirationSeconds: may not specify a duration less than 10 minutes");
+      let boundNode: MintedToken["boundNode"];
+      const bound = spec?.boundObjectRef;
+      if (bound) {
+        if (bound.kind !== "Node" || !this.nodeBoundTokens)
+          return failure(422, "Invalid", `spec.boundObjectRef.kind: Unsupported value: "${bound.kind}": supported values: "Pod", "Secret"`);
+        const node = this.nodes.get(bound.name ?? "");
+        if (!node) return failure(404, "NotFound", `nodes "${bound.name}" not found`);
+        boundNode = { name: bound.name!, uid: String(node.metadata?.uid) };
+      }
       const token = `minted-${this.minted.size + 1}-${Math.random().toString(36).slice(2)}`;
       const expires = this.now() + Math.min(seconds, this.maxTokenSeconds) * 1000;
-      this.minted.set(token, { serviceAccount: `${tokenRequest[1]}/${tokenRequest[2]}`, expires });
+      this.minted.set(token, { serviceAccount: `${tokenRequest[1]}/${tokenRequest[2]}`, expires, ...(boundNode ? { boundNode } : {}) });
       return ok(
         {
           apiVersion: "authentication.k8s.io/v1",

@@ -74,6 +74,8 @@ export const manifestKinds = [
   "ClusterRoleBinding",
   "Role",
   "RoleBinding",
+  "ValidatingAdmissionPolicy",
+  "ValidatingAdmissionPolicyBinding",
   "ConfigMap",
   "DaemonSet",
 ];

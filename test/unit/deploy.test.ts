@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { PodMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+import { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding } from "kubernetes-models/admissionregistration.k8s.io/v1";
 import { DaemonSet, type IDaemonSet } from "kubernetes-models/apps/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, ServiceAccount } from "kubernetes-models/v1";
@@ -27,6 +28,8 @@ const models: Record<string, new (data: never) => { validate(): void }> = {
   Namespace: Namespace as never,
   ServiceAccount: ServiceAccount as never,
   PodMonitor: PodMonitor as never,
+  ValidatingAdmissionPolicy: ValidatingAdmissionPolicy as never,
+  ValidatingAdmissionPolicyBinding: ValidatingAdmissionPolicyBinding as never,
 };
 
 type Manifest = { kind: string; metadata: { name: string; namespace?: string }; [key: string]: unknown };

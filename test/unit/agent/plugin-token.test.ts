@@ -11,7 +11,7 @@ describe("the plugin's minted token", () => {
     let minted = 0;
     const mint = async (namespace: string, name: string, seconds: number) => {
       asked.push(`${namespace}/${name} ${seconds}s`);
-      return { token: `t${++minted}`, validForMs: seconds * 1000, serverNow: now };
+      return { token: `t${++minted}`, validForMs: seconds * 1000, serverNow: now, boundToNode: true };
     };
     const done: unknown[] = [];
     expect(tokens.token()).toBeUndefined();
@@ -71,6 +71,7 @@ describe("the plugin's minted token", () => {
       token: `t${++mints}`,
       validForMs: seconds * 1000,
       serverNow: now - serverBehind,
+      boundToNode: true,
     });
     for (let i = 0; i < 100; i++) {
       tokens.refresh(mint, () => undefined);

@@ -1,0 +1,101 @@
+import { join } from "node:path";
+import type { V1Pod, V1Taint } from "@kubernetes/client-node";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { unprotectedLabel } from "../../../src/audit/repair.js";
+import { createNodeApi, kubeConfigFrom } from "../../../src/kube/node-api.js";
+import { defaultManifestOptions } from "../../../src/manifests/options.js";
+import { renderManifests } from "../../../src/manifests/render.js";
+import { FakeApiServer, podObject } from "../../kit/api-server.js";
+
+const startupTaint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
+const otherTaint = { key: "dedicated", value: "mesh", effect: "NoExecute" };
+
+/**
+ * The agent's authority, no wider than its node: the ValidatingAdmissionPolicy that
+ * `meshcni manifests` renders, enforced by the in-test API server with a real CEL
+ * evaluator on what the agent's token sends (its node-name claim: n1).
+ */
+describe("the agent's ServiceAccount held to its own node", () => {
+  let api: FakeApiServer;
+  const config = () => kubeConfigFrom(api.writeKubeconfig());
+  const onNode = (node: string) => createNodeApi(config(), node, "meshcni-test");
+
+  beforeAll(async () => {
+    api = await new FakeApiServer().start();
+    api.admissionPolicies = renderManifests({ ...defaultManifestOptions, repair: "evict" }).filter((object) =>
+      object.kind.startsWith("ValidatingAdmissionPolicy"),
+    );
+  });
+  afterAll(() => api.stop());
+  beforeEach(() => {
+    for (const map of [api.pods, api.nodes]) map.clear();
+    api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n1" };
+    api.nodeBoundTokens = true;
+    for (const name of ["n1", "n2"])
+      api.addNode({ metadata: { name, labels: { zone: "a" } }, spec: { taints: [otherTaint, startupTaint] } });
+    api.addPod(podObject("shop", "web", { nodeName: "n1" }));
+    api.addPod(podObject("shop", "elsewhere", { nodeName: "n2" }));
+  });
+
+  const lift = async (node: string, taints: V1Taint[] = [otherTaint]) => {
+    const api = onNode(node);
+    const { resourceVersion } = await api.nodeTaints();
+    return api.setNodeTaints(taints, resourceVersion);
+  };
+
+  it("lifts the startup taint from its own Node, and may change nothing else there", async () => {
+    await lift("n1");
+    expect(api.nodes.get("n1")?.spec).toEqual({ taints: [otherTaint] });
+    await expect(lift("n1", [])).rejects.toThrow(
+      "ValidatingAdmissionPolicy 'meshcni-node-scope' with binding 'meshcni-node-scope' denied request: meshcni's agent may change only the startup taint meshcni.io/not-ready on its Node",
+    );
+    await expect(lift("n1", [otherTaint, { key: "evil", effect: "NoSchedule" }])).rejects.toMatchObject({ code: 422 });
+    expect(api.nodes.get("n1")?.spec).toEqual({ taints: [otherTaint] });
+  });
+
+  it("cannot taint or untaint another Node", async () => {
+    await expect(lift("n2")).rejects.toThrow("meshcni's agent may change only its own Node");
+    expect(api.nodes.get("n2")?.spec).toEqual({ taints: [otherTaint, startupTaint] });
+  });
+
+  it("labels its own node's pods with meshcni's label only; never another node's pod, never another label", async () => {
+    const node = onNode("n1");
+    const pod = (name: string) => api.pods.get(`shop/${name}`) as V1Pod;
+    await node.labelPod(pod("web"), unprotectedLabel, "true");
+    expect(api.pods.get("shop/web")?.metadata?.labels).toMatchObject({ [unprotectedLabel]: "true" });
+    await expect(node.labelPod(pod("elsewhere"), unprotectedLabel, "true")).rejects.toThrow("may change only pods on its own node");
+    await expect(node.labelPod(pod("web"), "app", "evil")).rejects.toThrow(`may change only the ${unprotectedLabel} label of a pod`);
+    expect(api.pods.get("shop/elsewhere")?.metadata?.labels ?? {}).not.toHaveProperty(unprotectedLabel);
+  });
+
+  it("writes nothing at all with a token that names no node (not a projected token of a pod on a node)", async () => {
+    api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: undefined };
+    await expect(lift("n1")).rejects.toThrow("acts only with a token bound to its pod on a node");
+    await expect(onNode("n1").evictPod(api.pods.get("shop/web") as V1Pod)).rejects.toThrow("acts only with a token bound");
+    expect(api.pods.has("shop/web")).toBe(true);
+  });
+
+  it("mints the plugin's token bound to its Node: it stops working once the Node is deleted, even if registered anew", async () => {
+    const minted = await onNode("n1").mintToken("meshcni", "meshcni-plugin", 600);
+    expect(minted.boundToNode).toBe(true);
+    expect(api.minted.get(minted.token)?.boundNode?.name).toBe("n1");
+    const plugin = createNodeApi(kubeConfigFrom(api.writeKubeconfig(join(api.dir, "plugin-kubeconfig"), minted.token)), "n1");
+    api.serviceAccountRules.set("meshcni/meshcni-plugin", [{ apiGroups: [""], resources: ["pods"], verbs: ["get"] }]);
+    expect((await plugin.readPod("shop", "web")).metadata?.name).toBe("web");
+    api.deleteNode("n1");
+    api.addNode({ metadata: { name: "n1" }, spec: {} });
+    await expect(plugin.readPod("shop", "web")).rejects.toMatchObject({ code: 401 });
+  });
+
+  it("mints an unbound token where the server binds to pods and secrets only (before 1.33)", async () => {
+    api.nodeBoundTokens = false;
+    const node = onNode("n1");
+    const minted = await node.mintToken("meshcni", "meshcni-plugin", 600);
+    expect(minted.boundToNode).toBe(false);
+    expect(api.minted.get(minted.token)?.boundNode).toBeUndefined();
+    // It asks once: the next mint is unbound at once.
+    const before = api.requests.length;
+    await node.mintToken("meshcni", "meshcni-plugin", 600);
+    expect(api.requests.length - before).toBe(1);
+  });
+});
