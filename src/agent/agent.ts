@@ -157,7 +157,7 @@ export class NodeAgent {
   }
 
   /** Says what the installer did with the net dir (log, metrics) and schedules what it asks for: a retry, a back-off. */
-  private report(plan: NetDirPlan, eventAt: number | undefined): void {
+  private report(plan: NetDirPlan & { writtenOverMs?: number }, eventAt: number | undefined): void {
     const { netDir } = this.installation.paths;
     if (plan.kind === "wait") {
       this.log.debug("the active config is not valid yet, retrying shortly", { file: plan.file });
@@ -185,7 +185,14 @@ export class NodeAgent {
     if (!write) return;
     if (write.duplicates) this.log.warn("replaced duplicate meshcni entries with one", { file: write.name });
     const rechain = write.cause !== "chain";
-    const latencyMs = rechain && eventAt !== undefined ? this.now() - eventAt : undefined;
+    // From the event that woke it; else (a resync or a token's wake got there first) from the file's own write time.
+    const latencyMs = !rechain
+      ? undefined
+      : eventAt !== undefined
+        ? this.now() - eventAt
+        : plan.writtenOverMs !== undefined
+          ? Math.max(0, Date.now() - plan.writtenOverMs)
+          : undefined;
     if (rechain) this.metrics.rechains.inc({ cause: write.cause });
     if (latencyMs !== undefined) this.metrics.rechainDuration.observe(latencyMs / 1000);
     this.log.info(rechain ? "re-chained meshcni" : "chained meshcni", {

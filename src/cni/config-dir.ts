@@ -3,7 +3,7 @@
  * what makes one valid (libcni's rules). Pure but for readConfigFiles.
  */
 
-import { readdirSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
 import { readRegularFile } from "../files.js";
@@ -13,6 +13,8 @@ export type JsonObject = Record<string, unknown>;
 export interface ConfigFile {
   name: string;
   text: string;
+  /** When it was last written (ms since the epoch), when read from a dir. */
+  modifiedMs?: number;
 }
 
 export type ParsedConfig = { valid: true; kind: "conf" | "conflist"; json: JsonObject } | { valid: false; reason: string };
@@ -67,7 +69,8 @@ export function readConfigFiles(netDir: string): ConfigFile[] {
     .filter(isConfigName)
     .flatMap((name) => {
       try {
-        return [{ name, text: readRegularFile(join(netDir, name)) }];
+        const path = join(netDir, name);
+        return [{ name, text: readRegularFile(path), modifiedMs: statSync(path).mtimeMs }];
       } catch (error) {
         if (errnoCode(error) === "ENOENT") return [];
         throw error;

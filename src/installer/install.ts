@@ -45,9 +45,10 @@ export class Installation {
    * the plan, so the caller can report and schedule it; undefined without a usable template.
    * The memory is kept only once the writes succeeded: a failed write is planned again.
    */
-  syncNetDir(): NetDirPlan | undefined {
+  syncNetDir(): (NetDirPlan & { writtenOverMs?: number }) | undefined {
     if (!this.template.ok) return undefined;
-    const { plan, memory } = planNetDir(readConfigFiles(this.paths.netDir), this.template.entry, this.memory, this.now());
+    const files = readConfigFiles(this.paths.netDir);
+    const { plan, memory } = planNetDir(files, this.template.entry, this.memory, this.now());
     if (plan.kind === "apply") {
       for (const { name, text } of plan.removals) writeAtomic(join(this.paths.netDir, name), text);
       if (plan.write) {
@@ -56,7 +57,10 @@ export class Installation {
       }
     }
     this.memory = memory;
-    return plan;
+    // When the file meshcni re-chained was last written by someone else: the re-chain's latency, whatever woke the agent.
+    const source = plan.kind === "apply" && plan.write ? (plan.write.replaces ?? plan.write.name) : undefined;
+    const writtenOverMs = files.find((file) => file.name === source)?.modifiedMs;
+    return writtenOverMs === undefined ? plan : { ...plan, writtenOverMs };
   }
 
   /** Whether the binary, the kubeconfig and the entry are in place, from the disk. */

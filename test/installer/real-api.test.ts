@@ -1,6 +1,8 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { defaultManifestOptions } from "../../src/manifests/options.js";
+import { renderManifests } from "../../src/manifests/render.js";
 import { AgentHarness, askAgent, conflist } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
 import { sleep } from "../kit/common.js";
@@ -155,6 +157,21 @@ describe("the agent against an API server that behaves like a real one", () => {
     await host.waitFor(() => taints().length === 0, 10_000);
     // Logged once the node is patched: the line may still be in the pipe.
     await host.waitFor(() => host.logs.filter((line) => line.msg === "startup taint removed").length === 2, 2000);
+  });
+
+  it("under meshcni's node-scope admission policy: lifts its own Node's taint, and a token of another node lifts none", async () => {
+    api.admissionPolicies = renderManifests(defaultManifestOptions).filter((object) => object.kind.startsWith("ValidatingAdmissionPolicy"));
+    const taints = () => ((api.nodes.get("n1")?.spec ?? {}) as { taints?: unknown[] }).taints ?? [];
+    api.addNode({ metadata: { name: "n1" }, spec: { taints: [taint] } });
+    // A stolen token of node n2's agent, given to an agent that says it is n1's.
+    api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n2" };
+    await start(["--startup-taint", "meshcni.io/not-ready"]);
+    await host.waitFor(() => warnings().some((line) => String(line.error ?? line.msg).includes("may change only its own Node")), 10_000);
+    expect(taints()).toHaveLength(1);
+    await host.stop();
+    api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n1" };
+    await start(["--startup-taint", "meshcni.io/not-ready"]);
+    await host.waitFor(() => taints().length === 0, 10_000);
   });
 
   it.each([
