@@ -162,23 +162,13 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
     };
 
     beforeAll(async () => {
-      const started = await net.startPod(api, {
-        namespace: "shop",
-        name: "victim",
-        network: "plain",
-        node: "node-c",
-        options: { owned: true },
-      });
+      const onNodeC = (name: string, options: PodOptions) =>
+        net.startPod(api, { namespace: "shop", name, network: "plain", node: "node-c", options });
+      const started = await onNodeC("victim", { owned: true });
       victim = started.netns;
       await writeLinkerdCniRules(victim, api.pods.get("shop/victim") as V1Pod);
       // A newer netns (listed first on tmpfs) that adds the victim's address to its own eth0.
-      const other = await net.startPod(api, {
-        namespace: "shop",
-        name: "attacker",
-        network: "plain",
-        node: "node-c",
-        options: { proxy: false },
-      });
+      const other = await onNodeC("attacker", { proxy: false });
       attacker = other.netns;
       await execa("ip", ["-n", attacker, "addr", "add", `${started.ip}/32`, "dev", "eth0"]);
     });
