@@ -45,19 +45,20 @@ export function isMeshed(pod: V1Pod): boolean {
   return hasProxy && !hasInit;
 }
 
-/** True when one of the override annotations is absent on the pod, so the namespace's may apply. */
+/** True when one of the override annotations is absent (or empty) on the pod, so the namespace's may apply. */
 export function needsNamespaceAnnotations(pod: V1Pod): boolean {
   const own = pod.metadata?.annotations ?? {};
-  return Object.values(annotations).some((key) => own[key] === undefined);
+  return Object.values(annotations).some((key) => !own[key]);
 }
 
+/** As linkerd-cni reads an override: the pod's value unless empty, else the namespace's unless empty. */
 function annotationReader(pod: V1Pod, namespace: V1Namespace | undefined) {
   const fromPod = pod.metadata?.annotations ?? {};
   const fromNamespace = namespace?.metadata?.annotations ?? {};
   return <T>(key: string, parse: (token: string) => Parsed<T>, list: boolean): T[] | undefined => {
-    const source = fromPod[key] !== undefined ? "pod" : "namespace";
-    const value = fromPod[key] ?? fromNamespace[key];
-    if (value === undefined) return undefined;
+    const source = fromPod[key] ? "pod" : "namespace";
+    const value = fromPod[key] || fromNamespace[key];
+    if (!value) return undefined;
     const tokens = list ? splitList(value) : [value.trim()];
     return tokens.map((token) => {
       const parsed = parse(token);
@@ -68,18 +69,20 @@ function annotationReader(pod: V1Pod, namespace: V1Namespace | undefined) {
 }
 
 /**
- * The pod's firewall: the netconf, overridden by the pod's annotations, else its
- * namespace's. skip-inbound-ports adds to the netconf's ignores; skip-outbound-ports
- * replaces them; control-plane pods also skip the API server's ports outbound.
+ * The pod's firewall, as linkerd-cni builds it: the netconf, overridden by the pod's
+ * annotations, else its namespace's. skip-inbound-ports adds to the netconf's ignores;
+ * skip-outbound-ports and skip-subnets replace the netconf's; control-plane pods (the
+ * label with a value) also skip the API server's ports outbound. Order and repeats are
+ * kept, as linkerd-cni keeps them.
  */
 export function firewallSpecFor(conf: LinkerdConf, pod: V1Pod, namespace: V1Namespace | undefined, apiServerPort: number): FirewallSpec {
   const read = annotationReader(pod, namespace);
   const skipInbound = read(annotations.skipInboundPorts, parsePortToken, true) ?? [];
   const skipOutbound = read(annotations.skipOutboundPorts, parsePortToken, true) ?? conf["outbound-ports-to-ignore"];
-  const skipSubnets = read(annotations.skipSubnets, parseSubnetToken, true) ?? [];
+  const subnets = read(annotations.skipSubnets, parseSubnetToken, true) ?? conf["subnets-to-ignore"];
   const [proxyUid] = read(annotations.proxyUid, parseIdToken, false) ?? [conf["proxy-uid"]];
   const [proxyGid] = read(annotations.proxyGid, parseIdToken, false) ?? [conf["proxy-gid"]];
-  const controlPlane = pod.metadata?.labels?.[controlPlaneLabel] !== undefined;
+  const controlPlane = Boolean(pod.metadata?.labels?.[controlPlaneLabel]);
   const apiPorts = controlPlane ? [...new Set([apiServerPort, ...apiServerFallbackPorts])].map((port) => ({ from: port, to: port })) : [];
   return {
     inboundProxyPort: conf["incoming-proxy-port"],
@@ -89,7 +92,7 @@ export function firewallSpecFor(conf: LinkerdConf, pod: V1Pod, namespace: V1Name
     portsToRedirect: conf["ports-to-redirect"],
     inboundPortsToIgnore: [...conf["inbound-ports-to-ignore"], ...skipInbound],
     outboundPortsToIgnore: [...skipOutbound, ...apiPorts],
-    subnetsToIgnore: [...new Set([...conf["subnets-to-ignore"], ...skipSubnets])],
+    subnetsToIgnore: subnets,
   };
 }
 

@@ -33,23 +33,26 @@ export function parsePortNumberToken(token: string | number): Parsed<number> {
   return port === undefined ? { ok: false, reason: "ports are whole numbers from 1 to 65535" } : { ok: true, value: port };
 }
 
-/** A CIDR or a bare address, normalised as iptables-save prints it (network address, prefix). */
+/**
+ * A CIDR as given (trimmed), validated as linkerd-cni validates it (Go's ParseCIDR: a
+ * prefix length is required, host bits may be set): the rule's comment keeps it so, the
+ * rule's `-s` is its network (see redirect/cidr.ts).
+ */
 export function parseSubnetToken(token: string): Parsed<string> {
-  const failure = { ok: false, reason: "expected a CIDR like 10.0.0.0/8 or fd00::/64" } as const;
-  const [addressText = "", prefixText, ...extra] = token.trim().split("/");
+  const failure = { ok: false, reason: "expected a CIDR like 10.0.0.0/8 or fd00::/64 (a prefix length is required)" } as const;
+  const text = token.trim();
+  const [addressText = "", prefixText, ...extra] = text.split("/");
   // isValidFourPartDecimal refuses inet_aton shorthands such as "10.1".
   const kind = ipaddr.IPv4.isValidFourPartDecimal(addressText)
     ? "ipv4"
     : ipaddr.IPv6.isValid(addressText) && !addressText.includes("%")
       ? "ipv6"
       : undefined;
-  if (kind === undefined || extra.length > 0) return failure;
+  if (kind === undefined || extra.length > 0 || prefixText === undefined) return failure;
   const maxPrefix = kind === "ipv4" ? 32 : 128;
   // No leading zeros: iptables refuses a prefix such as "08", as it would an address part.
-  if (prefixText !== undefined && !(/^(0|[1-9]\d{0,2})$/.test(prefixText) && Number(prefixText) <= maxPrefix)) return failure;
-  const cidr = `${addressText}/${prefixText ?? maxPrefix}`;
-  const network = kind === "ipv4" ? ipaddr.IPv4.networkAddressFromCIDR(cidr) : ipaddr.IPv6.networkAddressFromCIDR(cidr);
-  return { ok: true, value: `${network.toString()}/${prefixText ?? maxPrefix}` };
+  if (!(/^(0|[1-9]\d{0,2})$/.test(prefixText) && Number(prefixText) <= maxPrefix)) return failure;
+  return { ok: true, value: text };
 }
 
 const maxId = 4294967294; // (uid_t)-1 means "no change" to the kernel

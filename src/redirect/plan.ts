@@ -1,3 +1,4 @@
+import { subnetNetwork } from "./cidr.js";
 import type { Family, FirewallSpec, PortRange } from "./spec.js";
 
 /** Linkerd's chain names and comment prefix, so meshcni is a drop-in for linkerd-cni. */
@@ -35,21 +36,16 @@ function renderPort({ from, to }: PortRange): string {
   return from === to ? String(from) : `${from}:${to}`;
 }
 
-function uniquePorts(ports: PortRange[]): PortRange[] {
-  const seen = new Set<string>();
-  return ports.filter((port) => {
-    const key = renderPort(port);
-    if (seen.has(key)) return false;
-    seen.add(key);
-    return true;
-  });
-}
 
-/** Splits ports into multiport lists of at most 15 ports each (a range counts 2). */
+/**
+ * Splits ports into multiport lists of at most 15 ports each (a range counts 2), in order
+ * and repeats kept, as linkerd-cni writes them (netconf `4191,4190` and annotation `4190`
+ * make `4191,4190,4190`).
+ */
 export function chunkPorts(ports: PortRange[]): string[] {
   const chunks: string[][] = [];
   let weight = 0;
-  for (const port of uniquePorts(ports)) {
+  for (const port of ports) {
     const cost = port.from === port.to ? 1 : 2;
     if (chunks.length === 0 || weight + cost > multiportLimit) {
       chunks.push([]);
@@ -72,22 +68,26 @@ function inboundRules(spec: FirewallSpec, subnets: string[]): string[][] {
   const redirects =
     spec.portsToRedirect.length === 0
       ? [withComment(["-p", "tcp"], "redirect-all-incoming-to-proxy-port", toProxy)]
-      : [...new Set(spec.portsToRedirect)].map((port) =>
-          withComment(["-p", "tcp", "-m", "tcp", "--dport", String(port)], `redirect-port-${port}`, toProxy),
+      : spec.portsToRedirect.map((port) =>
+          withComment(["-p", "tcp", "-m", "tcp", "--dport", String(port)], `redirect-port-${port}-to-proxy-port`, toProxy),
         );
   return [
     ...ignorePortRules(spec.inboundPortsToIgnore),
-    ...subnets.map((cidr) => withComment(["-s", cidr], `ignore-subnet-${cidr}`, ["-j", "RETURN"])),
+    // The comment names the subnet as given (host bits and all); iptables keeps only its network.
+    ...subnets.map((cidr) => withComment(["-s", subnetNetwork(cidr)], `ignore-subnet-${cidr}`, ["-j", "RETURN"])),
     ...redirects,
   ];
 }
 
 function outboundRules(spec: FirewallSpec): string[][] {
+  // As linkerd-cni: an owner rule only for an id above 0 (a rule for root would let every root process bypass the proxy).
   return [
-    withComment(["-m", "owner", "--uid-owner", String(spec.proxyUid)], "ignore-proxy-user-id", ["-j", "RETURN"]),
-    ...(spec.proxyGid === undefined
-      ? []
-      : [withComment(["-m", "owner", "--gid-owner", String(spec.proxyGid)], "ignore-proxy-group-id", ["-j", "RETURN"])]),
+    ...(spec.proxyUid > 0
+      ? [withComment(["-m", "owner", "--uid-owner", String(spec.proxyUid)], "ignore-proxy-user-id", ["-j", "RETURN"])]
+      : []),
+    ...(spec.proxyGid !== undefined && spec.proxyGid > 0
+      ? [withComment(["-m", "owner", "--gid-owner", String(spec.proxyGid)], "ignore-proxy-group-id", ["-j", "RETURN"])]
+      : []),
     withComment(["-o", "lo"], "ignore-loopback", ["-j", "RETURN"]),
     ...ignorePortRules(spec.outboundPortsToIgnore),
     withComment(["-p", "tcp"], "redirect-all-outgoing-to-proxy-port", ["-j", "REDIRECT", "--to-ports", String(spec.outboundProxyPort)]),

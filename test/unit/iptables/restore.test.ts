@@ -41,7 +41,8 @@ describe("restore text", () => {
   });
 
   it("refuses to render a token that could break out of its rule", () => {
-    const hostile = planRules({ ...spec, subnetsToIgnore: ["10.0.0.0/8\n-A OUTPUT -j ACCEPT"] }, "ipv4");
+    const hostile = planRules(spec, "ipv4");
+    hostile.chains.PROXY_INIT_REDIRECT!.push(["-s", "10.0.0.0/8\n-A OUTPUT -j ACCEPT", "-j", "RETURN"]);
     expect(() => renderApply(hostile, parseNatTable(""))).toThrow(/refusing to render/);
   });
 

@@ -53,7 +53,8 @@ describe("annotations", () => {
     );
     expect(spec.inboundPortsToIgnore).toEqual(ports(4191, 4190, 80, 443, [8000, 8010]));
     expect(spec.outboundPortsToIgnore).toEqual(ports(3306));
-    expect(spec.subnetsToIgnore).toEqual(["10.1.0.0/16", "fd00:0:0:1::/64"]);
+    // As given (trimmed): the comment says so; the rule's -s is the network (plan.ts).
+    expect(spec.subnetsToIgnore).toEqual(["10.1.2.3/16", "fd00:0:0:1::5/64"]);
     expect(spec.proxyUid).toBe(1234);
     expect(spec.proxyGid).toBe(5678);
   });
@@ -72,13 +73,37 @@ describe("annotations", () => {
   it("needs the namespace only while some override is missing on the pod", () => {
     expect(needsNamespaceAnnotations(pod())).toBe(true);
     const all = {
-      "config.linkerd.io/skip-inbound-ports": "",
-      "config.linkerd.io/skip-outbound-ports": "",
-      "config.linkerd.io/skip-subnets": "",
+      "config.linkerd.io/skip-inbound-ports": "80",
+      "config.linkerd.io/skip-outbound-ports": "80",
+      "config.linkerd.io/skip-subnets": "10.0.0.0/8",
       "config.linkerd.io/proxy-uid": "2102",
       "config.linkerd.io/proxy-gid": "2102",
     };
     expect(needsNamespaceAnnotations(pod({ annotations: all }))).toBe(false);
+    // An empty value is no override (linkerd-cni's getAnnotationOverride): the namespace's applies.
+    expect(needsNamespaceAnnotations(pod({ annotations: { ...all, "config.linkerd.io/skip-subnets": "" } }))).toBe(true);
+  });
+
+  it("takes an empty pod annotation for none: the namespace's applies, else the netconf's", () => {
+    const empty = pod({ annotations: { "config.linkerd.io/skip-outbound-ports": "", "config.linkerd.io/skip-subnets": "" } });
+    const spec = firewallSpecFor(
+      { ...linkerd, "outbound-ports-to-ignore": ports(25), "subnets-to-ignore": ["10.9.0.0/16"] },
+      empty,
+      namespace({ "config.linkerd.io/skip-outbound-ports": "3306" }),
+      6443,
+    );
+    expect(spec.outboundPortsToIgnore).toEqual(ports(3306));
+    expect(spec.subnetsToIgnore).toEqual(["10.9.0.0/16"]);
+  });
+
+  it("replaces the netconf's subnets with skip-subnets, as linkerd-cni does, repeats and all", () => {
+    const spec = firewallSpecFor(
+      { ...linkerd, "subnets-to-ignore": ["10.9.0.0/16"] },
+      pod({ annotations: { "config.linkerd.io/skip-subnets": "1.1.1.1/24,1.1.1.1/24" } }),
+      undefined,
+      6443,
+    );
+    expect(spec.subnetsToIgnore).toEqual(["1.1.1.1/24", "1.1.1.1/24"]);
   });
 
   it("skips the API server's ports outbound for control-plane pods", () => {

@@ -24,15 +24,34 @@ describe("rule planning", () => {
     ]);
   });
 
+  it("writes no owner rule for UID or GID 0, as linkerd-cni: a rule for root would let every root process bypass the proxy", () => {
+    const output = planRules({ ...spec, proxyUid: 0, proxyGid: 0 }, "ipv4").chains.PROXY_INIT_OUTPUT!.map((rule) => rule.join(" "));
+    expect(output.some((rule) => rule.includes("-owner"))).toBe(false);
+    expect(output[0]).toBe("-o lo -m comment --comment proxy-init/ignore-loopback -j RETURN");
+  });
+
+  it("matches a subnet with host bits by its network, and comments it as given", () => {
+    const rules = planRules({ ...spec, subnetsToIgnore: ["1.1.1.1/24", "fd00::5/64"] }, "ipv6").chains.PROXY_INIT_REDIRECT!;
+    expect(rules.map((rule) => rule.join(" "))).toContain(
+      "-s fd00::/64 -m comment --comment proxy-init/ignore-subnet-fd00::5/64 -j RETURN",
+    );
+    const ipv4 = planRules({ ...spec, subnetsToIgnore: ["1.1.1.1/24"] }, "ipv4").chains.PROXY_INIT_REDIRECT!;
+    expect(ipv4.map((rule) => rule.join(" "))).toContain(
+      "-s 1.1.1.0/24 -m comment --comment proxy-init/ignore-subnet-1.1.1.1/24 -j RETURN",
+    );
+  });
+
   it("redirects only the listed ports when ports-to-redirect is set", () => {
     const rules = planRules({ ...spec, portsToRedirect: [8080, 9090, 8080] }, "ipv4").chains.PROXY_INIT_REDIRECT!;
+    // As linkerd-cni: one rule per listed port, repeats kept, commented "-to-proxy-port".
     expect(rules.slice(1).map((rule) => rule.join(" "))).toEqual([
-      "-p tcp -m tcp --dport 8080 -m comment --comment proxy-init/redirect-port-8080 -j REDIRECT --to-ports 4143",
-      "-p tcp -m tcp --dport 9090 -m comment --comment proxy-init/redirect-port-9090 -j REDIRECT --to-ports 4143",
+      "-p tcp -m tcp --dport 8080 -m comment --comment proxy-init/redirect-port-8080-to-proxy-port -j REDIRECT --to-ports 4143",
+      "-p tcp -m tcp --dport 9090 -m comment --comment proxy-init/redirect-port-9090-to-proxy-port -j REDIRECT --to-ports 4143",
+      "-p tcp -m tcp --dport 8080 -m comment --comment proxy-init/redirect-port-8080-to-proxy-port -j REDIRECT --to-ports 4143",
     ]);
   });
 
-  it("puts at most 15 ports in a multiport match, a range counting two, duplicates once", () => {
+  it("puts at most 15 ports in a multiport match, a range counting two, in order with repeats (as linkerd-cni)", () => {
     const sixteen = Array.from({ length: 16 }, (_, i) => range(1000 + i));
     expect(chunkPorts(sixteen)).toEqual([
       sixteen
@@ -43,7 +62,7 @@ describe("rule planning", () => {
     ]);
     const ranges = [...Array.from({ length: 7 }, (_, i) => range(2000 + i * 10, 2005 + i * 10)), range(3000), range(3001)];
     expect(chunkPorts(ranges)).toEqual(["2000:2005,2010:2015,2020:2025,2030:2035,2040:2045,2050:2055,2060:2065,3000", "3001"]);
-    expect(chunkPorts([range(80), range(80), range(443)])).toEqual(["80,443"]);
+    expect(chunkPorts([range(80), range(80), range(443)])).toEqual(["80,80,443"]);
     expect(chunkPorts([])).toEqual([]);
   });
 
