@@ -36,7 +36,6 @@ function renderPort({ from, to }: PortRange): string {
   return from === to ? String(from) : `${from}:${to}`;
 }
 
-
 /**
  * Splits ports into multiport lists of at most 15 ports each (a range counts 2), in order
  * and repeats kept, as linkerd-cni writes them (netconf `4191,4190` and annotation `4190`
