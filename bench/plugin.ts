@@ -33,7 +33,7 @@ const plan = planRules(
     parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "bench", type: "meshcni" })).linkerd,
     meshedPod as V1Pod,
     undefined,
-    443,
+    [],
   ),
   "ipv4",
 );

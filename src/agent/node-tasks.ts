@@ -123,13 +123,13 @@ export class NodeTasks {
   /** Answers the plugin on its socket from the caches while they are fresh, else through the current client. */
   private async serve(cache: NodeCache): Promise<Server | undefined> {
     if (!this.socketPath) return undefined;
-    const serverPort = Number(this.options.api.port ?? 443);
     const lookup = {
       readPod: (namespace: string, name: string) => this.currentApi().readPod(namespace, name),
       readNamespace: (name: string) => this.currentApi().readNamespace(name),
+      readService: (namespace: string, name: string) => this.currentApi().readService(namespace, name),
     };
     try {
-      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, cache, lookup, serverPort));
+      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, cache, lookup));
       this.log.info("answering the plugin", { socket: this.socketPath });
       return server;
     } catch (error) {

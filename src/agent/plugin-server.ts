@@ -1,17 +1,18 @@
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname } from "node:path";
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { type AgentAnswer, type AgentAsk, maxLineBytes, parseAsk } from "../agent-socket.js";
 import { errnoCode, errorMessage } from "../errors.js";
 import { describeApiFailure } from "../kube/errors.js";
-import { decisionFields, namespaceDecisionFields } from "../mesh/pod.js";
+import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../mesh/pod.js";
 import type { NodeCache } from "./node-cache.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
 export interface Lookup {
   readPod(namespace: string, name: string): Promise<V1Pod>;
   readNamespace(name: string): Promise<V1Namespace>;
+  readService(namespace: string, name: string): Promise<V1Service>;
 }
 
 /**
@@ -19,19 +20,20 @@ export interface Lookup {
  * asked for), else from the API over the agent's warm connection (a pod recreated under
  * the same name, or one asked for without its UID, is read afresh).
  */
-export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup, serverPort: number): Promise<AgentAnswer> {
+export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup): Promise<AgentAnswer> {
   try {
+    // Only control-plane pods need it (a handful per cluster): read over the warm client, not watched.
+    if (ask.get === "service") return { object: serviceDecisionFields(await lookup.readService(ask.namespace, ask.name)), cached: false };
     if (ask.get === "pod") {
       const cached = cache.pod(ask.namespace, ask.name);
       // Without the runtime's UID the cache cannot tell a pod recreated under the same name (its
       // watch event still on the way) from the one asked for: only the API can.
-      if (cached && ask.uid !== undefined && cached.metadata?.uid === ask.uid)
-        return { object: decisionFields(cached), serverPort, cached: true };
-      return { object: decisionFields(await lookup.readPod(ask.namespace, ask.name)), serverPort, cached: false };
+      if (cached && ask.uid !== undefined && cached.metadata?.uid === ask.uid) return { object: decisionFields(cached), cached: true };
+      return { object: decisionFields(await lookup.readPod(ask.namespace, ask.name)), cached: false };
     }
     const cached = cache.namespace(ask.name);
-    if (cached) return { object: namespaceDecisionFields(cached), serverPort, cached: true };
-    return { object: namespaceDecisionFields(await lookup.readNamespace(ask.name)), serverPort, cached: false };
+    if (cached) return { object: namespaceDecisionFields(cached), cached: true };
+    return { object: namespaceDecisionFields(await lookup.readNamespace(ask.name)), cached: false };
   } catch (error) {
     return { error: describeApiFailure(error).cause };
   }

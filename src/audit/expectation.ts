@@ -3,7 +3,15 @@ import { activeConfig, brokenConfigReason, type ConfigFile, type JsonObject } fr
 import { errorMessage } from "../errors.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { isOwnEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
-import { firewallSpecFor, needsNamespaceAnnotations, redirectFamilies } from "../mesh/pod.js";
+import {
+  apiServerFallbackPorts,
+  apiServerPortsOf,
+  apiServerService,
+  firewallSpecFor,
+  isControlPlane,
+  needsNamespaceAnnotations,
+  redirectFamilies,
+} from "../mesh/pod.js";
 import { planRules, type RulePlan } from "../redirect/plan.js";
 import type { Backend } from "../redirect/redirector.js";
 import type { AttachmentRecord } from "../state/records.js";
@@ -32,19 +40,22 @@ export function podIps(pod: V1Pod): string[] {
 }
 
 /** The plans ADD would compute for the pod under that netconf (an invalid annotation throws, as in ADD). */
-export function plansFor(conf: NetConf, pod: V1Pod, namespace: V1Namespace | undefined, apiServerPort: number): RulePlan[] {
-  const spec = firewallSpecFor(conf.linkerd, pod, namespace, apiServerPort);
+export function plansFor(conf: NetConf, pod: V1Pod, namespace: V1Namespace | undefined, apiServerPorts: number[]): RulePlan[] {
+  const spec = firewallSpecFor(conf.linkerd, pod, namespace, apiServerPorts);
   return redirectFamilies(conf.linkerd, podIps(pod)).map((family) => planRules(spec, family));
 }
 
-/** What working out the expectations reads: namespaces from the API, meshcni's entry, the backend, the API server's port. */
+/** What working out the expectations reads: namespaces and the `kubernetes` Service from the API, meshcni's entry, the backend. */
 export interface ExpectationIo {
-  api: Pick<NodeApi, "readNamespace">;
+  api: Pick<NodeApi, "readNamespace" | "readService">;
   /** meshcni's netconf from the active config (for pods without a record); throws why there is none. */
   netconf(): NetConf;
   backend(conf: NetConf): Promise<Backend>;
-  apiServerPort(conf: NetConf): Promise<number>;
 }
+
+/** The ports a control-plane pod skips, as ADD finds them: the `kubernetes` Service's, else 443 and 6443. */
+const apiServerPorts = (api: Pick<NodeApi, "readService">) =>
+  api.readService(apiServerService.namespace, apiServerService.name).then(apiServerPortsOf, () => apiServerFallbackPorts);
 
 /** What a pod is compared with: its record's plan, or the one ADD would compute now. */
 export interface Expected {
@@ -59,7 +70,8 @@ export interface Expected {
 export async function expectations(pods: V1Pod[], records: AttachmentRecord[], io: ExpectationIo): Promise<Expected[]> {
   const byUid = newestRecordByUid(records);
   const namespaces = new Map<string, Promise<V1Namespace>>();
-  let netconf: { conf: NetConf; backend: Backend; port: number } | undefined;
+  let netconf: { conf: NetConf; backend: Backend } | undefined;
+  let controlPlanePorts: Promise<number[]> | undefined;
   const expected: Expected[] = [];
   for (const pod of pods) {
     const uid = pod.metadata?.uid ?? "";
@@ -72,12 +84,13 @@ export async function expectations(pods: V1Pod[], records: AttachmentRecord[], i
     try {
       if (!netconf) {
         const conf = io.netconf();
-        netconf = { conf, backend: await io.backend(conf), port: await io.apiServerPort(conf) };
+        netconf = { conf, backend: await io.backend(conf) };
       }
       const name = pod.metadata?.namespace ?? "";
       if (needsNamespaceAnnotations(pod) && !namespaces.has(name)) namespaces.set(name, io.api.readNamespace(name));
       const namespace = needsNamespaceAnnotations(pod) ? await namespaces.get(name) : undefined;
-      const plans = plansFor(netconf.conf, pod, namespace, netconf.port);
+      if (isControlPlane(pod)) controlPlanePorts ??= apiServerPorts(io.api);
+      const plans = plansFor(netconf.conf, pod, namespace, isControlPlane(pod) ? await controlPlanePorts! : []);
       expected.push({ pod, record, target: { uid, recordedNetns: undefined, ips, plans, backend: netconf.backend } });
     } catch (error) {
       expected.push({ pod, record, target: undefined, problem: `cannot compute meshcni's plan: ${errorMessage(error)}` });

@@ -4,7 +4,6 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { readConfigFiles } from "../cni/config-dir.js";
 import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
-import { loadApiAccess } from "../kube/kubeconfig.js";
 import { createNodeApi } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
 import { type Backend, inspectPlans } from "../redirect/redirector.js";
@@ -94,12 +93,6 @@ export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeCon
     netconf: () => activeNetconf(readConfigFiles(onHost(dirs.netDir))),
     // The netconf's state_dir holds the backend ADD detected: the same answer, read where the plugin wrote it.
     backend: (conf) => hostBackend(conf, hostRoot),
-    // Control-plane pods skip the API server's port, as the plugin reads it from its kubeconfig.
-    apiServerPort: async (conf) =>
-      loadApiAccess(onHost(conf.kubernetes.kubeconfig)).then(
-        (access) => Number(access.server.port || (access.server.protocol === "https:" ? 443 : 80)),
-        () => 443,
-      ),
     async scan(targets) {
       // Connected only when a pod has no record to say where its netns is.
       let runtime: Promise<PodRuntime> | undefined;

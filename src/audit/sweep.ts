@@ -26,7 +26,7 @@ export const recordGraceMs = 30_000;
 
 /** A sweep's I/O, passed in: the API, the records, the netns. */
 export interface SweepIo extends ExpectationIo {
-  api: Pick<NodeApi, "listPods" | "readNamespace" | "createPodEvent" | "labelPod" | "evictPod">;
+  api: Pick<NodeApi, "listPods" | "readNamespace" | "readService" | "createPodEvent" | "labelPod" | "evictPod">;
   records: RecordStore;
   scan(targets: ScanTarget[]): Promise<Map<string, Observation>>;
   /** Writes the plans into a netns (a host path), atomically per family. */

@@ -1,7 +1,7 @@
 import { connect } from "node:net";
 import { type AgentAnswer, type AgentAsk, AgentUnavailableError, maxLineBytes, parseAnswer } from "../agent-socket.js";
 import { errnoCode, errorMessage } from "../errors.js";
-import { namespaceAnswer, podAnswer } from "./answers.js";
+import { namespaceAnswer, podAnswer, serviceAnswer } from "./answers.js";
 import type { KubeReader } from "./pod-reader.js";
 
 /**
@@ -44,7 +44,6 @@ export async function createAgentReader(socket: string, timeoutMs: number): Prom
     connection.once("close", () => reject(failure));
   });
 
-  let serverPort = 443;
   const ask = async (question: AgentAsk): Promise<unknown> => {
     if (failure) throw failure;
     const line = await new Promise<string | AgentUnavailableError>((settle) => {
@@ -59,16 +58,13 @@ export async function createAgentReader(socket: string, timeoutMs: number): Prom
       throw new AgentUnavailableError(socket, `not an answer: ${errorMessage(error)}`);
     }
     if ("error" in answer) throw new AgentUnavailableError(socket, answer.error);
-    serverPort = answer.serverPort;
     return answer.object;
   };
   return {
     readPod: async (namespace, name, uid) =>
       podAnswer(await ask({ get: "pod", namespace, name, ...(uid ? { uid } : {}) }), namespace, name),
     readNamespace: async (name) => namespaceAnswer(await ask({ get: "namespace", name }), name),
-    get serverPort() {
-      return serverPort;
-    },
+    readService: async (namespace, name) => serviceAnswer(await ask({ get: "service", namespace, name }), namespace, name),
     close() {
       clearTimeout(deadline);
       connection.removeAllListeners("close");

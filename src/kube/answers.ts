@@ -1,4 +1,4 @@
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import * as v from "valibot";
 import { describeIssuePath } from "../schema.js";
 
@@ -27,6 +27,13 @@ const podSchema = v.looseObject({
   spec: v.looseObject({ containers: v.pipe(containers, v.minLength(1)), initContainers: v.optional(containers) }),
 });
 const namespaceSchema = v.looseObject({ kind: v.literal("Namespace"), metadata });
+const serviceSchema = v.looseObject({
+  kind: v.literal("Service"),
+  metadata,
+  spec: v.looseObject({
+    ports: v.optional(v.array(v.looseObject({ port: v.number(), targetPort: v.optional(v.union([v.number(), v.string()])) }))),
+  }),
+});
 
 function describe(body: unknown): string {
   if (body === null) return "null";
@@ -61,6 +68,17 @@ function check<S extends v.GenericSchema>(
 /** The answer to GET pod namespace/name, checked to be that Pod. */
 export function podAnswer(body: unknown, namespace: string, name: string): V1Pod {
   return check(podSchema, body, "Pod", `${namespace}/${name}`, (pod) => `${pod.metadata.namespace ?? ""}/${pod.metadata.name}`) as V1Pod;
+}
+
+/** The answer to GET service namespace/name, checked to be that Service (its ports numbers). */
+export function serviceAnswer(body: unknown, namespace: string, name: string): V1Service {
+  return check(
+    serviceSchema,
+    body,
+    "Service",
+    `${namespace}/${name}`,
+    (service) => `${service.metadata.namespace ?? ""}/${service.metadata.name}`,
+  ) as V1Service;
 }
 
 /** The answer to GET namespace name, checked to be that Namespace. */

@@ -8,6 +8,7 @@ import {
   setHeaderOptions,
   type V1Namespace,
   type V1Pod,
+  type V1Service,
   type V1Taint,
 } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
@@ -35,6 +36,8 @@ export interface NodeApi {
   createPodEvent(pod: V1Pod, event: { reason: string; action: string; message: string; type: "Normal" | "Warning" }): Promise<void>;
   labelPod(pod: V1Pod, key: string, value: string): Promise<void>;
   readNamespace(name: string): Promise<V1Namespace>;
+  /** A Service (the `kubernetes` one, whose ports control-plane pods skip). */
+  readService(namespace: string, name: string): Promise<V1Service>;
   /**
    * Asks the Eviction API to evict the pod (still the same pod: UID precondition), so its
    * PodDisruptionBudgets hold: "blocked" when one would be violated (429 with a
@@ -164,6 +167,7 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
       );
     },
     readNamespace: (name) => api.readNamespace({ name }),
+    readService: (namespace, name) => api.readNamespacedService({ namespace, name }),
     async evictPod(pod) {
       const name = pod.metadata!.name!;
       const namespace = pod.metadata!.namespace!;

@@ -1,22 +1,21 @@
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import pRetry, { AbortError } from "p-retry";
 import { errorMessage } from "../errors.js";
-import { AnswerError, namespaceAnswer, podAnswer } from "./answers.js";
+import { AnswerError, namespaceAnswer, podAnswer, serviceAnswer } from "./answers.js";
 import { describeApiFailure } from "./errors.js";
 import { loadApiAccess } from "./kubeconfig.js";
 
 /** An answer larger than this is refused: an object in etcd is at most 1.5 MiB by default. */
 const maxAnswerBytes = 4 << 20;
 
-/** The plugin's two reads: the pod being added and, for overrides, its namespace. */
+/** The plugin's reads: the pod being added, for overrides its namespace, for a control-plane pod the `kubernetes` Service. */
 export interface KubeReader {
   /** The pod; `uid` (the runtime's K8S_POD_UID) lets a cache tell a recreated pod from the one asked for. */
   readPod(namespace: string, name: string, uid?: string): Promise<V1Pod>;
   readNamespace(name: string): Promise<V1Namespace>;
-  /** The port of the API server the kubeconfig points at. */
-  serverPort: number;
+  readService(namespace: string, name: string): Promise<V1Service>;
   /** Closes kept-alive connections, so the plugin process can exit at once. */
   close(): void;
 }
@@ -126,12 +125,15 @@ export async function createKubeReader(options: KubeReaderOptions): Promise<Kube
   }
 
   return {
-    serverPort: Number(access.server.port || (secure ? 443 : 80)),
     readPod: (namespace, name) =>
       read(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, (body) =>
         podAnswer(body, namespace, name),
       ),
     readNamespace: (name) => read(`/api/v1/namespaces/${encodeURIComponent(name)}`, (body) => namespaceAnswer(body, name)),
+    readService: (namespace, name) =>
+      read(`/api/v1/namespaces/${encodeURIComponent(namespace)}/services/${encodeURIComponent(name)}`, (body) =>
+        serviceAnswer(body, namespace, name),
+      ),
     close: () => agent.destroy(),
   };
 }

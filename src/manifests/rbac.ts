@@ -3,6 +3,9 @@ import type { ManifestOptions } from "./options.js";
 /** The ServiceAccount whose minted tokens the plugin's kubeconfig holds (the agent's default). */
 export const pluginServiceAccount = "meshcni-plugin";
 
+/** The `kubernetes` Service, whose ports a Linkerd control-plane pod skips (as linkerd-cni reads them). */
+const kubernetesService: Rule = { apiGroups: [""], resources: ["services"], verbs: ["get"], resourceNames: ["kubernetes"] };
+
 /**
  * The RBAC rules, sized by what is turned on: the plugin reads pods and namespaces; the
  * agent lists and watches its node's pods and reports on them with Events; it patches
@@ -15,13 +18,17 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
     { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", ...(patch ? ["patch"] : [])] },
     ...(options.repair === "evict" ? [{ apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] }] : []),
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
+    kubernetesService,
     { apiGroups: [""], resources: ["events"], verbs: ["create"] },
     ...(options.startupTaint ? [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "patch"] }] : []),
   ];
 }
 
-/** What the plugin's own ServiceAccount may do, whose minted token is on each node's disk: read the pod it adds and its namespace. */
-export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }];
+/**
+ * What the plugin's own ServiceAccount may do, whose minted token is on each node's disk:
+ * read the pod it adds, its namespace, and the `kubernetes` Service.
+ */
+export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }, kubernetesService];
 
 /** In meshcni's namespace: read its own DaemonSet (at a stop), mint the plugin's token (that ServiceAccount's only). */
 export const agentNamespaceRules = (pluginAccount: string): Rule[] => [

@@ -1,4 +1,4 @@
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { podName } from "../pod-key.js";
 import type { Family, FirewallSpec } from "../redirect/spec.js";
 import type { LinkerdConf } from "./netconf.js";
@@ -17,8 +17,25 @@ export const annotations = {
   proxyGid: "config.linkerd.io/proxy-gid",
 } as const;
 
-/** Ports a control-plane pod reaches the API server on, besides the kubeconfig's own. */
-const apiServerFallbackPorts = [443, 6443];
+/** The Service whose ports a control-plane pod skips outbound, as linkerd-cni reads it. */
+export const apiServerService = { namespace: "default", name: "kubernetes" } as const;
+/** What linkerd-cni skips when that Service cannot be read. */
+export const apiServerFallbackPorts = [443, 6443];
+
+/** A Linkerd control-plane pod: the label with a value (linkerd-cni ignores an empty one). */
+export const isControlPlane = (pod: V1Pod) => Boolean(pod.metadata?.labels?.[controlPlaneLabel]);
+
+/** The API server's ports as linkerd-cni's getAPIServerPorts lists them: each port, then its targetPort when a number. */
+export function apiServerPortsOf(service: V1Service): number[] {
+  return (service.spec?.ports ?? []).flatMap((port) => [port.port, ...(typeof port.targetPort === "number" ? [port.targetPort] : [])]);
+}
+
+/** What the decision reads of that Service: its ports. */
+export function serviceDecisionFields(service: V1Service): V1Service {
+  const { name, namespace } = service.metadata ?? {};
+  const ports = (service.spec?.ports ?? []).map(({ port, targetPort }) => ({ port, ...(targetPort === undefined ? {} : { targetPort }) }));
+  return { apiVersion: "v1", kind: "Service", metadata: { name, namespace }, spec: { ports } } as V1Service;
+}
 
 /** An annotation value that cannot become a rule: the pod's config is invalid. */
 export class AnnotationError extends Error {
@@ -75,15 +92,14 @@ function annotationReader(pod: V1Pod, namespace: V1Namespace | undefined) {
  * label with a value) also skip the API server's ports outbound. Order and repeats are
  * kept, as linkerd-cni keeps them.
  */
-export function firewallSpecFor(conf: LinkerdConf, pod: V1Pod, namespace: V1Namespace | undefined, apiServerPort: number): FirewallSpec {
+export function firewallSpecFor(conf: LinkerdConf, pod: V1Pod, namespace: V1Namespace | undefined, apiServerPorts: number[]): FirewallSpec {
   const read = annotationReader(pod, namespace);
   const skipInbound = read(annotations.skipInboundPorts, parsePortToken, true) ?? [];
   const skipOutbound = read(annotations.skipOutboundPorts, parsePortToken, true) ?? conf["outbound-ports-to-ignore"];
   const subnets = read(annotations.skipSubnets, parseSubnetToken, true) ?? conf["subnets-to-ignore"];
   const [proxyUid] = read(annotations.proxyUid, parseIdToken, false) ?? [conf["proxy-uid"]];
   const [proxyGid] = read(annotations.proxyGid, parseIdToken, false) ?? [conf["proxy-gid"]];
-  const controlPlane = Boolean(pod.metadata?.labels?.[controlPlaneLabel]);
-  const apiPorts = controlPlane ? [...new Set([apiServerPort, ...apiServerFallbackPorts])].map((port) => ({ from: port, to: port })) : [];
+  const apiPorts = isControlPlane(pod) ? apiServerPorts.map((port) => ({ from: port, to: port })) : [];
   return {
     inboundProxyPort: conf["incoming-proxy-port"],
     outboundProxyPort: conf["outgoing-proxy-port"],

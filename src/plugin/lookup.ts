@@ -3,7 +3,15 @@ import { AgentUnavailableError } from "../agent-socket.js";
 import { parseCniArgs, podIdentity } from "../cni/args.js";
 import { errorMessage } from "../errors.js";
 import type { KubeReader } from "../kube/pod-reader.js";
-import { firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../mesh/pod.js";
+import {
+  apiServerFallbackPorts,
+  apiServerPortsOf,
+  apiServerService,
+  firewallSpecFor,
+  isControlPlane,
+  isMeshed,
+  needsNamespaceAnnotations,
+} from "../mesh/pod.js";
 import { formatPodKey, type PodKey } from "../pod-key.js";
 import type { FirewallSpec } from "../redirect/spec.js";
 import type { PluginDeps, PluginRequest } from "./request.js";
@@ -48,7 +56,7 @@ export async function lookupPod(request: PluginRequest, deps: PluginDeps, identi
   const socket = request.conf.agent_socket;
   if (socket) {
     try {
-      return await decide(request, identity, await deps.agentReader(socket, agentTimeoutMs));
+      return await decide(request, identity, await deps.agentReader(socket, agentTimeoutMs), deps.log);
     } catch (error) {
       if (!(error instanceof AgentUnavailableError)) throw error;
       deps.log.warn("asking the API server instead of the agent", { pod: formatPodKey(identity), reason: error.message });
@@ -67,11 +75,29 @@ export async function lookupPod(request: PluginRequest, deps: PluginDeps, identi
   } catch (error) {
     throw new PodLookupError(identity, errorMessage(error));
   }
-  return decide(request, identity, reader);
+  return decide(request, identity, reader, deps.log);
+}
+
+/**
+ * The ports a control-plane pod skips to reach the API server, as linkerd-cni finds them:
+ * the `kubernetes` Service's, else (it cannot be read) 443 and 6443.
+ */
+async function serviceApiPorts(reader: KubeReader, log: PluginDeps["log"], subject: string): Promise<number[]> {
+  const { namespace, name } = apiServerService;
+  try {
+    return apiServerPortsOf(await reader.readService(namespace, name));
+  } catch (error) {
+    if (error instanceof AgentUnavailableError) throw error;
+    log.warn("cannot read the kubernetes Service: skipping 443 and 6443, as linkerd-cni does", {
+      pod: subject,
+      error: errorMessage(error),
+    });
+    return apiServerFallbackPorts;
+  }
 }
 
 /** Reads the pod (and, for overrides, its namespace) through `reader` and decides; an agent that stops answering passes through. */
-async function decide(request: PluginRequest, identity: PodKey, reader: KubeReader): Promise<Decision> {
+async function decide(request: PluginRequest, identity: PodKey, reader: KubeReader, log: PluginDeps["log"]): Promise<Decision> {
   const subject = formatPodKey(identity);
   const read = async <T>(what: string, call: () => Promise<T>) => {
     try {
@@ -94,7 +120,8 @@ async function decide(request: PluginRequest, identity: PodKey, reader: KubeRead
     const namespace = needsNamespaceAnnotations(pod)
       ? await read(`namespace ${identity.namespace}`, () => reader.readNamespace(identity.namespace))
       : undefined;
-    return { pod, spec: firewallSpecFor(request.conf.linkerd, pod, namespace, reader.serverPort) };
+    const apiServerPorts = isControlPlane(pod) ? await serviceApiPorts(reader, log, subject) : [];
+    return { pod, spec: firewallSpecFor(request.conf.linkerd, pod, namespace, apiServerPorts) };
   } finally {
     reader.close();
   }

@@ -144,6 +144,8 @@ export class FakeApiServer {
   readonly pods = new Map<string, KubeObject>();
   readonly namespaces = new Map<string, KubeObject>();
   readonly nodes = new Map<string, KubeObject>();
+  /** Services by `namespace/name` (the `kubernetes` one, whose ports control-plane pods skip). */
+  readonly services = new Map<string, KubeObject>();
   /** DaemonSets by `namespace/name`. */
   readonly daemonSets = new Map<string, KubeObject>();
   /** Pods (`namespace/name`) whose eviction a PodDisruptionBudget refuses (429 with a DisruptionBudget cause). */
@@ -293,6 +295,19 @@ export class FakeApiServer {
   }
 
   /** Adds (registers) or replaces a node; node watchers see ADDED or MODIFIED. */
+  /** The `kubernetes` Service as a cluster's API server keeps it: port 443 to `targetPort` on the API servers. */
+  addKubernetesService(targetPort: number | string): void {
+    this.services.set(
+      "default/kubernetes",
+      this.stamp({
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "kubernetes", namespace: "default", uid: "uid-svc-kubernetes" },
+        spec: { ports: [{ name: "https", port: 443, protocol: "TCP", targetPort }], clusterIP: "10.96.0.1" },
+      }),
+    );
+  }
+
   addNode(node: KubeObject): void {
     const name = node.metadata?.name ?? "";
     const existed = this.nodes.has(name);
@@ -526,6 +541,11 @@ export class FakeApiServer {
       this.pods.delete(key);
       this.notify("DELETED", found);
       return ok({ kind: "Status", apiVersion: "v1", status: "Success" }, 201);
+    }
+    const service = /^\/api\/v1\/namespaces\/([^/]+)\/services\/([^/]+)$/.exec(path);
+    if (service && method === "GET") {
+      const found = this.services.get(`${service[1]}/${service[2]}`);
+      return found ? ok(found) : failure(404, "NotFound", `services "${service[2]}" not found`);
     }
     const daemonSet = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
     if (daemonSet && method === "GET") {

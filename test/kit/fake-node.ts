@@ -1,4 +1,4 @@
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { AgentUnavailableError } from "../../src/agent-socket.js";
 import type { NetnsAddress } from "../../src/audit/scan.js";
 import type { Verb } from "../../src/cni/env.js";
@@ -96,6 +96,8 @@ export class FakeNode {
   readonly netns = new Map<string, Record<Family, FakeNatTable>>();
   readonly pods = new Map<string, V1Pod>();
   readonly namespaces = new Map<string, V1Namespace>();
+  /** Services by `namespace/name` (the `kubernetes` one, for control-plane pods). */
+  readonly services = new Map<string, V1Service>();
   readonly records = new Map<string, AttachmentRecord>();
   readonly logs: LogEntry[] = [];
   /** Each API read, as `pod ns/name` or `namespace name`. */
@@ -237,10 +239,11 @@ export class FakeNode {
       return found ? Promise.resolve(structuredClone(found)) : Promise.reject(new ApiRequestError(path, "404 Not Found"));
     };
     return {
-      serverPort: 6443,
       readPod: (namespace, name) =>
         read(`pod ${namespace}/${name}`, `/api/v1/namespaces/${namespace}/pods/${name}`, this.pods.get(`${namespace}/${name}`)),
       readNamespace: (name) => read(`namespace ${name}`, `/api/v1/namespaces/${name}`, this.namespaces.get(name)),
+      readService: (namespace, name) =>
+        read(`service ${namespace}/${name}`, `/api/v1/namespaces/${namespace}/services/${name}`, this.services.get(`${namespace}/${name}`)),
       close: () => undefined,
     };
   }

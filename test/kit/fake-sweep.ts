@@ -39,6 +39,11 @@ export function fakeSweepIo(
     api: {
       listPods: async () => [...node.pods.values()].map((pod) => structuredClone(pod)),
       readNamespace: async (namespace) => node.namespaces.get(namespace) ?? { metadata: { name: namespace } },
+      readService: async (namespace, name) => {
+        const service = node.services.get(`${namespace}/${name}`);
+        if (!service) throw new ApiStatusError(404, `services "${name}" not found`, undefined);
+        return service;
+      },
       createPodEvent: async (pod, event) =>
         void writes.events.push({ pod: name(pod), reason: event.reason, action: event.action, message: event.message }),
       labelPod: async (pod) => void writes.labels.push(name(pod)),
@@ -60,7 +65,6 @@ export function fakeSweepIo(
     records: node.recordStore(stateDir),
     netconf: () => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "k8s", type: "meshcni", ...options.netconf })),
     backend: async () => "nft",
-    apiServerPort: async () => 6443,
     scan: (targets) =>
       scanNetns(
         targets,

@@ -17,7 +17,11 @@ interface ParityCase {
   from: string;
   netconf: LinkerdNetconf;
   pod: LinkerdPod;
+  /** The `kubernetes` Service's targetPort in the API (none: it cannot be read). */
+  kubernetesTargetPort?: number;
 }
+
+const controlPlane = { "linkerd.io/control-plane-component": "destination" };
 
 /** Cases where meshcni writes exactly what linkerd-cni writes, and the audit adopts a pod linkerd-cni set up. */
 const same: ParityCase[] = [
@@ -113,6 +117,26 @@ const same: ParityCase[] = [
     pod: { annotations: { "config.linkerd.io/proxy-uid": "1337", "config.linkerd.io/proxy-gid": "1338" } },
   },
   {
+    title: "a control-plane pod skips the kubernetes Service's port and targetPort",
+    from: source("cni-plugin/main.go", "getAPIServerPorts"),
+    netconf: { ...chart, "outbound-ports-to-ignore": ["25"] },
+    pod: { labels: controlPlane, apiServerPorts: ["443", "6443"] },
+    kubernetesTargetPort: 6443,
+  },
+  {
+    title: "a control-plane pod on a managed cluster (targetPort 443): 443 twice",
+    from: source("cni-plugin/main.go", "getAPIServerPorts"),
+    netconf: chart,
+    pod: { labels: controlPlane, apiServerPorts: ["443", "443"] },
+    kubernetesTargetPort: 443,
+  },
+  {
+    title: "a control-plane pod when the kubernetes Service cannot be read: 443 and 6443",
+    from: source("cni-plugin/main.go", 'cmdAdd: skippedPorts = []string{"443", "6443"}'),
+    netconf: chart,
+    pod: { labels: controlPlane },
+  },
+  {
     title: "a control-plane label with an empty value is no control-plane pod",
     from: source("cni-plugin/main.go", "cmdAdd: linkerd.io/control-plane-component"),
     netconf: chart,
@@ -186,6 +210,8 @@ describe.skipIf(!isRoot)("parity with linkerd-cni's rules", () => {
 
   it.each(same.map((parity) => [parity.title, parity] as const))("%s", async (_title, parity) => {
     const name = `p${count++}`;
+    api.services.clear();
+    if (parity.kubernetesTargetPort !== undefined) api.addKubernetesService(parity.kubernetesTargetPort);
     const pod = podFor(name, parity.pod);
     const linkerd = await net.addNetns(`l${name}`);
     const [command, ...prefix] = inNetnsCommand(linkerd);

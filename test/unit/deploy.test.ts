@@ -177,7 +177,10 @@ describe("deploy/ and meshcni manifests", () => {
     const plugin = deployed.find(
       (manifest) => manifest.kind === "ClusterRole" && manifest.metadata.name === pluginServiceAccount,
     ) as unknown as { rules: unknown };
-    expect(plugin.rules).toEqual([{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }]);
+    expect(plugin.rules).toEqual([
+      { apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] },
+      { apiGroups: [""], resources: ["services"], verbs: ["get"], resourceNames: ["kubernetes"] },
+    ]);
     const ownNamespace = byKind("Role")[0] as unknown as { rules: unknown[] };
     expect(ownNamespace.rules).toEqual([
       { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
@@ -196,7 +199,7 @@ describe("deploy/ and meshcni manifests", () => {
 describe("RBAC sized by what is turned on", () => {
   const verbsOf = (options: Pick<ManifestOptions, "repair" | "startupTaint">) =>
     Object.fromEntries(clusterRules(options).map((rule) => [rule.resources.join(","), rule.verbs.join(",")]));
-  const base = { pods: "get,list,watch", namespaces: "get,list,watch", events: "create" };
+  const base = { pods: "get,list,watch", namespaces: "get,list,watch", services: "get", events: "create" };
 
   it.each([
     ["redirect", undefined, base],

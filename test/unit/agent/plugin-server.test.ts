@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { NodeCache } from "../../../src/agent/node-cache.js";
 import { answerAsk, servePlugin } from "../../../src/agent/plugin-server.js";
@@ -34,6 +34,13 @@ describe("the agent's answers to the plugin", () => {
         },
       } as V1Namespace;
     },
+    readService: async (namespace: string, name: string) => {
+      asked.push(`service ${namespace}/${name}`);
+      return {
+        metadata: { name, namespace, resourceVersion: "7" },
+        spec: { ports: [{ port: 443, targetPort: 6443, name: "https" }] },
+      } as V1Service;
+    },
   };
 
   /** A cache over stores holding these pods and namespaces, fresh or not. */
@@ -45,10 +52,24 @@ describe("the agent's answers to the plugin", () => {
     );
   };
 
+  it("answers the kubernetes Service's ports (only them) through the API: control-plane pods are few, nothing watches it", async () => {
+    const answer = await answerAsk({ get: "service", namespace: "default", name: "kubernetes" }, cacheOf([]), api);
+    expect(answer).toEqual({
+      object: {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "kubernetes", namespace: "default" },
+        spec: { ports: [{ port: 443, targetPort: 6443 }] },
+      },
+      cached: false,
+    });
+    expect(asked).toContain("service default/kubernetes");
+  });
+
   it("answers from the cache with only what the decision reads, asking the API nothing", async () => {
     const cache = cacheOf([{ ...cached, status: { phase: "Running", podIP: "10.0.0.1" } } as V1Pod]);
     asked.length = 0;
-    const answer = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api, 6443);
+    const answer = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api);
     expect(answer).toEqual({
       object: {
         apiVersion: "v1",
@@ -62,7 +83,6 @@ describe("the agent's answers to the plugin", () => {
         },
         spec: { containers: [{ name: "app" }, { name: "linkerd-proxy" }] },
       },
-      serverPort: 6443,
       cached: true,
     });
     expect(asked).toEqual([]);
@@ -71,9 +91,9 @@ describe("the agent's answers to the plugin", () => {
   it("asks the API when the cache has another pod of that name (recreated), none, or no UID to check, and for a namespace it has not seen", async () => {
     const cache = cacheOf([cached]);
     asked.length = 0;
-    const recreated = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-new" }, cache, api, 443);
+    const recreated = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-new" }, cache, api);
     expect(recreated).toMatchObject({ object: { metadata: { uid: "uid-new" } }, cached: false });
-    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api, 443)).toMatchObject({
+    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api)).toMatchObject({
       // Only what the decision reads: Linkerd's annotations.
       object: { kind: "Namespace", metadata: { name: "shop", annotations: { "config.linkerd.io/skip-subnets": "10.0.0.0/8" } } },
       cached: false,
@@ -81,9 +101,9 @@ describe("the agent's answers to the plugin", () => {
     expect(asked).toEqual(["pod shop/web", "namespace shop"]);
     // Without the runtime's UID the cache cannot vouch for the pod: the API is asked.
     asked.length = 0;
-    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web" }, cache, api, 443)).toMatchObject({ cached: false });
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web" }, cache, api)).toMatchObject({ cached: false });
     expect(asked).toEqual(["pod shop/web"]);
-    expect(await answerAsk({ get: "pod", namespace: "shop", name: "gone" }, cache, api, 443)).toEqual({
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "gone" }, cache, api)).toEqual({
       error: expect.stringContaining("404"),
     });
   });
@@ -91,10 +111,10 @@ describe("the agent's answers to the plugin", () => {
   it("answers nothing from a cache that is not fresh (its watch down or silent): the API is asked", async () => {
     const cache = cacheOf([cached], [{ metadata: { name: "shop" } }], false);
     asked.length = 0;
-    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api, 443)).toMatchObject({
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api)).toMatchObject({
       cached: false,
     });
-    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api, 443)).toMatchObject({ cached: false });
+    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api)).toMatchObject({ cached: false });
     expect(asked).toEqual(["pod shop/web", "namespace shop"]);
   });
 
@@ -103,7 +123,7 @@ describe("the agent's answers to the plugin", () => {
     const path = join(dir, "agent", "plugin.sock");
     const server = await servePlugin(path, async (ask) => {
       if (ask.get === "pod") await new Promise((resolve) => setTimeout(resolve, 50));
-      return { object: ask.get, serverPort: 443, cached: ask.get === "namespace" };
+      return { object: ask.get, cached: ask.get === "namespace" };
     });
     try {
       expect(statSync(path).mode & 0o777).toBe(0o600);

@@ -33,7 +33,7 @@ describe("a sweep", () => {
   /** Rules as linkerd-cni (or meshcni without its record) would have written them. */
   const writeRules = async (pod: V1Pod, netns: string) =>
     node.enter(netns, async () => {
-      await node.redirector("nft").apply(plansFor(conf, pod, undefined, 6443));
+      await node.redirector("nft").apply(plansFor(conf, pod, undefined, []));
     });
   /** A pod that went through meshcni's ADD, record and all. */
   const addedPod = async (name: string, podOptions: PodOptions = {}) => {

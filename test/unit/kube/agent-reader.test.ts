@@ -49,8 +49,8 @@ describe("the agent reader", () => {
     server = await servePlugin(socket, async (ask) => {
       asked.push(ask);
       return ask.get === "pod"
-        ? { object: decisionFields(podObject(ask.namespace, ask.name, { proxy: "container" }) as V1Pod), serverPort: 6443, cached: true }
-        : { object: { kind: "Namespace", metadata: { name: ask.name } }, serverPort: 6443, cached: false };
+        ? { object: decisionFields(podObject(ask.namespace, ask.name, { proxy: "container" }) as V1Pod), cached: true }
+        : { object: { kind: "Namespace", metadata: { name: ask.name } }, cached: false };
     });
     const reader = await createAgentReader(socket, 1000);
     const pod = await reader.readPod("shop", "web", "uid-1");
@@ -58,7 +58,6 @@ describe("the agent reader", () => {
     reader.close();
     expect(pod.metadata?.name).toBe("web");
     expect(namespace.metadata?.name).toBe("shop");
-    expect(reader.serverPort).toBe(6443);
     expect(asked).toEqual([
       { get: "pod", namespace: "shop", name: "web", uid: "uid-1" },
       { get: "namespace", name: "shop" },
@@ -68,7 +67,6 @@ describe("the agent reader", () => {
   it("fails closed on an answer about another pod: an AnswerError, not a reason to ask the API instead", async () => {
     server = await servePlugin(socket, async () => ({
       object: decisionFields(podObject("shop", "other") as V1Pod),
-      serverPort: 443,
       cached: true,
     }));
     const reader = await createAgentReader(socket, 1000);

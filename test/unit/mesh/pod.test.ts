@@ -1,7 +1,7 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
-import { AnnotationError, firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../../../src/mesh/pod.js";
+import { AnnotationError, apiServerPortsOf, firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../../../src/mesh/pod.js";
 import { toCniError } from "../../../src/plugin/failure.js";
 import { podObject } from "../../kit/api-server.js";
 
@@ -25,7 +25,7 @@ describe("meshed pods", () => {
 
 describe("annotations", () => {
   it("gives the netconf's firewall when nothing overrides it", () => {
-    expect(firewallSpecFor(linkerd, pod(), undefined, 6443)).toEqual({
+    expect(firewallSpecFor(linkerd, pod(), undefined, [])).toEqual({
       inboundProxyPort: 4143,
       outboundProxyPort: 4140,
       proxyUid: 2102,
@@ -49,7 +49,7 @@ describe("annotations", () => {
         },
       }),
       undefined,
-      6443,
+      [],
     );
     expect(spec.inboundPortsToIgnore).toEqual(ports(4191, 4190, 80, 443, [8000, 8010]));
     expect(spec.outboundPortsToIgnore).toEqual(ports(3306));
@@ -64,7 +64,7 @@ describe("annotations", () => {
       linkerd,
       pod({ annotations: { "config.linkerd.io/skip-outbound-ports": "5432" } }),
       namespace({ "config.linkerd.io/skip-outbound-ports": "3306", "config.linkerd.io/proxy-uid": "999" }),
-      6443,
+      [],
     );
     expect(spec.outboundPortsToIgnore).toEqual(ports(5432));
     expect(spec.proxyUid).toBe(999);
@@ -90,7 +90,7 @@ describe("annotations", () => {
       { ...linkerd, "outbound-ports-to-ignore": ports(25), "subnets-to-ignore": ["10.9.0.0/16"] },
       empty,
       namespace({ "config.linkerd.io/skip-outbound-ports": "3306" }),
-      6443,
+      [],
     );
     expect(spec.outboundPortsToIgnore).toEqual(ports(3306));
     expect(spec.subnetsToIgnore).toEqual(["10.9.0.0/16"]);
@@ -101,15 +101,24 @@ describe("annotations", () => {
       { ...linkerd, "subnets-to-ignore": ["10.9.0.0/16"] },
       pod({ annotations: { "config.linkerd.io/skip-subnets": "1.1.1.1/24,1.1.1.1/24" } }),
       undefined,
-      6443,
+      [],
     );
     expect(spec.subnetsToIgnore).toEqual(["1.1.1.1/24", "1.1.1.1/24"]);
   });
 
-  it("skips the API server's ports outbound for control-plane pods", () => {
+  it("skips the API server's ports outbound for control-plane pods (a label with a value), in the Service's order, repeats kept", () => {
     const controlPlane = pod({ labels: { "linkerd.io/control-plane-component": "destination" } });
-    expect(firewallSpecFor(linkerd, controlPlane, undefined, 8443).outboundPortsToIgnore).toEqual(ports(8443, 443, 6443));
-    expect(firewallSpecFor(linkerd, controlPlane, undefined, 443).outboundPortsToIgnore).toEqual(ports(443, 6443));
+    expect(firewallSpecFor(linkerd, controlPlane, undefined, [443, 443]).outboundPortsToIgnore).toEqual(ports(443, 443));
+    const unlabelled = pod({ labels: { "linkerd.io/control-plane-component": "" } });
+    expect(firewallSpecFor(linkerd, unlabelled, undefined, [443, 6443]).outboundPortsToIgnore).toEqual([]);
+  });
+
+  it("reads the API server's ports from the kubernetes Service as linkerd-cni does: each port, then its numeric targetPort", () => {
+    const service = (ports: Array<{ port: number; targetPort?: number | string }>) => ({ spec: { ports } });
+    expect(apiServerPortsOf(service([{ port: 443, targetPort: 6443 }]))).toEqual([443, 6443]);
+    expect(apiServerPortsOf(service([{ port: 443, targetPort: 443 }]))).toEqual([443, 443]);
+    expect(apiServerPortsOf(service([{ port: 443, targetPort: "https" }]))).toEqual([443]);
+    expect(apiServerPortsOf({})).toEqual([]);
   });
 
   it.each([
@@ -124,7 +133,7 @@ describe("annotations", () => {
   ])("refuses %s=%j, naming pod, annotation and token; the plugin reports it with code 7", (key, value, token) => {
     let error: unknown;
     try {
-      firewallSpecFor(linkerd, pod({ annotations: { [key]: value } }), undefined, 443);
+      firewallSpecFor(linkerd, pod({ annotations: { [key]: value } }), undefined, []);
     } catch (caught) {
       error = caught;
     }
@@ -135,7 +144,7 @@ describe("annotations", () => {
   });
 
   it("says when the bad value came from the namespace", () => {
-    expect(() => firewallSpecFor(linkerd, pod(), namespace({ "config.linkerd.io/skip-subnets": "everything" }), 443)).toThrow(
+    expect(() => firewallSpecFor(linkerd, pod(), namespace({ "config.linkerd.io/skip-subnets": "everything" }), [])).toThrow(
       /namespace annotation config\.linkerd\.io\/skip-subnets/,
     );
   });
