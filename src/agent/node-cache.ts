@@ -1,4 +1,4 @@
-import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 
 /** A store a reflector keeps, and whether it stands for the API now (see Reflector.fresh). */
 export interface FreshStore<T> {
@@ -7,7 +7,8 @@ export interface FreshStore<T> {
 }
 
 /**
- * The node's pods and every namespace, as the agent's reflectors keep them. It answers only
+ * The node's pods, every namespace and the `kubernetes` Service, as the agent's reflectors
+ * keep them. It answers only
  * while its reflector is fresh: a watch down or silent past its bound answers nothing, so
  * the caller reads the API.
  */
@@ -15,6 +16,7 @@ export class NodeCache {
   constructor(
     private readonly pods: FreshStore<V1Pod>,
     private readonly namespaces: FreshStore<V1Namespace>,
+    private readonly services?: FreshStore<V1Service>,
   ) {}
 
   pod(namespace: string, name: string): V1Pod | undefined {
@@ -23,5 +25,9 @@ export class NodeCache {
 
   namespace(name: string): V1Namespace | undefined {
     return this.namespaces.fresh() ? this.namespaces.get(name) : undefined;
+  }
+
+  service(namespace: string, name: string): V1Service | undefined {
+    return this.services?.fresh() ? this.services.get(`${namespace}/${name}`) : undefined;
   }
 }

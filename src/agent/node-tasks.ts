@@ -1,11 +1,10 @@
 import type { Server } from "node:net";
-import type { V1Namespace, V1Node, V1Pod } from "@kubernetes/client-node";
 import type { SweepRequest } from "../audit/contract.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { Reflector, type ReflectorSource, type ReflectorTiming } from "../kube/reflector.js";
 import { apiSource } from "../kube/sources.js";
 import type { Logger } from "../log.js";
-import { namespaceFields, podFields } from "../mesh/pod.js";
+import { apiServerService, namespaceFields, podFields, serviceDecisionFields } from "../mesh/pod.js";
 import { podName } from "../pod-key.js";
 import type { AgentClient } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
@@ -27,7 +26,7 @@ export class NodeTasks {
   private monitor: AuditMonitor | undefined;
   private client: AgentClient | undefined;
   private ready = false;
-  private reflectors: { pods: Reflector<V1Pod>; namespaces: Reflector<V1Namespace>; node: Reflector<V1Node> | undefined } | undefined;
+  private reflectors: ReturnType<NodeTasks["startReflectors"]> | undefined;
   private server: Promise<Server | undefined> | undefined;
 
   constructor(
@@ -47,7 +46,7 @@ export class NodeTasks {
     this.ready = ready;
     if (!client) return;
     this.reflectors ??= this.startReflectors();
-    this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces));
+    this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces, this.reflectors.service));
     if (ready && !this.monitor) {
       this.monitor = this.createMonitor();
       this.monitor.start();
@@ -58,8 +57,8 @@ export class NodeTasks {
   /** Aborts every request in flight (the watches' included) and closes the plugin's socket. */
   async stop(): Promise<void> {
     this.monitor?.stop();
-    const { pods, namespaces, node } = this.reflectors ?? {};
-    await Promise.all([pods?.stop(), namespaces?.stop(), node?.stop()]);
+    const { pods, namespaces, service, node } = this.reflectors ?? {};
+    await Promise.all([pods?.stop(), namespaces?.stop(), service?.stop(), node?.stop()]);
     const server = await this.server;
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   }
@@ -105,6 +104,17 @@ export class NodeTasks {
     const namespaces = reflector(
       source("namespaces", "/api/v1/namespaces", {}, namespaceFields, (namespace) => namespace.metadata?.name ?? ""),
     );
+    // One object: the ports control-plane pods skip (linkerd-cni reads them at each ADD).
+    const { namespace, name } = apiServerService;
+    const service = reflector(
+      source(
+        "service",
+        `/api/v1/namespaces/${namespace}/services`,
+        { fieldSelector: `metadata.name=${name}` },
+        serviceDecisionFields,
+        (found) => `${found.metadata?.namespace}/${found.metadata?.name}`,
+      ),
+    );
     const node = this.taint
       ? reflector(
           source(
@@ -117,7 +127,7 @@ export class NodeTasks {
           { change: () => this.followTaint() },
         )
       : undefined;
-    return { pods, namespaces, node };
+    return { pods, namespaces, service, node };
   }
 
   /** Answers the plugin on its socket from the caches while they are fresh, else through the current client. */

@@ -22,8 +22,11 @@ export interface Lookup {
  */
 export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup): Promise<AgentAnswer> {
   try {
-    // Only control-plane pods need it (a handful per cluster): read over the warm client, not watched.
-    if (ask.get === "service") return { object: serviceDecisionFields(await lookup.readService(ask.namespace, ask.name)), cached: false };
+    if (ask.get === "service") {
+      const cached = cache.service(ask.namespace, ask.name);
+      if (cached) return { object: serviceDecisionFields(cached), cached: true };
+      return { object: serviceDecisionFields(await lookup.readService(ask.namespace, ask.name)), cached: false };
+    }
     if (ask.get === "pod") {
       const cached = cache.pod(ask.namespace, ask.name);
       // Without the runtime's UID the cache cannot tell a pod recreated under the same name (its

@@ -3,8 +3,8 @@ import type { ManifestOptions } from "./options.js";
 /** The ServiceAccount whose minted tokens the plugin's kubeconfig holds (the agent's default). */
 export const pluginServiceAccount = "meshcni-plugin";
 
-/** The `kubernetes` Service, whose ports a Linkerd control-plane pod skips (as linkerd-cni reads them). */
-const kubernetesService: Rule = { apiGroups: [""], resources: ["services"], verbs: ["get"], resourceNames: ["kubernetes"] };
+/** The `kubernetes` Service, whose ports a Linkerd control-plane pod skips (as linkerd-cni reads them): the plugin gets it, the agent watches it. */
+const kubernetesService = (verbs: string[]): Rule => ({ apiGroups: [""], resources: ["services"], verbs, resourceNames: ["kubernetes"] });
 
 /**
  * The RBAC rules, sized by what is turned on: the plugin reads pods and namespaces; the
@@ -18,7 +18,7 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
     { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", ...(patch ? ["patch"] : [])] },
     ...(options.repair === "evict" ? [{ apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] }] : []),
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
-    kubernetesService,
+    kubernetesService(["get", "list", "watch"]),
     { apiGroups: [""], resources: ["events"], verbs: ["create"] },
     ...(options.startupTaint ? [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "patch"] }] : []),
   ];
@@ -28,7 +28,7 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
  * What the plugin's own ServiceAccount may do, whose minted token is on each node's disk:
  * read the pod it adds, its namespace, and the `kubernetes` Service.
  */
-export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }, kubernetesService];
+export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }, kubernetesService(["get"])];
 
 /** In meshcni's namespace: read its own DaemonSet (at a stop), mint the plugin's token (that ServiceAccount's only). */
 export const agentNamespaceRules = (pluginAccount: string): Rule[] => [

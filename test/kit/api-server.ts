@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nodeNameClaim } from "../../src/manifests/policy.js";
 import { admit } from "./admission.js";
-import { type KubeObject, status, type WatchFault, WatchHub } from "./watch-hub.js";
+import { type KubeObject, status, type WatchFault, WatchHub, type WatchKind } from "./watch-hub.js";
 
 /**
  * What the server does for one path instead of answering from its store: fail with a
@@ -297,15 +297,15 @@ export class FakeApiServer {
   /** Adds (registers) or replaces a node; node watchers see ADDED or MODIFIED. */
   /** The `kubernetes` Service as a cluster's API server keeps it: port 443 to `targetPort` on the API servers. */
   addKubernetesService(targetPort: number | string): void {
-    this.services.set(
-      "default/kubernetes",
-      this.stamp({
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name: "kubernetes", namespace: "default", uid: "uid-svc-kubernetes" },
-        spec: { ports: [{ name: "https", port: 443, protocol: "TCP", targetPort }], clusterIP: "10.96.0.1" },
-      }),
-    );
+    const existed = this.services.has("default/kubernetes");
+    const stored = this.stamp({
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: "kubernetes", namespace: "default", uid: "uid-svc-kubernetes" },
+      spec: { ports: [{ name: "https", port: 443, protocol: "TCP", targetPort }], clusterIP: "10.96.0.1" },
+    });
+    this.services.set("default/kubernetes", stored);
+    this.watches.record({ version: this.version, kind: "Service", type: existed ? "MODIFIED" : "ADDED", object: stored });
   }
 
   addNode(node: KubeObject): void {
@@ -357,7 +357,7 @@ export class FakeApiServer {
 
   /** Takes a watch request over (undefined: nothing more to answer), with what watchFaults says for its path. */
   private watch(
-    kind: "Pod" | "Namespace" | "Node",
+    kind: WatchKind,
     path: string,
     query: Record<string, string>,
     res: ServerResponse,
@@ -541,6 +541,14 @@ export class FakeApiServer {
       this.pods.delete(key);
       this.notify("DELETED", found);
       return ok({ kind: "Status", apiVersion: "v1", status: "Success" }, 201);
+    }
+    const services = /^\/api\/v1\/namespaces\/([^/]+)\/services$/.exec(path);
+    if (services && method === "GET") {
+      const name = /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
+      const matches = (object: KubeObject) =>
+        object.metadata?.namespace === services[1] && (name === undefined || object.metadata?.name === name);
+      if (query.watch === "true") return this.watch("Service", path, query, res, matches);
+      return this.page("ServiceList", [...this.services.values()].filter(matches), query);
     }
     const service = /^\/api\/v1\/namespaces\/([^/]+)\/services\/([^/]+)$/.exec(path);
     if (service && method === "GET") {

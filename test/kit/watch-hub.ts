@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 
-export type WatchKind = "Pod" | "Namespace" | "Node";
+export type WatchKind = "Pod" | "Namespace" | "Node" | "Service";
 
 /**
  * What a watch request gets instead of its events, as a real API server (or what stands in
@@ -46,7 +46,7 @@ export class WatchHub {
   /** How often a watch that allows bookmarks gets one (the real server: about once a minute). */
   bookmarkIntervalMs = 60_000;
   /** Watches opened, by kind (whatever they were answered). */
-  readonly opened: Record<WatchKind, number> = { Pod: 0, Namespace: 0, Node: 0 };
+  readonly opened: Record<WatchKind, number> = { Pod: 0, Namespace: 0, Node: 0, Service: 0 };
   private history: WatchEvent[] = [];
   /** A resourceVersion below this cannot be resumed from. */
   private floor = 0;

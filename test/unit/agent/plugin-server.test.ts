@@ -66,6 +66,22 @@ describe("the agent's answers to the plugin", () => {
     expect(asked).toContain("service default/kubernetes");
   });
 
+  it("answers the kubernetes Service from its watch while fresh, asking the API nothing", async () => {
+    const service = {
+      metadata: { name: "kubernetes", namespace: "default" },
+      spec: { ports: [{ port: 443, targetPort: 8443 }] },
+    } as V1Service;
+    const store = { get: (key: string) => (key === "default/kubernetes" ? service : undefined), fresh: () => true };
+    const none = { get: () => undefined, fresh: () => true };
+    const cache = new NodeCache(none, none, store);
+    asked.length = 0;
+    expect(await answerAsk({ get: "service", namespace: "default", name: "kubernetes" }, cache, api)).toMatchObject({
+      object: { spec: { ports: [{ port: 443, targetPort: 8443 }] } },
+      cached: true,
+    });
+    expect(asked).toEqual([]);
+  });
+
   it("answers from the cache with only what the decision reads, asking the API nothing", async () => {
     const cache = cacheOf([{ ...cached, status: { phase: "Running", podIP: "10.0.0.1" } } as V1Pod]);
     asked.length = 0;
