@@ -72,8 +72,12 @@ function inboundRules(spec: FirewallSpec, subnets: string[]): string[][] {
         );
   return [
     ...ignorePortRules(spec.inboundPortsToIgnore),
-    // The comment names the subnet as given (host bits and all); iptables keeps only its network.
-    ...subnets.map((cidr) => withComment(["-s", subnetNetwork(cidr)], `ignore-subnet-${cidr}`, ["-j", "RETURN"])),
+    // The comment names the subnet as given (host bits and all); iptables keeps only its network,
+    // and no -s at all for a /0, which matches every source.
+    ...subnets.map((cidr) => {
+      const network = subnetNetwork(cidr);
+      return withComment(network.endsWith("/0") ? [] : ["-s", network], `ignore-subnet-${cidr}`, ["-j", "RETURN"]);
+    }),
     ...redirects,
   ];
 }

@@ -116,6 +116,26 @@ const same: ParityCase[] = [
     netconf: chart,
     pod: { annotations: { "config.linkerd.io/proxy-uid": "1337", "config.linkerd.io/proxy-gid": "1338" } },
   },
+  ...(
+    [
+      ["pod-redirects-all-ports", {}],
+      ["pod-redirects-whitelisted", { "ports-to-redirect": [9090, 9099] }],
+      ["pod-doesnt-redirect-blacklisted", { "inbound-ports-to-ignore": ["6000-8000"] }],
+      ["pod-ignores-subnets", { "subnets-to-ignore": ["0.0.0.0/0"] }],
+    ] as Array<[string, Partial<LinkerdNetconf>]>
+  ).map(([lab, settings]) => ({
+    title: `the integration lab's ${lab} (-p 8080 -o 8080 -u 2102 -g 2102)`,
+    from: source("proxy-init/integration/iptables/iptablestest-lab.yaml", lab),
+    netconf: {
+      "incoming-proxy-port": 8080,
+      "outgoing-proxy-port": 8080,
+      "proxy-uid": 2102,
+      "proxy-gid": 2102,
+      "inbound-ports-to-ignore": [],
+      ...settings,
+    },
+    pod: {},
+  })),
   {
     title: "a control-plane pod skips the kubernetes Service's port and targetPort",
     from: source("cni-plugin/main.go", "getAPIServerPorts"),
