@@ -39,6 +39,9 @@ describe("rule planning", () => {
     expect(ipv4.map((rule) => rule.join(" "))).toContain(
       "-s 1.1.1.0/24 -m comment --comment proxy-init/ignore-subnet-1.1.1.1/24 -j RETURN",
     );
+    // A /0 matches every source: iptables-save prints no -s for it, so the plan writes none.
+    const any = planRules({ ...spec, subnetsToIgnore: ["0.0.0.0/0"] }, "ipv4").chains.PROXY_INIT_REDIRECT!;
+    expect(any.map((rule) => rule.join(" "))).toContain("-m comment --comment proxy-init/ignore-subnet-0.0.0.0/0 -j RETURN");
   });
 
   it("redirects only the listed ports when ports-to-redirect is set", () => {
