@@ -28,6 +28,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+promtool="$cache/bin/promtool"
+if [ ! -x "$promtool" ]; then
+  # promtool checks the alerting rules and the agent's /metrics; it ships in Debian's prometheus
+  # package, whose server is not wanted here (installing it would start one): only promtool is taken.
+  work=$(mktemp -d)
+  chmod 755 "$work"
+  (cd "$work" && apt-get download -qq prometheus 2>/dev/null || { apt-get update -qq && apt-get download -qq prometheus; })
+  dpkg-deb --fsys-tarfile "$work"/prometheus_*.deb | tar -x -C "$work" ./usr/bin/promtool
+  mv "$work/usr/bin/promtool" "$promtool"
+  rm -rf "$work"
+fi
+
 cnitool="$cache/bin/cnitool"
 if [ ! -x "$cnitool" ]; then
   # cnitool is not packaged; Debian's libcni source (golang-github-appc-cni) holds it.

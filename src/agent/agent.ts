@@ -38,7 +38,7 @@ export class NodeAgent {
   /** The DaemonSet owning the agent's pod, learned once its client works (null: none); what a stop asks about. */
   private daemonSet: string | null | undefined;
   private learningDaemonSet = false;
-  readiness: Readiness = { ready: false, reasons: ["starting"], active: undefined };
+  readiness: Readiness = { ready: false, reasons: ["starting"], cause: "Starting", active: undefined };
 
   constructor(
     private readonly options: AgentOptions,
@@ -58,7 +58,15 @@ export class NodeAgent {
       (eventAt) => this.reconcile(eventAt),
       log,
     );
-    this.credentials = new Credentials(options, this.installation.paths.kubeconfig, log, this.problems, () => this.watcher.schedule());
+    this.credentials = new Credentials(
+      options,
+      this.installation.paths.kubeconfig,
+      log,
+      this.problems,
+      () => this.watcher.schedule(),
+      (ok) => metrics.pluginTokenRequests.inc({ result: ok ? "minted" : "failed" }),
+    );
+    metrics.tokenLeft.seconds = () => this.credentials.pluginTokenSecondsLeft();
     const retry = () => this.watcher.schedule(undefined, 1000);
     this.nodeTasks = options.node
       ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, log, metrics, retry)
@@ -153,7 +161,7 @@ export class NodeAgent {
     }
     this.readiness = readiness;
     this.metrics.ready.set(readiness.ready ? 1 : 0);
-    this.nodeTasks?.follow(this.credentials.client, readiness.ready);
+    this.nodeTasks?.follow(this.credentials.client, readiness);
   }
 
   /** Says what the installer did with the net dir (log, metrics) and schedules what it asks for: a retry, a back-off. */

@@ -70,6 +70,8 @@ export class Credentials {
     private readonly log: Logger,
     private readonly problems: StandingProblems,
     private readonly wake: () => void,
+    /** Hears of each TokenRequest's end. */
+    private readonly minted: (ok: boolean) => void = () => {},
   ) {
     const { host, port, protocol, skipTlsVerify } = options.api;
     this.endpoint = host && port ? { protocol, host, port, skipTlsVerify } : undefined;
@@ -96,10 +98,17 @@ export class Credentials {
     clearTimeout(this.renewal);
   }
 
+  /** Seconds the plugin's token has left (undefined: none minted yet). */
+  pluginTokenSecondsLeft(): number | undefined {
+    const left = this.tokens.leftMs();
+    return left === undefined ? undefined : left / 1000;
+  }
+
   /** Mints the plugin's token when due, and wakes a sync when the next mint will be. */
   private mint(api: NodeApi): void {
     const { namespace, name } = this.options.pluginToken.serviceAccount;
     this.tokens.refresh(api.mintToken, (error) => {
+      this.minted(error === undefined);
       this.sayClockSkew();
       if (error === undefined && this.tokens.boundToNode === false && this.options.node && !this.saidUnbound) {
         this.saidUnbound = true;

@@ -24,7 +24,7 @@ export async function runInstall(argv: string[]): Promise<number> {
   const parsed = options("install", argv);
   if (!parsed) return 2;
   const log = createLogger({ level: parsed.logLevel, prefix: { component: "install" } });
-  const agent = new NodeAgent(parsed, log, createAgentMetrics());
+  const agent = new NodeAgent(parsed, log, createAgentMetrics(parsed.node));
   // Handlers first: a signal during start-up must still stop cleanly.
   // Handlers that stay installed (on, not once): execa's signal-exit re-raises a signal
   // that has no other listener, which would kill the agent mid-stop while a sweep runs.

@@ -6,12 +6,22 @@ const rechainBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 /** An audit of a node: ~0.1 s for a few pods, ~0.6 s for 200 (npm run bench). */
 const auditBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-/** The agent's Prometheus metrics, on a registry of its own, with the process's (process_*, nodejs_*). */
-export function createAgentMetrics() {
+/**
+ * The agent's Prometheus metrics, on a registry of its own, with the process's (process_*,
+ * nodejs_*). Each series carries its node (`node`), so an alert names the node whatever
+ * labels the scrape adds.
+ */
+export function createAgentMetrics(node?: string) {
   const registry = new Registry();
+  if (node) registry.setDefaultLabels({ node });
   /** Each cache's age in seconds, read at every scrape (the node tasks register theirs). */
   const cacheAges = new Map<string, () => number>();
+  /** Seconds the plugin's token has left, read at every scrape (the credentials register it). */
+  const tokenLeft: { seconds?: () => number | undefined } = {};
   collectDefaultMetrics({ register: registry });
+  // prom-client's gauges with a counter's suffix (promtool rejects them); nodejs_active_handles and _requests say the same.
+  for (const misnamed of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"])
+    registry.removeSingleMetric(misnamed);
   new Gauge({
     name: "meshcni_build_info",
     help: "Always 1: the running agent's version, commit and runtime as labels.",
@@ -74,6 +84,27 @@ export function createAgentMetrics() {
       registers: [registry],
       collect() {
         for (const [cache, age] of cacheAges) this.set({ cache }, age());
+      },
+    }),
+    unprotectedPods: new Gauge({
+      name: "meshcni_unprotected_pod",
+      help: "1 for each meshed pod of this node its last sweep left without its redirect (status: missing or drifted), by the pod's namespace and name; none when every meshed pod is protected.",
+      labelNames: ["pod_namespace", "pod_name", "status"],
+      registers: [registry],
+    }),
+    pluginTokenRequests: new Counter({
+      name: "meshcni_plugin_token_requests_total",
+      help: "TokenRequests for the plugin's ServiceAccount, by result (minted, failed). The plugin uses that token when the agent cannot answer it.",
+      labelNames: ["result"],
+      registers: [registry],
+    }),
+    tokenLeft,
+    pluginTokenRemaining: new Gauge({
+      name: "meshcni_plugin_token_remaining_seconds",
+      help: "Seconds until the plugin's token on the host expires (renewed at 80% of its life); 0 when there is none.",
+      registers: [registry],
+      collect() {
+        this.set(Math.max(0, tokenLeft.seconds?.() ?? 0));
       },
     }),
     auditDuration: new Histogram({

@@ -7,7 +7,7 @@ import { errorMessage } from "../errors.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { formatPodKey, type PodKey, podName } from "../pod-key.js";
 import type { SweepOptions } from "./options.js";
-import { actedMemoryMs, SweepMemory } from "./sweep-memory.js";
+import { actedMemoryMs, SweepMemory, type UnprotectedPod } from "./sweep-memory.js";
 
 export interface MonitorOptions {
   /** The meshcni binary whose `sweep` runs each pass. */
@@ -29,8 +29,8 @@ const sweepFloorMs = 2000;
 const firstSweepWaitMs = 5000;
 
 export interface MonitorMetrics {
-  /** The node's meshed pods by status, as the last sweeps found them. */
-  statuses(counts: Record<PodStatus, number>): void;
+  /** The node's meshed pods by status, as the last sweeps found them, and those left unprotected. */
+  statuses(counts: Record<PodStatus, number>, unprotected: UnprotectedPod[]): void;
   repaired(action: string, result: string): void;
   recordsRemoved(reason: string, count: number): void;
   audited(seconds: number): void;
@@ -184,7 +184,7 @@ export class AuditMonitor {
 
   /** Takes in a sweep's report: the memory and metrics, and a line for what was found or done. */
   private take(report: SweepReport, batch: Map<string, number> | undefined): void {
-    this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()));
+    this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()), this.memory.unprotected());
     for (const [reason, count] of Object.entries(report.recordsRemoved)) if (count > 0) this.metrics.recordsRemoved(reason, count);
     for (const pod of report.pods) {
       const changedAt = batch?.get(formatPodKey(pod));

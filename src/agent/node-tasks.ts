@@ -1,31 +1,51 @@
 import type { Server } from "node:net";
+import type { V1Node } from "@kubernetes/client-node";
+import type { PodStatus } from "../audit/classify.js";
 import type { SweepRequest } from "../audit/contract.js";
+import { buildInfo } from "../build-info.js";
+import type { Readiness } from "../installer/readiness.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { Reflector, type ReflectorSource, type ReflectorTiming } from "../kube/reflector.js";
 import { apiSource } from "../kube/sources.js";
 import type { Logger } from "../log.js";
 import { apiServerService, namespaceFields, podFields, serviceDecisionFields } from "../mesh/pod.js";
 import { podName } from "../pod-key.js";
+import { ConditionKeeper, conditionType, nodeCondition } from "./condition.js";
 import type { AgentClient } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
 import { AuditMonitor } from "./monitor.js";
 import { NodeCache } from "./node-cache.js";
 import type { AgentOptions } from "./options.js";
 import { answerAsk, servePlugin } from "./plugin-server.js";
-import { nodeTaintFields, TaintKeeper } from "./taint.js";
+import { TaintKeeper } from "./taint.js";
+
+/** What the agent reads of its node: the taints and its own condition (and the uid and version, for its cache). */
+function nodeFields(node: V1Node): V1Node {
+  const { name, uid, resourceVersion } = node.metadata ?? {};
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name, uid, resourceVersion },
+    spec: { taints: node.spec?.taints ?? [] },
+    status: { conditions: (node.status?.conditions ?? []).filter((condition) => condition.type === conditionType) },
+  } as V1Node;
+}
 
 /**
  * What the agent does through the API for its node: keep the node's pods, every namespace
- * and (with a startup taint) the node itself in reflectors, answer the plugin from them on
- * a unix socket, audit and repair the node's meshed pods once ready, and lift or restore
- * the startup taint. The reflectors read with the current client at each request: a
+ * and the node itself in reflectors, answer the plugin from them on a unix socket, audit
+ * and repair the node's meshed pods once ready, keep its Node's MeshcniReady condition,
+ * and lift or restore the startup taint. The reflectors read with the current client at each request: a
  * rotated token is used from the next request on, and no cache is listed again for it.
  */
 export class NodeTasks {
   private readonly taint: TaintKeeper | undefined;
+  private readonly condition: ConditionKeeper;
   private monitor: AuditMonitor | undefined;
   private client: AgentClient | undefined;
-  private ready = false;
+  private readiness: Readiness | undefined;
+  /** The node's meshed pods by status, as the last sweeps found them (undefined: none yet). */
+  private counts: Record<PodStatus, number> | undefined;
   private reflectors: ReturnType<NodeTasks["startReflectors"]> | undefined;
   private server: Promise<Server | undefined> | undefined;
 
@@ -39,32 +59,38 @@ export class NodeTasks {
     retry: () => void,
   ) {
     this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, retry);
+    this.condition = new ConditionKeeper(log);
   }
 
-  follow(client: AgentClient | undefined, ready: boolean): void {
+  follow(client: AgentClient | undefined, readiness: Readiness): void {
     this.client = client;
-    this.ready = ready;
+    this.readiness = readiness;
     if (!client) return;
     this.reflectors ??= this.startReflectors();
     this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces, this.reflectors.service));
-    if (ready && !this.monitor) {
+    if (readiness.ready && !this.monitor) {
       this.monitor = this.createMonitor();
       this.monitor.start();
     }
-    this.followTaint();
+    this.followNode();
   }
 
   /** Aborts every request in flight (the watches' included) and closes the plugin's socket. */
   async stop(): Promise<void> {
     this.monitor?.stop();
+    this.condition.stop();
     const { pods, namespaces, service, node } = this.reflectors ?? {};
     await Promise.all([pods?.stop(), namespaces?.stop(), service?.stop(), node?.stop()]);
     const server = await this.server;
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   }
 
-  private followTaint(): void {
-    if (this.client) this.taint?.follow(this.client.api, this.ready, this.reflectors?.node?.get(this.node));
+  /** The startup taint and the condition, from readiness, the last sweeps and the Node as its watch shows it. */
+  private followNode(): void {
+    if (!this.client || !this.readiness) return;
+    const node = this.reflectors?.node.get(this.node);
+    this.taint?.follow(this.client.api, this.readiness.ready, node);
+    this.condition.follow(this.client.api, nodeCondition(this.readiness, this.counts, buildInfo.version), node);
   }
 
   private startReflectors() {
@@ -115,18 +141,10 @@ export class NodeTasks {
         (found) => `${found.metadata?.namespace}/${found.metadata?.name}`,
       ),
     );
-    const node = this.taint
-      ? reflector(
-          source(
-            "node",
-            "/api/v1/nodes",
-            { fieldSelector: `metadata.name=${this.node}` },
-            nodeTaintFields,
-            (node) => node.metadata?.name ?? "",
-          ),
-          { change: () => this.followTaint() },
-        )
-      : undefined;
+    const node = reflector(
+      source("node", "/api/v1/nodes", { fieldSelector: `metadata.name=${this.node}` }, nodeFields, (node) => node.metadata?.name ?? ""),
+      { change: () => this.followNode() },
+    );
     return { pods, namespaces, service, node };
   }
 
@@ -189,8 +207,13 @@ export class NodeTasks {
       },
       this.log,
       {
-        statuses: (counts) => {
+        statuses: (counts, unprotected) => {
+          this.counts = counts;
+          this.followNode();
           for (const [status, count] of Object.entries(counts)) this.metrics.meshedPods.set({ status }, count);
+          this.metrics.unprotectedPods.reset();
+          for (const pod of unprotected)
+            this.metrics.unprotectedPods.set({ pod_namespace: pod.namespace, pod_name: pod.name, status: pod.status }, 1);
         },
         repaired: (action, result) => this.metrics.repairs.inc({ action, result }),
         recordsRemoved: (reason, count) => this.metrics.recordsRemoved.inc({ reason }, count),

@@ -87,7 +87,7 @@ Options (environment variable in brackets):
   --netns-dir DIR            where the runtime keeps pod netns on the host (repeatable; /var/run/netns)
   --cri-socket PATH          the container runtime's CRI socket on the host, asked for each pod's netns
                              (auto: containerd's or CRI-O's default, the first there; "": none)
-  --startup-taint TAINT      remove key[=value][:Effect] from this node once ready
+  --startup-taint TAINT      remove key[=value][:Effect] from this node once ready ("": none)
   --restore-taint            put the startup taint back while not ready
   --log-level LEVEL          ${agentLogLevels.join(", ")} [LOG_LEVEL] (info)
   --plugin-service-account NS/NAME   whose token (minted, TokenRequest) the plugin's kubeconfig holds
@@ -203,8 +203,8 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
       netnsDirs: values["netns-dir"],
       criSocket: values["cri-socket"],
     },
-    startupTaint:
-      values["startup-taint"] === undefined ? undefined : { spec: parseTaint(values["startup-taint"]), restore: values["restore-taint"] },
+    // "" is none, as for `meshcni manifests`.
+    startupTaint: values["startup-taint"] ? { spec: parseTaint(values["startup-taint"]), restore: values["restore-taint"] } : undefined,
     pluginToken: {
       serviceAccount: serviceAccountOf(values["plugin-service-account"] ?? `${env.POD_NAMESPACE || "meshcni"}/meshcni-plugin`),
       seconds: numberFlag(

@@ -55,6 +55,11 @@ export class PluginTokens {
     return Math.max(0, this.retryAt - now, this.lastAttemptAt + minIntervalMs - now, renewal - now);
   }
 
+  /** Milliseconds the current token has left (undefined: none minted yet). */
+  leftMs(): number | undefined {
+    return this.current && this.current.expiresAt - this.now();
+  }
+
   /** The token to write, unless it has expired (then there is none). */
   token(): string | undefined {
     return this.current && this.current.expiresAt > this.now() ? this.current.token : undefined;

@@ -13,7 +13,7 @@ export function checkReadiness(installation: Installation, serviceAccountDir: st
   const installed = installation.readiness();
   const token = serviceAccountToken(serviceAccountDir);
   if (token.ok || !installation.template.ok) return installed;
-  return { ...installed, ready: false, reasons: [...installed.reasons, token.problem] };
+  return { ...installed, ready: false, reasons: [...installed.reasons, token.problem], cause: installed.cause ?? "NoServiceAccountToken" };
 }
 
 /**

@@ -1,6 +1,12 @@
 import { type PodStatus, podStatuses } from "../audit/classify.js";
 import type { SweepReport } from "../audit/contract.js";
 import type { RepairResult } from "../audit/repair.js";
+import type { PodKey } from "../pod-key.js";
+
+/** A meshed pod the last sweep of it left without its redirect (missing or drifted, not redirected in place). */
+export interface UnprotectedPod extends PodKey {
+  status: "missing" | "drifted";
+}
 
 /** A pod acted on is left alone this long, so a repair that does not hold is not repeated at every sweep. */
 export const actedMemoryMs = 10 * 60_000;
@@ -22,7 +28,7 @@ export class SweepMemory {
   /** Pods a sweep leaves alone, until when. */
   private readonly leftAlone = new Map<string, number>();
   private evictions: number[] = [];
-  private readonly statuses = new Map<string, PodStatus>();
+  private readonly statuses = new Map<string, { status: PodStatus; unprotected: UnprotectedPod | undefined }>();
   /** Pods whose eviction a PodDisruptionBudget blocked at the last sweep. */
   private readonly blocked = new Set<string>();
 
@@ -39,14 +45,24 @@ export class SweepMemory {
   learn(report: SweepReport, full: boolean, now: number): Record<PodStatus, number> {
     if (full) this.statuses.clear();
     for (const pod of report.pods) {
-      this.statuses.set(pod.uid, pod.status);
+      const repairedInPlace = pod.action === "redirect" && pod.result === "done";
+      const unprotected =
+        (pod.status === "missing" || pod.status === "drifted") && !repairedInPlace
+          ? { namespace: pod.namespace, name: pod.name, status: pod.status }
+          : undefined;
+      this.statuses.set(pod.uid, { status: pod.status, unprotected });
       const until = pod.action && leaveAloneUntil(pod.result, now);
       if (until) this.leftAlone.set(pod.uid, until);
       if (pod.action === "evict" && pod.result === "done") this.evictions.push(now);
     }
     const counts = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
-    for (const status of this.statuses.values()) counts[status]++;
+    for (const { status } of this.statuses.values()) counts[status]++;
     return counts;
+  }
+
+  /** The node's meshed pods left unprotected, as their last sweeps found and left them. */
+  unprotected(): UnprotectedPod[] {
+    return [...this.statuses.values()].flatMap(({ unprotected }) => unprotected ?? []);
   }
 
   /** Notes a pod's eviction blocked or not; true when it was blocked already (warned of once, until it is not). */

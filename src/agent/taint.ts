@@ -1,5 +1,6 @@
 import type { V1Node, V1Taint } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
+import { ApiStatusError } from "../kube/errors.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
 
@@ -23,20 +24,32 @@ export function parseTaint(text: string): TaintSpec {
 
 const same = (taint: V1Taint, spec: TaintSpec) => taint.key === spec.key && taint.effect === spec.effect;
 
+/** Tries of a read and a conditional update when the node changed in between (kubelet, the agent's own condition). */
+const conflictTries = 3;
+
 /**
  * Makes the node carry the taint or not; returns whether it changed anything. The
  * update is conditional on the node's resourceVersion, so a concurrent change to the
- * node's taints by someone else is never overwritten.
+ * node's taints by someone else is never overwritten: the node is read again and the
+ * update made anew.
  */
 async function syncTaint(api: NodeApi, spec: TaintSpec, present: boolean): Promise<boolean> {
-  const { taints, resourceVersion } = await api.nodeTaints();
-  const has = taints.some((taint) => same(taint, spec));
-  if (has === present) return false;
-  const next = present
-    ? [...taints, { key: spec.key, effect: spec.effect, ...(spec.value ? { value: spec.value } : {}) }]
-    : taints.filter((taint) => !same(taint, spec));
-  await api.setNodeTaints(next, resourceVersion);
-  return true;
+  for (let attempt = 1; ; attempt++) {
+    const { taints, resourceVersion } = await api.nodeTaints();
+    const has = taints.some((taint) => same(taint, spec));
+    if (has === present) return false;
+    const next = present
+      ? [...taints, { key: spec.key, effect: spec.effect, ...(spec.value ? { value: spec.value } : {}) }]
+      : taints.filter((taint) => !same(taint, spec));
+    try {
+      await api.setNodeTaints(next, resourceVersion);
+      return true;
+    } catch (error) {
+      // A failed resourceVersion test: 409 Conflict, or 422 naming the JSON patch's failed test (not an admission's denial).
+      const conflict = error instanceof ApiStatusError && (error.code === 409 || (error.code === 422 && /\btest/i.test(error.message)));
+      if (!conflict || attempt === conflictTries) throw error;
+    }
+  }
 }
 
 /**
@@ -77,10 +90,4 @@ export class TaintKeeper {
         this.busy = false;
       });
   }
-}
-
-/** What the keeper reads of its node: the taints (and the version, for its cache). */
-export function nodeTaintFields(node: V1Node): V1Node {
-  const { name, resourceVersion } = node.metadata ?? {};
-  return { apiVersion: "v1", kind: "Node", metadata: { name, resourceVersion }, spec: { taints: node.spec?.taints ?? [] } } as V1Node;
 }

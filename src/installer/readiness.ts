@@ -9,6 +9,8 @@ import type { Template } from "./template.js";
 export interface Readiness {
   ready: boolean;
   reasons: string[];
+  /** The first reason as a word for machines (a Node condition's reason), e.g. NotChained; undefined when ready. */
+  cause: string | undefined;
   /** The active config file's name, when there is one. */
   active: string | undefined;
 }
@@ -19,21 +21,22 @@ export interface Readiness {
  */
 export function checkInstalled(options: InstallOptions, template: Template): Readiness {
   const paths = installPaths(options);
-  const reasons: string[] = [];
-  if (!template.ok) return { ready: false, reasons: [template.reason], active: undefined };
+  if (!template.ok) return { ready: false, reasons: [template.reason], cause: "InvalidTemplate", active: undefined };
+  const problems: Array<[cause: string, reason: string]> = [];
   const binary = join(paths.binDir, template.binaryName);
-  if (!existsSync(binary) || (statSync(binary).mode & 0o111) === 0) reasons.push(`no executable ${binary}`);
-  if (!existsSync(paths.kubeconfig)) reasons.push(`no kubeconfig ${paths.kubeconfig}`);
+  if (!existsSync(binary) || (statSync(binary).mode & 0o111) === 0) problems.push(["BinaryMissing", `no executable ${binary}`]);
+  if (!existsSync(paths.kubeconfig)) problems.push(["NoKubeconfig", `no kubeconfig ${paths.kubeconfig}`]);
   let active: string | undefined;
   try {
     const found = activeConfig(readConfigFiles(paths.netDir));
     active = found?.file.name;
-    if (!found) reasons.push(`no CNI config in ${paths.netDir} (waiting for the primary CNI)`);
-    else if (!found.config.valid) reasons.push(brokenConfigReason(join(paths.netDir, found.file.name), found.config.reason));
+    if (!found) problems.push(["NoPrimaryConfig", `no CNI config in ${paths.netDir} (waiting for the primary CNI)`]);
+    else if (!found.config.valid)
+      problems.push(["ActiveConfigInvalid", brokenConfigReason(join(paths.netDir, found.file.name), found.config.reason)]);
     else if (!hasEntry(found.config, template.entry))
-      reasons.push(`${join(paths.netDir, found.file.name)} does not end with meshcni's entry`);
+      problems.push(["NotChained", `${join(paths.netDir, found.file.name)} does not end with meshcni's entry`]);
   } catch (error) {
-    reasons.push(`cannot read ${paths.netDir}: ${errorMessage(error)}`);
+    problems.push(["ConfigDirUnreadable", `cannot read ${paths.netDir}: ${errorMessage(error)}`]);
   }
-  return { ready: reasons.length === 0, reasons, active };
+  return { ready: problems.length === 0, reasons: problems.map(([, reason]) => reason), cause: problems[0]?.[0], active };
 }

@@ -7,6 +7,7 @@ import {
   PatchStrategy,
   setHeaderOptions,
   type V1Namespace,
+  type V1NodeCondition,
   type V1Pod,
   type V1Service,
   type V1Taint,
@@ -56,6 +57,8 @@ export interface NodeApi {
   nodeTaints(): Promise<{ taints: V1Taint[]; resourceVersion: string }>;
   /** Replaces the node's taints if the node has not changed since resourceVersion. */
   setNodeTaints(taints: V1Taint[], resourceVersion: string): Promise<void>;
+  /** Sets one condition on the node's status (a strategic merge by type: the others are left as they are). */
+  setNodeCondition(condition: V1NodeCondition): Promise<void>;
 }
 
 export type DaemonSetState = "present" | "deleted" | "denied";
@@ -219,6 +222,12 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
           ],
         },
         setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+      );
+    },
+    async setNodeCondition(condition) {
+      await api.patchNodeStatus(
+        { name: nodeName, body: { status: { conditions: [condition] } } },
+        setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
       );
     },
   };

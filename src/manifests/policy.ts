@@ -1,3 +1,4 @@
+import { conditionType } from "../agent/condition.js";
 import { unprotectedLabel } from "../audit/repair.js";
 import type { ManifestOptions } from "./options.js";
 
@@ -11,7 +12,7 @@ const taintKey = (taint: string | undefined) => (taint ? taint.split(/[=:]/)[0]!
  * A ValidatingAdmissionPolicy and its binding that hold the agent's ServiceAccount to its
  * own node, keyed on the node-name claim of its projected token (the pattern of upstream's
  * per-node-update e2e test): a Node patch only on its own Node and only of the startup
- * taint; a pod patch only for a pod on its node, and only of meshcni's label. RBAC grants
+ * taint, of its status only the MeshcniReady condition; a pod patch only for a pod on its node, and only of meshcni's label. RBAC grants
  * the verbs cluster-wide (it cannot name "the caller's node"); this policy narrows them.
  * An Eviction does not name its pod's node, so no policy can scope it: it needs the token
  * to be a node's, and stays subject to the pods' PodDisruptionBudgets.
@@ -26,6 +27,8 @@ export function nodeScopePolicy(
   const unchangedBut = (field: string, except: string) =>
     `(has(object.${field}) ? object.${field} : {}).filter(k, k != '${except}').all(k, k in (has(oldObject.${field}) ? oldObject.${field} : {}) && oldObject.${field}[k] == object.${field}[k]) && ` +
     `(has(oldObject.${field}) ? oldObject.${field} : {}).filter(k, k != '${except}').all(k, k in (has(object.${field}) ? object.${field} : {}))`;
+  const otherConditions = (which: string) =>
+    `(has(${which}.status.conditions) ? ${which}.status.conditions : []).filter(c, c.type != '${conditionType}')`;
   const otherTaints = (which: string) => `(has(${which}.spec.taints) ? ${which}.spec.taints : []).filter(t, t.key != '${key}')`;
   const validations = [
     {
@@ -42,6 +45,12 @@ export function nodeScopePolicy(
         `${unchangedBut("metadata.labels", "")} && ${unchangedBut("metadata.annotations", "")} && ` +
         "(has(object.spec.unschedulable) ? object.spec.unschedulable : false) == (has(oldObject.spec.unschedulable) ? oldObject.spec.unschedulable : false))",
       message: `meshcni's agent may change only the startup taint${key ? ` ${key}` : ""} on its Node`,
+    },
+    {
+      expression:
+        "request.resource.resource != 'nodes' || request.subResource != 'status' || " +
+        `${otherConditions("object")} == ${otherConditions("oldObject")}`,
+      message: `meshcni's agent may change only the ${conditionType} condition of its Node's status`,
     },
     {
       expression:
@@ -64,7 +73,7 @@ export function nodeScopePolicy(
         failurePolicy: "Fail",
         matchConstraints: {
           resourceRules: [
-            { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["nodes", "pods"] },
+            { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["nodes", "nodes/status", "pods"] },
             { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/eviction"] },
           ],
         },

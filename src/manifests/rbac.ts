@@ -10,7 +10,8 @@ const kubernetesService = (verbs: string[]): Rule => ({ apiGroups: [""], resourc
  * The RBAC rules, sized by what is turned on: the plugin reads pods and namespaces; the
  * agent lists and watches its node's pods and reports on them with Events; it patches
  * pods only to label them (label, or evict's fallback), creates evictions only for evict,
- * reads and patches its node only to lift a startup taint.
+ * watches its node and patches its status for the MeshcniReady condition, and patches the
+ * node itself only to lift a startup taint.
  */
 export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupTaint">): Rule[] {
   const patch = options.repair === "label" || options.repair === "evict";
@@ -20,7 +21,8 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
     kubernetesService(["get", "list", "watch"]),
     { apiGroups: [""], resources: ["events"], verbs: ["create"] },
-    ...(options.startupTaint ? [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", "patch"] }] : []),
+    { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", ...(options.startupTaint ? ["patch"] : [])] },
+    { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch"] },
   ];
 }
 

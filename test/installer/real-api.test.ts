@@ -159,6 +159,30 @@ describe("the agent against an API server that behaves like a real one", () => {
     await host.waitFor(() => host.logs.filter((line) => line.msg === "startup taint removed").length === 2, 2000);
   });
 
+  it("keeps its Node's MeshcniReady condition: True with the node's meshed pods summed up, one patch per change, False with the cause", async () => {
+    const kubeletReady = { type: "Ready", status: "True", reason: "KubeletReady" };
+    api.addNode({ metadata: { name: "n1" }, spec: {}, status: { conditions: [kubeletReady] } });
+    api.admissionPolicies = renderManifests(defaultManifestOptions).filter((object) => object.kind.startsWith("ValidatingAdmissionPolicy"));
+    api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n1" };
+    const condition = () => api.nodeConditions("n1").find((held) => held.type === "MeshcniReady");
+    const patches = () => api.requestsTo("PATCH", /^\/api\/v1\/nodes\/n1\/status$/).length;
+    api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1", podIP: "10.9.9.9" }));
+    await start();
+    await host.waitFor(() => /1 meshed pod: 0 protected, 1 unknown$/.test(condition()?.message ?? ""), 10_000);
+    expect(condition()).toMatchObject({
+      status: "True",
+      reason: "Ready",
+      message: expect.stringMatching(/^meshcni \S+ chained in 10-calico.conflist; /),
+    });
+    const settled = patches();
+    await sleep(3000);
+    expect(patches()).toBe(settled);
+    writeFileSync(host.path("10-calico.conflist"), "{ broken");
+    await host.waitFor(() => condition()?.status === "False", 10_000);
+    expect(condition()).toMatchObject({ reason: "ActiveConfigInvalid", message: expect.stringContaining("10-calico.conflist") });
+    expect(api.nodeConditions("n1")[0]).toEqual(kubeletReady);
+  });
+
   it("under meshcni's node-scope admission policy: lifts its own Node's taint, and a token of another node lifts none", async () => {
     api.admissionPolicies = renderManifests(defaultManifestOptions).filter((object) => object.kind.startsWith("ValidatingAdmissionPolicy"));
     const taints = () => ((api.nodes.get("n1")?.spec ?? {}) as { taints?: unknown[] }).taints ?? [];

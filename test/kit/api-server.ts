@@ -107,6 +107,20 @@ function mergePatch(target: unknown, patch: unknown): unknown {
   return result;
 }
 
+/** A strategic merge patch of a Node's status, as the server applies it: conditions merged by type, the rest merged. */
+function nodeStatusPatch(node: KubeObject, patch: { status?: { conditions?: Array<{ type: string }> } }): KubeObject {
+  const conditions = [
+    ...(((node.status as { conditions?: Array<{ type: string }> } | undefined)?.conditions ?? []) as Array<{ type: string }>),
+  ];
+  for (const condition of patch.status?.conditions ?? []) {
+    const at = conditions.findIndex((held) => held.type === condition.type);
+    if (at >= 0) conditions[at] = mergePatch(conditions[at], condition) as { type: string };
+    else conditions.push(condition);
+  }
+  const { conditions: _, ...rest } = patch.status ?? {};
+  return mergePatch(node, { status: { ...rest, conditions } }) as KubeObject;
+}
+
 /** RFC 6902 JSON patch, for the ops the agent sends (test, add, replace, remove on object paths). */
 function jsonPatch(target: KubeObject, ops: Array<{ op: string; path: string; value?: unknown }>): KubeObject | string {
   const result = structuredClone(target) as Record<string, unknown>;
@@ -335,6 +349,11 @@ export class FakeApiServer {
   }
 
   /** The requests of one method whose path matches. */
+  /** The conditions a Node's status holds (none when the Node is not there). */
+  nodeConditions(name: string): Array<Record<string, string>> {
+    return ((this.nodes.get(name)?.status ?? {}) as { conditions?: Array<Record<string, string>> }).conditions ?? [];
+  }
+
   requestsTo(method: string, path: RegExp): RecordedRequest[] {
     return this.requests.filter((request) => request.method === method && path.test(request.path));
   }
@@ -429,7 +448,7 @@ export class FakeApiServer {
       ? failure(401, "Unauthorized", "Unauthorized")
       : fault && "status" in fault
         ? failure(fault.status, "InternalError", `injected fault ${fault.status}`)
-        : this.route(method, path, query, body, res, who);
+        : this.route(method, path, query, body, res, who, req.headers["content-type"] ?? "");
     if (reply) res.writeHead(reply.code, { "content-type": "application/json" }).end(JSON.stringify(reply.body));
   }
 
@@ -446,7 +465,6 @@ export class FakeApiServer {
     more();
   }
 
-  /** Answers one request from the store; undefined when it took the response over (a watch). */
   /** What the API server's admission says of a write by `who` (the policies run for the agent's requests). */
   private admission(
     who: string,
@@ -475,6 +493,7 @@ export class FakeApiServer {
     return denied ? failure(denied.code, "Invalid", denied.message) : undefined;
   }
 
+  /** Answers one request from the store; undefined when it took the response over (a watch). */
   private route(
     method: string,
     path: string,
@@ -482,6 +501,7 @@ export class FakeApiServer {
     body: unknown,
     res: ServerResponse,
     who: string,
+    contentType: string,
   ): Reply | undefined {
     const ok = (object: unknown, code = 200): Reply => ({ code, body: object });
     if (path === "/api/v1/pods" && method === "GET") {
@@ -565,6 +585,20 @@ export class FakeApiServer {
       const event = this.stamp(mergePatch(body, { metadata: { name: `event-${this.events.length}`, namespace: events[1] } }) as KubeObject);
       this.events.push(event);
       return ok(event, 201);
+    }
+    const nodeStatus = /^\/api\/v1\/nodes\/([^/]+)\/status$/.exec(path);
+    if (nodeStatus && method === "PATCH") {
+      const found = this.nodes.get(nodeStatus[1]!);
+      if (!found) return failure(404, "NotFound", `nodes "${nodeStatus[1]}" not found`);
+      if (!contentType.startsWith("application/strategic-merge-patch+json"))
+        return failure(415, "UnsupportedMediaType", `the body of the request was in an unknown format`);
+      const patched = nodeStatusPatch(found, body as never);
+      const denied = this.admission(who, "UPDATE", "nodes", "status", patched, found);
+      if (denied) return denied;
+      const stored = this.stamp(patched);
+      this.nodes.set(nodeStatus[1]!, stored);
+      this.watches.record({ version: this.version, kind: "Node", type: "MODIFIED", object: stored });
+      return ok(stored);
     }
     const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(path);
     if (node) {

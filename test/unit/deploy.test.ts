@@ -199,7 +199,14 @@ describe("deploy/ and meshcni manifests", () => {
 describe("RBAC sized by what is turned on", () => {
   const verbsOf = (options: Pick<ManifestOptions, "repair" | "startupTaint">) =>
     Object.fromEntries(clusterRules(options).map((rule) => [rule.resources.join(","), rule.verbs.join(",")]));
-  const base = { pods: "get,list,watch", namespaces: "get,list,watch", services: "get,list,watch", events: "create" };
+  const base = {
+    pods: "get,list,watch",
+    namespaces: "get,list,watch",
+    services: "get,list,watch",
+    events: "create",
+    nodes: "get,list,watch",
+    "nodes/status": "patch",
+  };
 
   it.each([
     ["redirect", undefined, base],

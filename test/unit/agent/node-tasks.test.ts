@@ -7,6 +7,7 @@ import { type AgentMetrics, createAgentMetrics } from "../../../src/agent/metric
 import { NodeTasks } from "../../../src/agent/node-tasks.js";
 import { parseAgentOptions } from "../../../src/agent/options.js";
 import type { SweepInput, SweepReport } from "../../../src/audit/contract.js";
+import type { Readiness } from "../../../src/installer/readiness.js";
 import { createNodeApi, kubeConfigFrom } from "../../../src/kube/node-api.js";
 import { askAgent } from "../../kit/agent.js";
 import { FakeApiServer, podObject } from "../../kit/api-server.js";
@@ -14,6 +15,8 @@ import { until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
+const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist" };
+const notReady: Readiness = { ready: false, reasons: ["no kubeconfig /k"], cause: "NoKubeconfig", active: "10-calico.conflist" };
 
 /** The node tasks in this process against the in-test API server, as a real one behaves (watches of 1-2 s here). */
 describe("the agent's node tasks", () => {
@@ -67,7 +70,7 @@ describe("the agent's node tasks", () => {
 
   it("answers the plugin from its caches while they are fresh, through the API otherwise or for a pod they do not hold", async () => {
     api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1" }));
-    nodeTasks().follow(client(), false);
+    nodeTasks().follow(client(), notReady);
     await until(() => existsSync(socket()), 2000);
     const web = { get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" } as const;
     await until(() => cached(web), 3000);
@@ -92,10 +95,10 @@ describe("the agent's node tasks", () => {
 
   it("keeps its caches across a new client (a rotated token): no list again; its stop ends every watch and the socket", async () => {
     const running = nodeTasks();
-    running.follow(client(), false);
+    running.follow(client(), notReady);
     await until(() => requests(/^\/api\/v1\/(pods|namespaces|nodes)$/, true).length === 3, 3000);
     const lists = requests(/^\/api\/v1\/(pods|namespaces|nodes)$/, false).length;
-    running.follow(client(), false);
+    running.follow(client(), notReady);
     await until(() => requests(/^\/api\/v1\/(pods|namespaces|nodes)$/, true).length >= 6, 5000);
     expect(requests(/^\/api\/v1\/(pods|namespaces|nodes)$/, false)).toHaveLength(lists);
     api.watchFaults.set("/api/v1/namespaces", "hang");
@@ -120,9 +123,9 @@ describe("the agent's node tasks", () => {
     api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1", annotations: { big: "x".repeat(1000) } }));
     const agentClient = client();
     const running = nodeTasks(JSON.stringify(report));
-    running.follow(agentClient, false);
+    running.follow(agentClient, notReady);
     await until(() => requests(/^\/api\/v1\/(pods|namespaces)$/, true).length >= 2, 3000);
-    running.follow(agentClient, true);
+    running.follow(agentClient, ready);
     await until(async () => (await metrics.registry.getSingleMetric("meshcni_repairs_total")!.get()).values.length > 0, 5000);
     const input = JSON.parse(readFileSync(join(dir, "input.json"), "utf8")) as SweepInput;
     expect(input).toEqual({
@@ -153,7 +156,7 @@ describe("the agent's node tasks", () => {
   });
 
   it("takes a report that breaks the contract as a standing problem, named once", async () => {
-    nodeTasks(JSON.stringify({ node: "n1", pods: [{ name: "web" }] })).follow(client(), true);
+    nodeTasks(JSON.stringify({ node: "n1", pods: [{ name: "web" }] })).follow(client(), ready);
     await until(() => logs.some((entry) => entry.level === "error"), 5000);
     expect(logs.filter((entry) => entry.level === "error").map((entry) => entry.message)).toEqual([
       expect.stringMatching(/^the sweep's report is malformed: pods\[0\]\.namespace: /),
@@ -170,10 +173,10 @@ describe("the agent's node tasks", () => {
       }),
     );
     const agentClient = client();
-    running.follow(agentClient, false);
+    running.follow(agentClient, notReady);
     await until(() => requests(/^\/api\/v1\/nodes$/, true).length > 0, 3000);
     expect(api.nodes.get("n1")?.spec).toEqual({ taints: [taint] });
-    running.follow(agentClient, true);
+    running.follow(agentClient, ready);
     /** The keys of the node's taints, as the API server holds them. */
     const keys = () =>
       ((api.nodes.get("n1")?.spec ?? {}) as { taints?: Array<{ key: string }> }).taints?.map((kept) => kept.key).join() ?? "";

@@ -31,6 +31,14 @@ describe("the agent's flags", () => {
     expect(() => parse(argv)).toThrow(message);
   });
 
+  it('reads --startup-taint "" as none, as `meshcni manifests` does', () => {
+    expect(parse(["--startup-taint", ""]).startupTaint).toBeUndefined();
+    expect(parse(["--startup-taint", "meshcni.io/not-ready"]).startupTaint).toEqual({
+      spec: { key: "meshcni.io/not-ready", effect: "NoSchedule" },
+      restore: false,
+    });
+  });
+
   it("takes the log level from --log-level, else LOG_LEVEL, else info", () => {
     expect(parse([]).logLevel).toBe("info");
     expect(parse([], { LOG_LEVEL: "warn" }).logLevel).toBe("warn");

@@ -79,4 +79,25 @@ describe("what the agent remembers across sweeps", () => {
     memory.forget("a");
     expect(memory.learn(report([{ uid: "c", status: "drifted" }]), true, 0)).toMatchObject({ protected: 0, drifted: 1 });
   });
+
+  it("lists the pods left unprotected: not those redirected in place, nor those gone or found protected since", () => {
+    const memory = new SweepMemory(2);
+    memory.learn(
+      report([
+        { uid: "a", name: "a", status: "missing", action: "label", result: "done" },
+        { uid: "b", name: "b", status: "drifted" },
+        { uid: "c", name: "c", status: "missing", action: "redirect", result: "done" },
+        { uid: "d", name: "d", status: "unknown" },
+      ]),
+      true,
+      0,
+    );
+    expect(memory.unprotected()).toEqual([
+      { namespace: "shop", name: "a", status: "missing" },
+      { namespace: "shop", name: "b", status: "drifted" },
+    ]);
+    memory.learn(report([{ uid: "b", name: "b", status: "protected" }]), false, 0);
+    memory.forget("a");
+    expect(memory.unprotected()).toEqual([]);
+  });
 });

@@ -9,6 +9,8 @@ import { FakeApiServer, podObject } from "../../kit/api-server.js";
 
 const startupTaint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
 const otherTaint = { key: "dedicated", value: "mesh", effect: "NoExecute" };
+const kubeletReady = { type: "Ready", status: "True", reason: "KubeletReady", message: "kubelet is posting ready status" };
+const meshcniReady = { type: "MeshcniReady", status: "True", reason: "Ready", message: "meshcni 1 chained in 10-calico.conflist" };
 
 /**
  * The agent's authority, no wider than its node: the ValidatingAdmissionPolicy that
@@ -32,7 +34,11 @@ describe("the agent's ServiceAccount held to its own node", () => {
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n1" };
     api.nodeBoundTokens = true;
     for (const name of ["n1", "n2"])
-      api.addNode({ metadata: { name, labels: { zone: "a" } }, spec: { taints: [otherTaint, startupTaint] } });
+      api.addNode({
+        metadata: { name, labels: { zone: "a" } },
+        spec: { taints: [otherTaint, startupTaint] },
+        status: { conditions: [kubeletReady] },
+      });
     api.addPod(podObject("shop", "web", { nodeName: "n1" }));
     api.addPod(podObject("shop", "elsewhere", { nodeName: "n2" }));
   });
@@ -56,6 +62,16 @@ describe("the agent's ServiceAccount held to its own node", () => {
   it("cannot taint or untaint another Node", async () => {
     await expect(lift("n2")).rejects.toThrow("meshcni's agent may change only its own Node");
     expect(api.nodes.get("n2")?.spec).toEqual({ taints: [otherTaint, startupTaint] });
+  });
+
+  it("sets its own Node's MeshcniReady condition, and no other condition, nor another Node's", async () => {
+    await onNode("n1").setNodeCondition(meshcniReady);
+    expect(api.nodeConditions("n1")).toEqual([kubeletReady, meshcniReady]);
+    await expect(onNode("n1").setNodeCondition({ ...kubeletReady, status: "False" })).rejects.toThrow(
+      "meshcni's agent may change only the MeshcniReady condition of its Node's status",
+    );
+    await expect(onNode("n2").setNodeCondition(meshcniReady)).rejects.toThrow("meshcni's agent may change only its own Node");
+    expect(api.nodeConditions("n2")).toEqual([kubeletReady]);
   });
 
   it("labels its own node's pods with meshcni's label only; never another node's pod, never another label", async () => {
