@@ -15,23 +15,28 @@ export type ConditionState = Pick<V1NodeCondition, "status" | "reason" | "messag
  * The condition for the agent's readiness and its last sweeps: True ("Ready", or
  * "PodsUnprotected" while a meshed pod is left without its redirect: the node still
  * starts pods meshed) or False with the readiness problem's word. The message leads with
- * the version and sums up the node's meshed pods. Pure.
+ * the version and sums up the node's meshed pods as the sweeps found them (a pod
+ * redirected in place counts as found, missing, but not as unprotected). Pure.
  */
-export function nodeCondition(readiness: Readiness, counts: Record<PodStatus, number> | undefined, version: string): ConditionState {
+export function nodeCondition(
+  readiness: Readiness,
+  sweeps: { counts: Record<PodStatus, number>; unprotected: number } | undefined,
+  version: string,
+): ConditionState {
   if (!readiness.ready) {
     return { status: "False", reason: readiness.cause ?? "NotReady", message: `meshcni ${version}: ${readiness.reasons.join("; ")}` };
   }
   const chained = `meshcni ${version} chained in ${readiness.active}`;
-  if (!counts) return { status: "True", reason: "Ready", message: `${chained}; meshed pods not audited yet` };
+  if (!sweeps) return { status: "True", reason: "Ready", message: `${chained}; meshed pods not audited yet` };
+  const { counts, unprotected } = sweeps;
   const meshed = Object.values(counts).reduce((sum, count) => sum + count, 0);
   const parts = Object.entries(counts)
     .filter(([status, count]) => count > 0 || status === "protected")
     .map(([status, count]) => `${count} ${status}`);
-  const unprotected = counts.missing + counts.drifted;
   return {
     status: "True",
     reason: unprotected > 0 ? "PodsUnprotected" : "Ready",
-    message: `${chained}; ${meshed} meshed pod${meshed === 1 ? "" : "s"}: ${parts.join(", ")}`,
+    message: `${chained}; ${meshed} meshed pod${meshed === 1 ? "" : "s"}: ${parts.join(", ")}${unprotected > 0 ? `; ${unprotected} unprotected` : ""}`,
   };
 }
 

@@ -44,8 +44,8 @@ export class NodeTasks {
   private monitor: AuditMonitor | undefined;
   private client: AgentClient | undefined;
   private readiness: Readiness | undefined;
-  /** The node's meshed pods by status, as the last sweeps found them (undefined: none yet). */
-  private counts: Record<PodStatus, number> | undefined;
+  /** The node's meshed pods by status as the last sweeps found them, and how many they left unprotected (undefined: no sweep yet). */
+  private sweeps: { counts: Record<PodStatus, number>; unprotected: number } | undefined;
   private reflectors: ReturnType<NodeTasks["startReflectors"]> | undefined;
   private server: Promise<Server | undefined> | undefined;
 
@@ -90,7 +90,7 @@ export class NodeTasks {
     if (!this.client || !this.readiness) return;
     const node = this.reflectors?.node.get(this.node);
     this.taint?.follow(this.client.api, this.readiness.ready, node);
-    this.condition.follow(this.client.api, nodeCondition(this.readiness, this.counts, buildInfo.version), node);
+    this.condition.follow(this.client.api, nodeCondition(this.readiness, this.sweeps, buildInfo.version), node);
   }
 
   private startReflectors() {
@@ -208,7 +208,7 @@ export class NodeTasks {
       this.log,
       {
         statuses: (counts, unprotected) => {
-          this.counts = counts;
+          this.sweeps = { counts, unprotected: unprotected.length };
           this.followNode();
           for (const [status, count] of Object.entries(counts)) this.metrics.meshedPods.set({ status }, count);
           this.metrics.unprotectedPods.reset();

@@ -1,3 +1,4 @@
+import { columns } from "../columns.js";
 import { podStatuses } from "./classify.js";
 import type { PodReport, SweepReport } from "./contract.js";
 import { resultKind } from "./repair.js";
@@ -36,17 +37,11 @@ export function renderTable(report: SweepReport): string {
     ...(withActions ? [actionText(pod)] : []),
     notes(pod)[0] ?? "",
   ]);
-  const padded = header.length - 1;
-  const widths = header.slice(0, padded).map((_, column) => Math.max(...[header, ...rows].map((row) => row[column]!.length)));
-  const line = (row: string[]) =>
-    row
-      .map((cell, column) => (column < padded ? cell.padEnd(widths[column]!) : cell))
-      .join("  ")
-      .trimEnd();
-  const indent = " ".repeat(widths.reduce((sum, width) => sum + width + 2, 0));
-  const lines = [line(header)];
+  const table = columns([header, ...rows]);
+  const indent = " ".repeat(table.lastColumnAt);
+  const lines = [table.lines[0]!];
   report.pods.forEach((pod, index) => {
-    lines.push(line(rows[index]!));
+    lines.push(table.lines[index + 1]!);
     for (const more of notes(pod).slice(1)) lines.push(`${indent}${more}`);
   });
   const counts = podStatuses.map((status) => `${report.summary[status]} ${status}`).join(", ");

@@ -147,7 +147,8 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
       .createPodEvent(entry.pod, {
         reason: eventReasons[audit.status as "missing" | "drifted"],
         action: eventActions[decision],
-        type: "Warning",
+        // Redirected in place: protected now, said as Normal (meshcni status lists a pod whose newest Event is a Warning).
+        type: decision === "redirect" && audit.result === "done" ? "Normal" : "Warning",
         message,
       })
       .catch((error: unknown) => {

@@ -62,6 +62,7 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     },
     {
       kind: "ConfigMap",
+      name: `${name}-config`,
       path: ["data", "cni_network_config"],
       text: "The plugin's entry in the active conflist (Linkerd's CNI_NETWORK_CONFIG);\n__KUBECONFIG_FILEPATH__ becomes the kubeconfig's path on the host.",
     },

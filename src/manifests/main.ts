@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { repairPolicies } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
@@ -30,7 +30,10 @@ export const manifestsUsage = `meshcni manifests [options]   print the manifests
                              e.g. --netconf proxy-uid=2102 --netconf 'inbound-ports-to-ignore=["4190","4191"]'
   --metrics-port N           /metrics, /readyz and /healthz on the node (${defaults.metricsPort})
   --pod-monitor              also a Prometheus Operator PodMonitor
-  --output-dir DIR           write one file per object and a kustomization.yaml instead
+  --prometheus-rule          also a PrometheusRule with meshcni's alerts
+  --grafana-dashboard        also meshcni's Grafana dashboard (a ConfigMap for Grafana's sidecar)
+  --output-dir DIR           write one file per kind and a kustomization.yaml instead, and the alerts and
+                             the dashboard as kustomize components (components/; listed when asked for)
 `;
 
 function pairs(flag: string, list: string[]): Record<string, string> {
@@ -79,6 +82,8 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
       netconf: { type: "string", multiple: true, default: [] },
       "metrics-port": { type: "string", default: String(defaults.metricsPort) },
       "pod-monitor": { type: "boolean", default: false },
+      "prometheus-rule": { type: "boolean", default: false },
+      "grafana-dashboard": { type: "boolean", default: false },
       "output-dir": { type: "string" },
     },
   });
@@ -122,6 +127,8 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
     linkerd,
     metricsPort,
     podMonitor: values["pod-monitor"],
+    prometheusRule: values["prometheus-rule"],
+    grafanaDashboard: values["grafana-dashboard"],
     outputDir: values["output-dir"],
   };
 }
@@ -140,7 +147,10 @@ export function runManifests(argv: string[]): number {
   }
   try {
     mkdirSync(options.outputDir, { recursive: true });
-    for (const { name, text } of manifestFiles(options)) writeFileSync(join(options.outputDir, name), text);
+    for (const { name, text } of manifestFiles(options)) {
+      mkdirSync(dirname(join(options.outputDir, name)), { recursive: true });
+      writeFileSync(join(options.outputDir, name), text);
+    }
   } catch (error) {
     process.stderr.write(`meshcni manifests: cannot write ${options.outputDir}: ${errorMessage(error)}\n`);
     return 1;

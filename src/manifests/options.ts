@@ -25,6 +25,10 @@ export interface ManifestOptions {
   linkerd: Record<string, unknown>;
   metricsPort: number;
   podMonitor: boolean;
+  /** A PrometheusRule with meshcni's alerts. */
+  prometheusRule: boolean;
+  /** A ConfigMap with meshcni's Grafana dashboard, for Grafana's sidecar. */
+  grafanaDashboard: boolean;
 }
 
 export const defaultManifestOptions: ManifestOptions = {
@@ -45,6 +49,8 @@ export const defaultManifestOptions: ManifestOptions = {
   linkerd: {},
   metricsPort: 9911,
   podMonitor: false,
+  prometheusRule: false,
+  grafanaDashboard: false,
 };
 
 /** The name of meshcni's objects (its namespace by default, ServiceAccount, roles, DaemonSet). */

@@ -3,11 +3,32 @@ import { buildInfo } from "../build-info.js";
 import { kubeconfigPlaceholder } from "../installer/template.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
 import { defaultStateDir } from "../state/records.js";
+import { prometheusRule } from "./alerts.js";
+import { dashboardConfigMap } from "./dashboard.js";
 import { type ManifestOptions, name } from "./options.js";
 import { nodeScopePolicy } from "./policy.js";
 import { agentNamespaceRules, clusterRules, pluginRules, pluginServiceAccount } from "./rbac.js";
 
 type K8sObject = { apiVersion: string; kind: string; metadata: Record<string, unknown>; [key: string]: unknown };
+
+/** The labels on every object. */
+function commonLabels(options: Pick<ManifestOptions, "labels">): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": name,
+    "app.kubernetes.io/part-of": name,
+    "app.kubernetes.io/version": buildInfo.version,
+    ...options.labels,
+  };
+}
+
+/** The optional monitoring objects, each a kustomize component: the alerts and the Grafana dashboard. Pure. */
+export function monitoringComponents(options: ManifestOptions): Record<"prometheus-rule" | "grafana-dashboard", K8sObject[]> {
+  const meta = (objectName: string) => ({ name: objectName, namespace: options.namespace, labels: commonLabels(options) });
+  return {
+    "prometheus-rule": [prometheusRule(meta(name))],
+    "grafana-dashboard": [dashboardConfigMap(meta(`${name}-dashboard`))],
+  };
+}
 
 /** The agent's entry in the active config (CNI_NETWORK_CONFIG), Linkerd's defaults overridden. */
 function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linkerd">): string {
@@ -23,12 +44,7 @@ function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linkerd">): 
 
 /** Every object `kubectl apply` needs, in apply order. Pure: options in, objects out. */
 export function renderManifests(options: ManifestOptions): K8sObject[] {
-  const labels = {
-    "app.kubernetes.io/name": name,
-    "app.kubernetes.io/part-of": name,
-    "app.kubernetes.io/version": buildInfo.version,
-    ...options.labels,
-  };
+  const labels = commonLabels(options);
   const meta = (extra: Record<string, unknown> = {}) => ({ name, namespace: options.namespace, labels, ...extra });
   const selector = { "app.kubernetes.io/name": name };
   const onHost = (path: string) => `/host${path}`;
@@ -161,5 +177,8 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
       spec: { selector: { matchLabels: selector }, podMetricsEndpoints: [{ port: "metrics", path: "/metrics", interval: "30s" }] },
     });
   }
+  const components = monitoringComponents(options);
+  if (options.prometheusRule) objects.push(...components["prometheus-rule"]);
+  if (options.grafanaDashboard) objects.push(...components["grafana-dashboard"]);
   return objects;
 }

@@ -1,7 +1,7 @@
 import { Document, isMap, isScalar, isSeq } from "yaml";
 import { type FieldComment, manifestComments } from "./comments.js";
 import type { ManifestOptions } from "./options.js";
-import { renderManifests } from "./render.js";
+import { monitoringComponents, renderManifests } from "./render.js";
 
 const header = "# Rendered by `meshcni manifests` (npm run manifests): change its flags or src/manifests/, not this file.\n";
 
@@ -42,20 +42,39 @@ export function manifestsYaml(options: ManifestOptions): string {
   );
 }
 
-/** The manifests as files: one per kind (its objects as documents) and a kustomization.yaml listing them (`kubectl apply -k`). Pure. */
-export function manifestFiles(options: ManifestOptions): Array<{ name: string; text: string }> {
-  const comments = manifestComments(options);
+/** Objects as files, one per kind (its objects as documents). */
+function filesByKind(objects: Array<{ kind: string }>, comments: FieldComment[]): Array<{ name: string; text: string }> {
   const byKind = new Map<string, string[]>();
-  for (const object of renderManifests(options)) {
+  for (const object of objects) {
     const file = `${object.kind.toLowerCase()}.yaml`;
     byKind.set(file, [...(byKind.get(file) ?? []), objectYaml(object, comments)]);
   }
-  const files = [...byKind].map(([name, documents]) => ({ name, text: header + documents.join("---\n") }));
+  return [...byKind].map(([name, documents]) => ({ name, text: header + documents.join("---\n") }));
+}
+
+/**
+ * The manifests as files: one per kind and a kustomization.yaml listing them (`kubectl
+ * apply -k`), and each optional monitoring part as a kustomize component under
+ * components/ (listed in the kustomization when asked for; else a user's overlay adds it). Pure.
+ */
+export function manifestFiles(options: ManifestOptions): Array<{ name: string; text: string }> {
+  const comments = manifestComments(options);
+  const files = filesByKind(renderManifests({ ...options, prometheusRule: false, grafanaDashboard: false }), comments);
+  const components = Object.entries(monitoringComponents(options)).flatMap(([component, objects]) => {
+    const own = filesByKind(objects, comments);
+    const kustomization = { apiVersion: "kustomize.config.k8s.io/v1alpha1", kind: "Component", resources: own.map((file) => file.name) };
+    return [...own, { name: "kustomization.yaml", text: header + objectYaml(kustomization, []) }].map((file) => ({
+      ...file,
+      name: `components/${component}/${file.name}`,
+    }));
+  });
+  const wanted = [...(options.prometheusRule ? ["prometheus-rule"] : []), ...(options.grafanaDashboard ? ["grafana-dashboard"] : [])];
   const kustomization = {
     apiVersion: "kustomize.config.k8s.io/v1beta1",
     kind: "Kustomization",
     namespace: options.namespace,
     resources: files.map((file) => file.name),
+    ...(wanted.length > 0 ? { components: wanted.map((component) => `components/${component}`) } : {}),
   };
-  return [...files, { name: "kustomization.yaml", text: header + objectYaml(kustomization, []) }];
+  return [...files, { name: "kustomization.yaml", text: header + objectYaml(kustomization, []) }, ...components];
 }

@@ -16,7 +16,7 @@ function meshcni(...args: string[]) {
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-const commands = ["install", "ready", "audit", "sweep", "rules", "check", "manifests"];
+const commands = ["install", "ready", "audit", "sweep", "status", "rules", "check", "manifests"];
 const scratch = mkdtempSync(join(tmpdir(), "meshcni-cli-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
@@ -86,9 +86,10 @@ describe("meshcni manifests", () => {
     const out = join(scratch, "deploy");
     expect(meshcni("manifests", "--output-dir", out).status).toBe(0);
     const deploy = join(import.meta.dirname, "../../deploy");
-    expect(readdirSync(out).sort()).toEqual(readdirSync(deploy).sort());
-    for (const name of readdirSync(deploy))
-      expect(readFileSync(join(out, name), "utf8"), name).toBe(readFileSync(join(deploy, name), "utf8"));
+    const files = (dir: string) => (readdirSync(dir, { recursive: true }) as string[]).filter((name) => name.endsWith(".yaml")).sort();
+    expect(files(out)).toEqual(files(deploy));
+    expect(files(deploy)).toContain("components/prometheus-rule/prometheusrule.yaml");
+    for (const name of files(deploy)) expect(readFileSync(join(out, name), "utf8"), name).toBe(readFileSync(join(deploy, name), "utf8"));
   });
 });
 

@@ -5,10 +5,12 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import packageJson from "../../package.json" with { type: "json" };
+import { alertRules } from "../../src/manifests/alerts.js";
+import { grafanaDashboard } from "../../src/manifests/dashboard.js";
 import { AgentHarness, conflist } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
 import { isRoot, sleep } from "../kit/common.js";
-import { meshcniBinary } from "../kit/network.js";
+import { meshcniBinary, promtoolBinary } from "../kit/network.js";
 
 const calico = (revision = 1) =>
   conflist(
@@ -62,8 +64,14 @@ describe("meshcni install", () => {
   it("serves the metrics the README lists, with their types and labels, and the process's own", async () => {
     await started({ "10-calico.conflist": calico() });
     await host.waitFor(async () => (await host.readyz()).status === 200);
-    const text = await (await fetch(`http://${host.address}/metrics`)).text();
+    const text = await host.scrape();
+    // As Prometheus's own linter reads it: types, names, suffixes, help.
+    expect(execFileSync(promtoolBinary, ["check", "metrics"], { input: text, encoding: "utf8" })).toBe("");
     const served = Object.fromEntries([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((match) => [match[1], match[2]]));
+    // Every series the alerts and the dashboard read is one the agent serves.
+    const queries = JSON.stringify([alertRules.map((rule) => rule.expr), grafanaDashboard()]);
+    for (const [name] of queries.matchAll(/\b(?:meshcni|process)_[a-z_]+/g))
+      expect(served, name).toHaveProperty(name.replace(/_bucket$/, ""));
     const readme = readFileSync(join(import.meta.dirname, "../../README.md"), "utf8");
     const rows = [...readme.matchAll(/^\| `(meshcni_[a-z_]+)` +\| (\w+) +\| ([^|]*)\|/gm)];
     const documented = Object.fromEntries(rows.map((row) => [row[1], row[2]]));

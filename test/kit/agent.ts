@@ -183,9 +183,15 @@ export class AgentHarness {
     return this.logs.some((line) => line.msg === "not ready" && (line.reasons as string[]).some((reason) => reason.includes(text)));
   }
 
+  /** The agent's /metrics as Prometheus scrapes it. */
+  async scrape(): Promise<string> {
+    return (await fetch(`http://${this.address}/metrics`)).text();
+  }
+
+  /** A series' value, named as the agent writes it less the node label every series carries. */
   async metric(name: string): Promise<number> {
-    const text = await (await fetch(`http://${this.address}/metrics`)).text();
-    const line = text.split("\n").find((entry) => entry.startsWith(`${name} `));
+    const lines = (await this.scrape()).split("\n").map((entry) => entry.replace(/,?node="[^"]*"/, "").replace("{}", ""));
+    const line = lines.find((entry) => entry.startsWith(`${name} `));
     return Number(line?.split(" ")[1]);
   }
 

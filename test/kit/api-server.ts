@@ -506,9 +506,31 @@ export class FakeApiServer {
     const ok = (object: unknown, code = 200): Reply => ({ code, body: object });
     if (path === "/api/v1/pods" && method === "GET") {
       const nodeName = /(?:^|,)spec\.nodeName=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
-      const onNode = (pod: KubeObject) => nodeName === undefined || (pod.spec as { nodeName?: string } | undefined)?.nodeName === nodeName;
+      // Equality selectors only (key=value, comma-separated), as meshcni sends them.
+      const labels = (query.labelSelector ?? "")
+        .split(",")
+        .filter(Boolean)
+        .map((term) => term.split("=") as [string, string]);
+      const onNode = (pod: KubeObject) =>
+        (nodeName === undefined || (pod.spec as { nodeName?: string } | undefined)?.nodeName === nodeName) &&
+        labels.every(([key, value]) => (pod.metadata?.labels as Record<string, string> | undefined)?.[key] === value);
       if (query.watch === "true") return this.watch("Pod", path, query, res, onNode);
       return this.page("PodList", [...this.pods.values()].filter(onNode), query);
+    }
+    if (path === "/api/v1/events" && method === "GET") {
+      const fields = Object.fromEntries(
+        (query.fieldSelector ?? "")
+          .split(",")
+          .filter(Boolean)
+          .map((term) => term.split("=")),
+      );
+      const value = (event: KubeObject, field: string): unknown =>
+        field.split(".").reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], event);
+      return this.page(
+        "EventList",
+        this.events.filter((event) => Object.entries(fields).every(([field, wanted]) => value(event, field) === wanted)),
+        query,
+      );
     }
     const pod = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)$/.exec(path);
     if (pod) {

@@ -11,6 +11,8 @@ import { FakeCriRuntime } from "./cri/fake-runtime.js";
 export const projectRoot = resolve(import.meta.dirname, "../..");
 export const meshcniBinary = join(projectRoot, "build/meshcni");
 export const cnitoolBinary = join(projectRoot, ".cache/bin/cnitool");
+/** Prometheus's promtool, from Debian's prometheus package (build/prepare.sh). */
+export const promtoolBinary = join(projectRoot, ".cache/bin/promtool");
 const tcpHelper = join(import.meta.dirname, "tcp.mjs");
 const debianPlugins = "/usr/lib/cni";
 const cniCacheResults = "/var/lib/cni/results";

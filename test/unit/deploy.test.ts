@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { PodMonitor } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
+import { PodMonitor, PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
 import { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding } from "kubernetes-models/admissionregistration.k8s.io/v1";
 import { DaemonSet, type IDaemonSet } from "kubernetes-models/apps/v1";
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
@@ -28,6 +28,7 @@ const models: Record<string, new (data: never) => { validate(): void }> = {
   Namespace: Namespace as never,
   ServiceAccount: ServiceAccount as never,
   PodMonitor: PodMonitor as never,
+  PrometheusRule: PrometheusRule as never,
   ValidatingAdmissionPolicy: ValidatingAdmissionPolicy as never,
   ValidatingAdmissionPolicyBinding: ValidatingAdmissionPolicyBinding as never,
 };
@@ -75,7 +76,9 @@ const { podSpec, container, env, options: agent } = agentOf(deployed);
 describe("deploy/ and meshcni manifests", () => {
   it("agree: deploy/ is exactly what `meshcni manifests --output-dir` writes with the defaults", () => {
     const files = manifestFiles(defaultManifestOptions);
-    expect(readdirSync(deployDir).sort()).toEqual(files.map((file) => file.name).sort());
+    expect((readdirSync(deployDir, { recursive: true }) as string[]).filter((name) => name.endsWith(".yaml")).sort()).toEqual(
+      files.map((file) => file.name).sort(),
+    );
     for (const { name, text } of files)
       expect(readFileSync(join(deployDir, name), "utf8"), `deploy/${name} (npm run manifests)`).toBe(text);
     expect(rendered([])).toEqual(deployed);
@@ -91,18 +94,40 @@ describe("deploy/ and meshcni manifests", () => {
     [["--repair", "evict", "--pod-monitor", "--startup-taint", ""]],
     [["--repair", "none", "--namespace", "mesh-system", "--toleration", "dedicated=mesh:NoSchedule", "--node-selector", "pool=mesh"]],
     [["--label", "team=net", "--netconf", "proxy-uid=1337", "--memory-limit", "512Mi", "--priority-class", "system-cluster-critical"]],
+    [["--prometheus-rule", "--grafana-dashboard", "--pod-monitor"]],
   ])("renders objects valid against the Kubernetes schemas: %j", (argv) => {
     const manifests = rendered(argv);
     expectValid(manifests);
     expect(manifests.map((manifest) => manifest.kind)).toEqual([
       ...manifestKinds,
       ...(argv.includes("--pod-monitor") ? ["PodMonitor"] : []),
+      ...(argv.includes("--prometheus-rule") ? ["PrometheusRule"] : []),
+      ...(argv.includes("--grafana-dashboard") ? ["ConfigMap"] : []),
     ]);
     // The agent accepts the args the DaemonSet gives it.
     expect(() => agentOf(manifests)).not.toThrow();
   });
 
   it("validates deploy/ against the Kubernetes schemas", () => expectValid(deployed));
+
+  it("ships the alerts and the dashboard as kustomize components, listed when asked for", () => {
+    for (const component of ["prometheus-rule", "grafana-dashboard"]) {
+      const [own] = load(`components/${component}/kustomization.yaml`) as unknown as Array<{ kind: string; resources: string[] }>;
+      expect(own!.kind).toBe("Component");
+      expectValid(own!.resources.flatMap((file) => load(`components/${component}/${file}`)));
+    }
+    const [dashboard] = load("components/grafana-dashboard/configmap.yaml") as unknown as Array<{
+      metadata: { labels: Record<string, string> };
+      data: Record<string, string>;
+    }>;
+    expect(dashboard!.metadata.labels.grafana_dashboard).toBe("1");
+    expect(JSON.parse(dashboard!.data["meshcni.json"]!).panels.length).toBeGreaterThanOrEqual(10);
+    expect((kustomization as { components?: string[] }).components).toBeUndefined();
+    const withAlerts = manifestFiles({ ...defaultManifestOptions, prometheusRule: true }).find(
+      (file) => file.name === "kustomization.yaml",
+    )!;
+    expect(parseYaml(withAlerts.text, "kustomization.yaml")[0]).toMatchObject({ components: ["components/prometheus-rule"] });
+  });
 
   it("runs on every Linux node, on the host network, with the host dirs mounted where the agent looks", () => {
     expect(podSpec.hostNetwork).toBe(true);

@@ -8,6 +8,7 @@ import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist" };
 const counts = { protected: 3, adopted: 1, missing: 0, drifted: 0, unknown: 0 };
+const sweeps = { counts, unprotected: 0 };
 const shown: V1Node = { metadata: { uid: "uid-n1" }, status: { conditions: [] } };
 
 describe("the MeshcniReady condition", () => {
@@ -17,23 +18,25 @@ describe("the MeshcniReady condition", () => {
       reason: "Ready",
       message: "meshcni 1.2.3 chained in 10-calico.conflist; meshed pods not audited yet",
     });
-    expect(nodeCondition(ready, counts, "1.2.3")).toEqual({
+    expect(nodeCondition(ready, sweeps, "1.2.3")).toEqual({
       status: "True",
       reason: "Ready",
       message: "meshcni 1.2.3 chained in 10-calico.conflist; 4 meshed pods: 3 protected, 1 adopted",
     });
-    expect(nodeCondition(ready, { ...counts, protected: 0, adopted: 0, missing: 1 }, "1.2.3")).toMatchObject({
+    expect(nodeCondition(ready, { counts: { ...counts, protected: 0, adopted: 0, missing: 2 }, unprotected: 1 }, "1.2.3")).toMatchObject({
       status: "True",
       reason: "PodsUnprotected",
-      message: "meshcni 1.2.3 chained in 10-calico.conflist; 1 meshed pod: 0 protected, 1 missing",
+      message: "meshcni 1.2.3 chained in 10-calico.conflist; 2 meshed pods: 0 protected, 2 missing; 1 unprotected",
     });
+    // Found missing and redirected in place: protected now.
+    expect(nodeCondition(ready, { counts: { ...counts, missing: 1 }, unprotected: 0 }, "1.2.3").reason).toBe("Ready");
     const notChained: Readiness = {
       ready: false,
       reasons: ["/etc/cni/net.d/10-calico.conflist does not end with meshcni's entry"],
       cause: "NotChained",
       active: "10-calico.conflist",
     };
-    expect(nodeCondition(notChained, counts, "1.2.3")).toEqual({
+    expect(nodeCondition(notChained, sweeps, "1.2.3")).toEqual({
       status: "False",
       reason: "NotChained",
       message: "meshcni 1.2.3: /etc/cni/net.d/10-calico.conflist does not end with meshcni's entry",
@@ -58,7 +61,7 @@ describe("the condition keeper", () => {
     let now = 1_000_000;
     const { api, written } = conditionApi();
     const keeper = new ConditionKeeper(memoryLogger([]), () => now);
-    const state = nodeCondition(ready, counts, "1");
+    const state = nodeCondition(ready, sweeps, "1");
     keeper.follow(api, state, undefined);
     await new Promise((resolve) => setTimeout(resolve, 20));
     // Nothing before the Node is known.
@@ -69,7 +72,7 @@ describe("the condition keeper", () => {
     // A watch event from before its own write changes nothing.
     keeper.follow(api, state, shown);
     // A new count alone: held back until 10 s after the last write.
-    keeper.follow(api, nodeCondition(ready, { ...counts, protected: 4 }, "1"), undefined);
+    keeper.follow(api, nodeCondition(ready, { ...sweeps, counts: { ...counts, protected: 4 } }, "1"), undefined);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(written).toHaveLength(1);
     // Not ready: at once, the transition time moving with the status.
@@ -84,7 +87,7 @@ describe("the condition keeper", () => {
   it("keeps the transition time of a status that holds, and writes nothing when the Node already says it (an agent restarted)", async () => {
     const { api, written } = conditionApi();
     const keeper = new ConditionKeeper(memoryLogger([]), () => 2_000_000);
-    const state = nodeCondition(ready, counts, "1");
+    const state = nodeCondition(ready, sweeps, "1");
     const since = "2026-11-25T10:00:00Z";
     const node = (condition: Partial<V1NodeCondition>): V1Node => ({
       metadata: { uid: "uid-n1" },
@@ -108,7 +111,7 @@ describe("the condition keeper", () => {
     const { api, written } = conditionApi(() => failing);
     let now = 0;
     const keeper = new ConditionKeeper(memoryLogger(logs), () => now, 100);
-    keeper.follow(api, nodeCondition(ready, counts, "1"), shown);
+    keeper.follow(api, nodeCondition(ready, sweeps, "1"), shown);
     await until(() => logs.some((line) => line.level === "warn"));
     failing = false;
     now += 10_000;

@@ -1,0 +1,94 @@
+import { imageRepository } from "../build-info.js";
+
+/** Where each alert's runbook is: a heading per alert under the README's troubleshooting section. */
+const runbookBase = `https://${imageRepository.replace(/^ghcr\.io\//, "github.com/")}/blob/main/README.md`;
+
+export interface AlertRule {
+  alert: string;
+  expr: string;
+  for?: string;
+  labels: { severity: "critical" | "warning" };
+  annotations: { summary: string; description: string; runbook_url: string };
+}
+
+const alert = (name: string, severity: "critical" | "warning", expr: string, wait: string, summary: string, description: string) => ({
+  alert: name,
+  expr,
+  ...(wait === "0m" ? {} : { for: wait }),
+  labels: { severity },
+  annotations: { summary, description, runbook_url: `${runbookBase}#${name.toLowerCase()}` },
+});
+
+/**
+ * meshcni's alerts, on the agent's own series (each carries its `node`): what pages is a
+ * meshed pod talking plaintext; the rest say why that may come (an agent not ready, a fight
+ * over the config, caches the agent no longer trusts, repairs or token minting failing).
+ */
+export const alertRules: AlertRule[] = [
+  alert(
+    "MeshcniMeshedPodUnprotected",
+    "critical",
+    "max by (node, pod_namespace, pod_name, status) (meshcni_unprotected_pod) == 1",
+    "5m",
+    "Meshed pod {{ $labels.pod_namespace }}/{{ $labels.pod_name }} runs without its proxy redirect",
+    "meshcni's agent on node {{ $labels.node }} found pod {{ $labels.pod_namespace }}/{{ $labels.pod_name }} {{ $labels.status }} (its netns does not hold the redirect to its proxy) for 5 minutes: its traffic bypasses the mesh, in plaintext. The pod's Events and the agent's log say what was tried.",
+  ),
+  alert(
+    "MeshcniAgentNotReady",
+    "critical",
+    "max by (node) (meshcni_ready) == 0",
+    "10m",
+    "meshcni is not ready on node {{ $labels.node }}",
+    "meshcni's agent on node {{ $labels.node }} has not been ready for 10 minutes (the binary, the plugin's kubeconfig or its entry in the active CNI config is missing): pods started there may fail to start, or start unmeshed if meshcni is not chained. The node's MeshcniReady condition and the agent's log say why.",
+  ),
+  alert(
+    "MeshcniConfigFight",
+    "warning",
+    "sum by (node) (increase(meshcni_fights_total[15m])) > 0",
+    "0m",
+    "Another agent keeps removing meshcni from the CNI config on node {{ $labels.node }}",
+    "On node {{ $labels.node }} something rewrote the active CNI config without meshcni's entry 20 times in 10 s, and the agent backed off: pods started in the gaps run unmeshed until a sweep repairs them. A CNI that owns the config dir exclusively (e.g. Cilium with cni.exclusive=true) is the usual cause.",
+  ),
+  alert(
+    "MeshcniCacheStale",
+    "warning",
+    "max by (node, cache) (meshcni_cache_age_seconds) > 300",
+    "5m",
+    "meshcni's {{ $labels.cache }} cache on node {{ $labels.node }} has heard nothing from the API server for over 5 minutes",
+    "The agent on node {{ $labels.node }} has had no event or bookmark for its {{ $labels.cache }} watch for over 5 minutes: it answers the plugin through the API instead (slower pod starts), and its sweeps list the node themselves. The agent's log names the watch's failures; check the API server and what stands between.",
+  ),
+  alert(
+    "MeshcniRepairsFailing",
+    "warning",
+    'sum by (node, action) (increase(meshcni_repairs_total{result="failed"}[15m])) > 0',
+    "0m",
+    "meshcni cannot repair unprotected pods on node {{ $labels.node }}",
+    "The agent on node {{ $labels.node }} failed to {{ $labels.action }} an unprotected meshed pod in the last 15 minutes. The pod's Events say why; MeshcniMeshedPodUnprotected names the pod while it stays unprotected.",
+  ),
+  alert(
+    "MeshcniEvictionsBlocked",
+    "warning",
+    'sum by (node) (increase(meshcni_repairs_total{action="evict",result="blocked"}[30m])) > 0 and on (node) max by (node) (meshcni_meshed_pods{status=~"missing|drifted"}) > 0',
+    "30m",
+    "PodDisruptionBudgets keep meshcni from evicting unprotected pods on node {{ $labels.node }}",
+    "For 30 minutes the agent on node {{ $labels.node }} has been refused evictions of unprotected meshed pods by their PodDisruptionBudgets. Delete the pods by hand, or relax the budget.",
+  ),
+  alert(
+    "MeshcniPluginTokenFailing",
+    "warning",
+    'sum by (node) (increase(meshcni_plugin_token_requests_total{result="failed"}[15m])) > 0 and on (node) max by (node) (meshcni_plugin_token_remaining_seconds) < 600',
+    "5m",
+    "meshcni cannot mint the plugin's token on node {{ $labels.node }}",
+    "The agent on node {{ $labels.node }} cannot mint the plugin's ServiceAccount token (TokenRequest), and the one on the host expires within 10 minutes: once it has, pods there start only while the agent answers the plugin. The agent's log says why (the ServiceAccount or its Role missing, the API server refusing).",
+  ),
+];
+
+/** The PrometheusRule (Prometheus Operator) holding the alerts. */
+export function prometheusRule(meta: { name: string; namespace: string; labels: Record<string, string> }) {
+  return {
+    apiVersion: "monitoring.coreos.com/v1",
+    kind: "PrometheusRule",
+    metadata: meta,
+    spec: { groups: [{ name: "meshcni", rules: alertRules }] },
+  };
+}

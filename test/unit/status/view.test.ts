@@ -1,0 +1,83 @@
+import type { CoreV1Event, V1Node, V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { clusterView, renderClusterView } from "../../../src/status/view.js";
+
+const node = (name: string, condition?: { status: string; reason: string; message: string }): V1Node => ({
+  metadata: { name },
+  status: {
+    conditions: [
+      { type: "Ready", status: "True", reason: "KubeletReady" },
+      ...(condition ? [{ type: "MeshcniReady", lastTransitionTime: new Date("2026-11-25T10:00:00Z"), ...condition }] : []),
+    ],
+  },
+});
+const pod = (name: string, nodeName: string, labels: Record<string, string> = {}): V1Pod => ({
+  metadata: { namespace: "shop", name, uid: `uid-${name}`, labels },
+  spec: { nodeName, containers: [] },
+});
+const event = (name: string, type: string, at: string, message = "m"): CoreV1Event => ({
+  metadata: {},
+  involvedObject: { kind: "Pod", namespace: "shop", name, uid: `uid-${name}` },
+  reason: "MeshRedirectMissing",
+  type,
+  message,
+  lastTimestamp: new Date(at),
+});
+
+const unprotectedNode = node("n1", {
+  status: "True",
+  reason: "PodsUnprotected",
+  message: "meshcni 1.2.3 chained in 10-calico.conflist; 3 meshed pods: 1 protected, 2 missing; 2 unprotected",
+});
+
+describe("meshcni status's view of the cluster", () => {
+  it("lists each node's condition and version, and no agent where none wrote it", () => {
+    const view = clusterView(
+      [
+        node("n2"),
+        unprotectedNode,
+        node("n3", { status: "False", reason: "NotChained", message: "meshcni 1.2.3: x does not end with meshcni's entry" }),
+      ],
+      [],
+      [],
+    );
+    expect(view.nodes.map((entry) => [entry.node, entry.ready, entry.reason, entry.version])).toEqual([
+      ["n1", "True", "PodsUnprotected", "1.2.3"],
+      ["n2", "none", "", ""],
+      ["n3", "False", "NotChained", "1.2.3"],
+    ]);
+  });
+
+  it("lists a pod whose newest meshcni Event is a Warning, or that carries the label, on a node that still counts unprotected pods", () => {
+    const pods = [pod("web", "n1"), pod("api", "n1"), pod("marked", "n1", { "meshcni.io/unprotected": "true" }), pod("old", "n2")];
+    const events = [
+      event("web", "Warning", "2026-11-25T10:00:00Z", "no redirect; meshcni takes no action"),
+      // Warned of, then redirected in place.
+      event("api", "Warning", "2026-11-25T10:00:00Z"),
+      event("api", "Normal", "2026-11-25T10:01:00Z"),
+      // A Warning on a node whose agent has since found every pod protected.
+      event("old", "Warning", "2026-11-25T10:00:00Z"),
+    ];
+    const view = clusterView(
+      [unprotectedNode, node("n2", { status: "True", reason: "Ready", message: "meshcni 1.2.3 chained in c" })],
+      pods,
+      events,
+    );
+    expect(view.unprotected).toEqual([
+      { namespace: "shop", name: "marked", node: "n1", reason: "labelled", detail: "labelled meshcni.io/unprotected=true", at: "" },
+      {
+        namespace: "shop",
+        name: "web",
+        node: "n1",
+        reason: "MeshRedirectMissing",
+        detail: "no redirect; meshcni takes no action",
+        at: "2026-11-25T10:00:00.000Z",
+      },
+    ]);
+    const table = renderClusterView(view);
+    expect(table).toContain("shop       web     n1    MeshRedirectMissing  no redirect; meshcni takes no action");
+    expect(table.trimEnd().split("\n").at(-1)).toBe(
+      "2 meshed pod(s) run without their redirect; 2 node(s), 0 not ready, 0 without meshcni's condition",
+    );
+  });
+});
