@@ -1,11 +1,18 @@
 // `npm run demo`: meshcni's main job end to end on this machine. A throwaway bridge
 // network, an embedded Kubernetes API server, a meshed and an unmeshed pod (network
 // namespaces) added through real cnitool with Debian's bridge + host-local + meshcni,
-// the rules it wrote, live TCP proof of the redirect, CHECK, DEL, and cleanup.
-import { readFileSync } from "node:fs";
+// the rules it wrote, live TCP proof of the redirect, CHECK, DEL. Then the node agent,
+// why meshcni exists: it chains meshcni into a Calico-like config, puts it back when
+// Calico rewrites the file, finds a pod that started while meshcni was not chained by
+// what its netns holds and redirects it in place, lifts the node's startup taint, keeps
+// the node's condition, and `meshcni status` answers for the cluster. Then cleanup.
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { execa } from "execa";
+import { AgentHarness } from "../test/kit/agent.js";
 import { FakeApiServer, podObject } from "../test/kit/api-server.js";
-import { deleteLoopbackRule, isRoot, podArgs } from "../test/kit/common.js";
-import { natRules, TestNetwork } from "../test/kit/network.js";
+import { agentTemplate, deleteLoopbackRule, isRoot, podArgs } from "../test/kit/common.js";
+import { meshcniBinary, natRules, TestNetwork } from "../test/kit/network.js";
 
 const backend = "nft";
 const step = (title: string) => console.log(`\n== ${title}`);
@@ -18,6 +25,7 @@ if (!isRoot) {
 
 const api = await new FakeApiServer().start();
 const net = new TestNetwork(99);
+const agent = new AgentHarness({ onHost: true });
 try {
   const kubeconfig = api.writeKubeconfig();
   api.addPod(podObject("shop", "checkout", { proxy: "container", annotations: { "config.linkerd.io/skip-outbound-ports": "5432" } }));
@@ -79,9 +87,89 @@ try {
   show("rules left in shop/checkout", String((await natRules(meshed, backend)).length));
   show("DEL again", (await net.cnitool("del", "demo-mesh", meshed, meshedArgs)).exitCode === 0 ? "ok" : "FAILED");
   await net.cnitool("del", "demo-mesh", plain, plainArgs);
+
+  await agentStory(client);
   await net.cnitool("del", "demo-mesh", client);
 } finally {
+  await agent.cleanup();
   await net.cleanup();
   await api.stop();
   step("cleaned up: namespaces, bridge, files");
+}
+
+/** The node agent's part: what a node goes through, and what meshcni does about it. */
+async function agentStory(client: string): Promise<void> {
+  const node = "demo-node";
+  const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
+  const calico = "10-calico.conflist";
+  const calicoConfig = `${JSON.stringify(net.primaryConflist("k8s-pod-network"), null, 2)}\n`;
+  const since = (line: number) => agent.logs.slice(line);
+  const logged = (from: number, msg: string) => agent.waitFor(() => since(from).some((line) => line.msg === msg), 15_000);
+
+  step("the node agent (meshcni install): why meshcni exists");
+  console.log("   A node boots: kubelet registers it tainted meshcni.io/not-ready, Calico writes its config,");
+  console.log("   and two pods are started before meshcni is chained (the race every chained CNI has); one is in");
+  console.log("   namespace batch, which the operator told the agent never to touch (--repair-exclude-namespaces).");
+  api.addNode({
+    metadata: { name: node },
+    spec: { taints: [taint] },
+    status: { conditions: [{ type: "Ready", status: "True", reason: "KubeletReady" }] },
+  });
+  writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
+  writeFileSync(agent.path(calico), calicoConfig);
+  const early = await net.startPod(api, { namespace: "shop", name: "early-bird", network: "plain", node, options: { owned: true } });
+  await net.serve(early.netns, { 4143: "the proxy's inbound port 4143", 8080: "the app on 8080, in plaintext" });
+  show(`client -> shop/early-bird ${early.ip}:8080 (no redirect yet)`, await net.connect(client, early.ip, 8080));
+  const nightly = await net.startPod(api, { namespace: "batch", name: "nightly", network: "plain", node, options: { owned: true } });
+
+  const started = performance.now();
+  await agent.startWithApi(api, [
+    ...["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir],
+    ...["--startup-taint", "meshcni.io/not-ready:NoSchedule", "--cri-socket", await net.criSocket(), "--repair", "redirect"],
+    ...["--repair-exclude-namespaces", "batch"],
+  ]);
+  await logged(0, "chained meshcni");
+  show(`agent started: meshcni chained into ${calico}`, `${Math.round(performance.now() - started)} ms after start`);
+  await agent.waitFor(() => ((api.nodes.get(node)?.spec as { taints?: unknown[] }).taints ?? []).length === 0, 15_000);
+  show("startup taint meshcni.io/not-ready (pods may be scheduled)", `lifted ${Math.round(performance.now() - started)} ms after start`);
+
+  step("the sweep finds shop/early-bird by what its netns holds, and redirects it in place");
+  await agent.waitFor(async () => (await agent.metric('meshcni_repairs_total{action="redirect",result="done"}')) >= 1, 15_000);
+  const repaired = agent.logs.find((line) => line.msg === "meshed pod without its redirect" && line.pod === "shop/early-bird");
+  show(
+    "the agent's verdict",
+    `${repaired?.status}, ${repaired?.action}: ${JSON.stringify(repaired?.result)} (${Math.round(performance.now() - started)} ms after start)`,
+  );
+  show(`client -> shop/early-bird ${early.ip}:8080 (not restarted)`, await net.connect(client, early.ip, 8080));
+  const event = api.events.find((held) => (held.involvedObject as { name: string }).name === "early-bird");
+  console.log(`   Event on the pod: ${event?.type} ${event?.reason} (${event?.action})`);
+  console.log(`     ${event?.message}`);
+  const series = async (prefix: string) => (await agent.scrape()).split("\n").find((line) => line.startsWith(prefix));
+  console.log(`   metric: ${await series('meshcni_repairs_total{action="redirect",result="done"')}`);
+  await agent.waitFor(async () => (await series("meshcni_unprotected_pod{")) !== undefined, 15_000);
+  show(`batch/nightly ${nightly.ip} (excluded: left alone)`, "still without its redirect");
+  const page = await series("meshcni_unprotected_pod{");
+  console.log(`   metric: ${page}  <- MeshcniMeshedPodUnprotected pages on it after 5 minutes`);
+
+  step(`Calico rewrites ${calico} in place, without meshcni's entry`);
+  for (const round of [1, 2, 3]) {
+    const from = agent.logs.length;
+    agent.writeInPlace(calico, calicoConfig);
+    await logged(from, "re-chained meshcni");
+    const line = since(from).find((entry) => entry.msg === "re-chained meshcni");
+    show(`rewrite ${round}: the agent put meshcni back`, `${line?.latencyMs} ms after the write`);
+  }
+  const chained = JSON.parse(readFileSync(agent.path(calico), "utf8")) as { plugins: Array<{ type: string }> };
+  show(`${calico} now chains`, chained.plugins.map((plugin) => plugin.type).join(" -> "));
+
+  step("the node's condition, and one answer for the whole cluster");
+  await agent.waitFor(
+    () => /meshed pods?: /.test(api.nodeConditions(node).find((held) => held.type === "MeshcniReady")?.message ?? ""),
+    20_000,
+  );
+  const condition = api.nodeConditions(node).find((held) => held.type === "MeshcniReady");
+  console.log(`   ${node} MeshcniReady=${condition?.status} reason=${condition?.reason}: ${condition?.message}`);
+  const status = await execa(meshcniBinary, ["status", "--kubeconfig", api.writeKubeconfig()], { reject: false });
+  console.log(`   $ meshcni status   (exit ${status.exitCode})`);
+  console.log(status.stdout.replace(/^/gm, "   "));
 }

@@ -4,6 +4,7 @@ import { errorMessage } from "../errors.js";
 import type { Readiness } from "../installer/readiness.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
+import { formatPodKey, type PodKey } from "../pod-key.js";
 
 /** The Node condition the agent keeps: what a Node Readiness Controller rule, or any tooling, gates on. */
 export const conditionType = "MeshcniReady";
@@ -20,7 +21,7 @@ export type ConditionState = Pick<V1NodeCondition, "status" | "reason" | "messag
  */
 export function nodeCondition(
   readiness: Readiness,
-  sweeps: { counts: Record<PodStatus, number>; unprotected: number } | undefined,
+  sweeps: { counts: Record<PodStatus, number>; unprotected: PodKey[] } | undefined,
   version: string,
 ): ConditionState {
   if (!readiness.ready) {
@@ -35,9 +36,20 @@ export function nodeCondition(
     .map(([status, count]) => `${count} ${status}`);
   return {
     status: "True",
-    reason: unprotected > 0 ? "PodsUnprotected" : "Ready",
-    message: `${chained}; ${meshed} meshed pod${meshed === 1 ? "" : "s"}: ${parts.join(", ")}${unprotected > 0 ? `; ${unprotected} unprotected` : ""}`,
+    reason: unprotected.length > 0 ? "PodsUnprotected" : "Ready",
+    message: `${chained}; ${meshed} meshed pod${meshed === 1 ? "" : "s"}: ${parts.join(", ")}${unprotectedText(unprotected)}`,
   };
+}
+
+/** How many unprotected pods the message names (`meshcni status` lists them); the rest are counted. */
+export const namedUnprotected = 5;
+
+/** `; 2 unprotected: shop/web, shop/api`, and how many more. */
+function unprotectedText(pods: PodKey[]): string {
+  if (pods.length === 0) return "";
+  const names = pods.slice(0, namedUnprotected).map(formatPodKey).join(", ");
+  const more = pods.length - namedUnprotected;
+  return `; ${pods.length} unprotected: ${names}${more > 0 ? ` and ${more} more` : ""}`;
 }
 
 /** A change of the message alone (pod counts) is written at most this often; of status or reason, at once. */

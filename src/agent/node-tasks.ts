@@ -9,7 +9,7 @@ import { Reflector, type ReflectorSource, type ReflectorTiming } from "../kube/r
 import { apiSource } from "../kube/sources.js";
 import type { Logger } from "../log.js";
 import { apiServerService, namespaceFields, podFields, serviceDecisionFields } from "../mesh/pod.js";
-import { podName } from "../pod-key.js";
+import { type PodKey, podName } from "../pod-key.js";
 import { ConditionKeeper, conditionType, nodeCondition } from "./condition.js";
 import type { AgentClient } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
@@ -45,7 +45,7 @@ export class NodeTasks {
   private client: AgentClient | undefined;
   private readiness: Readiness | undefined;
   /** The node's meshed pods by status as the last sweeps found them, and how many they left unprotected (undefined: no sweep yet). */
-  private sweeps: { counts: Record<PodStatus, number>; unprotected: number } | undefined;
+  private sweeps: { counts: Record<PodStatus, number>; unprotected: PodKey[] } | undefined;
   private reflectors: ReturnType<NodeTasks["startReflectors"]> | undefined;
   private server: Promise<Server | undefined> | undefined;
 
@@ -208,7 +208,7 @@ export class NodeTasks {
       this.log,
       {
         statuses: (counts, unprotected) => {
-          this.sweeps = { counts, unprotected: unprotected.length };
+          this.sweeps = { counts, unprotected };
           this.followNode();
           for (const [status, count] of Object.entries(counts)) this.metrics.meshedPods.set({ status }, count);
           this.metrics.unprotectedPods.reset();

@@ -3,7 +3,7 @@ import { CoreV1Api, type CoreV1Event, type V1Pod } from "@kubernetes/client-node
 import { unprotectedLabel } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { oneOf } from "../flags.js";
-import { ApiStatusError, apiError } from "../kube/errors.js";
+import { apiError } from "../kube/errors.js";
 import { kubeConfigFrom } from "../kube/node-api.js";
 import { clusterView, renderClusterView, unprotectedReasons } from "./view.js";
 
@@ -14,9 +14,9 @@ export const statusUsage = `meshcni status [options]   is any meshed pod in the 
   --output table|json       (table)
 
 Lists every node's MeshcniReady condition (as its agent keeps it: ready, why not, the
-version, its meshed pods by status) and every meshed pod an agent reported without its
-redirect (its Events and the label repair's label), on nodes whose condition still counts
-unprotected pods.
+version, its meshed pods by status) and every meshed pod an agent reports without its
+redirect (those the condition names, and those the label repair labelled), each with its
+newest meshcni Event.
 Exit 0 when no meshed pod is reported without its redirect; 1 when one is; 2 on a usage or
 API error.
 `;
@@ -43,22 +43,9 @@ export async function runStatus(argv: string[]): Promise<number> {
       ...unprotectedReasons.map((reason) => api.listEventForAllNamespaces({ fieldSelector: `involvedObject.kind=Pod,reason=${reason}` })),
     ]);
     const events: CoreV1Event[] = eventLists.flatMap((list) => list.items);
-    // The pods the Events name, as they are now (gone: nothing to report).
-    const known = new Set(labelled.items.map((pod) => pod.metadata?.uid));
-    const named = new Map(events.filter((event) => !known.has(event.involvedObject.uid)).map((event) => [event.involvedObject.uid, event]));
-    const read = await Promise.all(
-      [...named.values()].map(({ involvedObject: { namespace = "", name = "" } }) =>
-        api.readNamespacedPod({ namespace, name }).catch((error: unknown) => {
-          const failure = apiError(error);
-          if (failure instanceof ApiStatusError && failure.code === 404) return undefined;
-          throw failure;
-        }),
-      ),
-    );
-    const pods = [...labelled.items, ...read.filter((pod): pod is V1Pod => pod !== undefined)];
-    const view = clusterView(nodes.items, pods, events);
+    const view = clusterView(nodes.items, labelled.items, events);
     process.stdout.write(output === "json" ? `${JSON.stringify(view, null, 2)}\n` : renderClusterView(view));
-    return view.unprotected.length > 0 ? 1 : 0;
+    return view.unprotected.length + view.unnamed.length > 0 ? 1 : 0;
   } catch (error) {
     process.stderr.write(`meshcni status: ${errorMessage(apiError(error))}\n`);
     return 2;

@@ -19,9 +19,9 @@ export interface UnprotectedView {
   namespace: string;
   name: string;
   node: string;
-  /** What the agent found: MeshRedirectMissing or MeshRedirectDrifted; labelled: the label repair's mark. */
+  /** Its newest meshcni Event's reason (MeshRedirectMissing or MeshRedirectDrifted), else how it is known: condition, labelled. */
   reason: string;
-  /** The agent's last word on the pod (its Event's message), or the label. */
+  /** The agent's last word on the pod (its Event's message), if any. */
   detail: string;
   at: string;
 }
@@ -29,6 +29,8 @@ export interface UnprotectedView {
 export interface ClusterView {
   nodes: NodeView[];
   unprotected: UnprotectedView[];
+  /** Unprotected pods a node's condition counts beyond those it names. */
+  unnamed: Array<{ node: string; count: number }>;
 }
 
 const timeOf = (value: Date | string | undefined) => (value === undefined ? "" : new Date(value).toISOString());
@@ -45,42 +47,56 @@ function nodeView(node: V1Node): NodeView {
   };
 }
 
+/** The pods a PodsUnprotected condition names (`N unprotected: ns/a, ns/b and M more`), and how many it does not. */
+function namedInCondition(message: string): { pods: string[]; more: number } {
+  const match = /; \d+ unprotected: (.*?)(?: and (\d+) more)?$/.exec(message);
+  return { pods: match ? match[1]!.split(", ") : [], more: Number(match?.[2] ?? 0) };
+}
+
 /**
  * The cluster as meshcni's agents report it: each node's condition, and every meshed pod
- * left without its redirect. A pod is listed when its agent marked it (the label repair's
- * label) or its newest meshcni Event is a Warning (a Normal one: redirected in place), it
- * is still the pod the Event names, and its node's condition still counts unprotected pods
- * (PodsUnprotected): an Event older than the agent's last sweep says nothing. Pure.
+ * left without its redirect. Which pods: those a node's PodsUnprotected condition names
+ * (its agent's last sweeps: current), and those labelled by the label repair on such a
+ * node; each with its newest meshcni Event, when there is one, for what was found and done.
+ * An Event alone lists nothing: it may be older than the agent's last sweep. Pure.
  */
-export function clusterView(nodes: V1Node[], pods: V1Pod[], events: CoreV1Event[]): ClusterView {
+export function clusterView(nodes: V1Node[], labelled: V1Pod[], events: CoreV1Event[]): ClusterView {
   const views = nodes.map(nodeView).sort((a, b) => a.node.localeCompare(b.node));
-  const byNode = new Map(views.map((view) => [view.node, view]));
-  const newest = new Map<string, CoreV1Event>();
+  const unprotectedNodes = new Map(views.filter((view) => view.reason === "PodsUnprotected").map((view) => [view.node, view]));
   const at = (event: CoreV1Event) => new Date(event.lastTimestamp ?? event.eventTime ?? event.firstTimestamp ?? 0).getTime();
+  const newest = new Map<string, CoreV1Event>();
   for (const event of events) {
-    const uid = event.involvedObject.uid ?? "";
-    const held = newest.get(uid);
-    if (!held || at(event) >= at(held)) newest.set(uid, event);
+    const key = `${event.involvedObject.namespace}/${event.involvedObject.name}`;
+    const held = newest.get(key);
+    if (!held || at(event) >= at(held)) newest.set(key, event);
   }
-  const unprotected = pods.flatMap((pod): UnprotectedView[] => {
+  const listed = new Map<string, UnprotectedView>();
+  const list = (key: string, node: string, known: string) => {
+    if (listed.has(key)) return;
+    const [namespace = "", name = ""] = key.split("/");
+    const event = newest.get(key);
+    listed.set(key, {
+      namespace,
+      name,
+      node,
+      reason: event?.reason ?? known,
+      detail: event?.message ?? (known === "labelled" ? `labelled ${unprotectedLabel}=true` : "named by its node's MeshcniReady condition"),
+      at: event ? new Date(at(event)).toISOString() : "",
+    });
+  };
+  const unnamed: ClusterView["unnamed"] = [];
+  for (const view of unprotectedNodes.values()) {
+    const { pods, more } = namedInCondition(view.message);
+    for (const key of pods) list(key, view.node, "condition");
+    if (more > 0) unnamed.push({ node: view.node, count: more });
+  }
+  for (const pod of labelled) {
     const node = pod.spec?.nodeName ?? "";
-    if (pod.metadata?.deletionTimestamp || byNode.get(node)?.reason !== "PodsUnprotected") return [];
-    const event = newest.get(pod.metadata?.uid ?? "");
-    const labelled = pod.metadata?.labels?.[unprotectedLabel] === "true";
-    if (!labelled && event?.type !== "Warning") return [];
-    return [
-      {
-        namespace: pod.metadata?.namespace ?? "",
-        name: pod.metadata?.name ?? "",
-        node,
-        reason: event?.reason ?? "labelled",
-        detail: event?.message ?? `labelled ${unprotectedLabel}=true`,
-        at: event ? new Date(at(event)).toISOString() : "",
-      },
-    ];
-  });
-  unprotected.sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
-  return { nodes: views, unprotected };
+    if (pod.metadata?.labels?.[unprotectedLabel] === "true" && unprotectedNodes.has(node) && !pod.metadata.deletionTimestamp)
+      list(`${pod.metadata.namespace}/${pod.metadata.name}`, node, "labelled");
+  }
+  const unprotected = [...listed.values()].sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
+  return { nodes: views, unprotected, unnamed };
 }
 
 /** The Event reasons a sweep writes on a meshed pod without its redirect. */
@@ -100,11 +116,14 @@ export function renderClusterView(view: ClusterView): string {
     const podRows = view.unprotected.map((pod) => [pod.namespace, pod.name, pod.node, pod.reason, pod.detail]);
     lines.push("", ...columns([["NAMESPACE", "POD", "NODE", "REASON", "DETAIL"], ...podRows]).lines);
   }
+  for (const { node, count } of view.unnamed)
+    lines.push(`... and ${count} more on ${node} (its agent's meshcni_unprotected_pod series names them)`);
+  const total = view.unprotected.length + view.unnamed.reduce((sum, { count }) => sum + count, 0);
   const withoutAgent = view.nodes.filter((node) => node.ready === "none").length;
   const notReady = view.nodes.filter((node) => node.ready === "False").length;
   lines.push(
     "",
-    `${view.unprotected.length === 0 ? "no meshed pod is reported without its redirect" : `${view.unprotected.length} meshed pod(s) run without their redirect`}; ` +
+    `${total === 0 ? "no meshed pod is reported without its redirect" : `${total} meshed pod(s) run without their redirect`}; ` +
       `${view.nodes.length} node(s), ${notReady} not ready, ${withoutAgent} without meshcni's condition`,
   );
   return `${lines.join("\n")}\n`;

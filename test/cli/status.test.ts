@@ -50,7 +50,7 @@ describe("meshcni status", () => {
           condition(
             "True",
             "PodsUnprotected",
-            "meshcni 0.1.0 chained in 10-calico.conflist; 2 meshed pods: 1 protected, 1 missing; 1 unprotected",
+            "meshcni 0.1.0 chained in 10-calico.conflist; 2 meshed pods: 1 protected, 1 missing; 1 unprotected: shop/web",
           ),
         ],
       },

@@ -8,7 +8,7 @@ import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist" };
 const counts = { protected: 3, adopted: 1, missing: 0, drifted: 0, unknown: 0 };
-const sweeps = { counts, unprotected: 0 };
+const sweeps = { counts, unprotected: [] };
 const shown: V1Node = { metadata: { uid: "uid-n1" }, status: { conditions: [] } };
 
 describe("the MeshcniReady condition", () => {
@@ -23,13 +23,23 @@ describe("the MeshcniReady condition", () => {
       reason: "Ready",
       message: "meshcni 1.2.3 chained in 10-calico.conflist; 4 meshed pods: 3 protected, 1 adopted",
     });
-    expect(nodeCondition(ready, { counts: { ...counts, protected: 0, adopted: 0, missing: 2 }, unprotected: 1 }, "1.2.3")).toMatchObject({
+    expect(
+      nodeCondition(
+        ready,
+        { counts: { ...counts, protected: 0, adopted: 0, missing: 2 }, unprotected: [{ namespace: "shop", name: "web" }] },
+        "1.2.3",
+      ),
+    ).toMatchObject({
       status: "True",
       reason: "PodsUnprotected",
-      message: "meshcni 1.2.3 chained in 10-calico.conflist; 2 meshed pods: 0 protected, 2 missing; 1 unprotected",
+      message: "meshcni 1.2.3 chained in 10-calico.conflist; 2 meshed pods: 0 protected, 2 missing; 1 unprotected: shop/web",
     });
+    const many = Array.from({ length: 7 }, (_, index) => ({ namespace: "shop", name: `p${index}` }));
+    expect(nodeCondition(ready, { counts: { ...counts, missing: 7 }, unprotected: many }, "1").message).toMatch(
+      /; 7 unprotected: shop\/p0, shop\/p1, shop\/p2, shop\/p3, shop\/p4 and 2 more$/,
+    );
     // Found missing and redirected in place: protected now.
-    expect(nodeCondition(ready, { counts: { ...counts, missing: 1 }, unprotected: 0 }, "1.2.3").reason).toBe("Ready");
+    expect(nodeCondition(ready, { counts: { ...counts, missing: 1 }, unprotected: [] }, "1.2.3").reason).toBe("Ready");
     const notChained: Readiness = {
       ready: false,
       reasons: ["/etc/cni/net.d/10-calico.conflist does not end with meshcni's entry"],

@@ -27,7 +27,7 @@ const event = (name: string, type: string, at: string, message = "m"): CoreV1Eve
 const unprotectedNode = node("n1", {
   status: "True",
   reason: "PodsUnprotected",
-  message: "meshcni 1.2.3 chained in 10-calico.conflist; 3 meshed pods: 1 protected, 2 missing; 2 unprotected",
+  message: "meshcni 1.2.3 chained in 10-calico.conflist; 3 meshed pods: 1 protected, 2 missing; 2 unprotected: shop/web, batch/nightly",
 });
 
 describe("meshcni status's view of the cluster", () => {
@@ -48,22 +48,28 @@ describe("meshcni status's view of the cluster", () => {
     ]);
   });
 
-  it("lists a pod whose newest meshcni Event is a Warning, or that carries the label, on a node that still counts unprotected pods", () => {
-    const pods = [pod("web", "n1"), pod("api", "n1"), pod("marked", "n1", { "meshcni.io/unprotected": "true" }), pod("old", "n2")];
+  it("lists the pods a node's condition names and those labelled there, each with its newest meshcni Event; an old Event alone lists nothing", () => {
+    const labelled = [pod("marked", "n1", { "meshcni.io/unprotected": "true" }), pod("fixed", "n2", { "meshcni.io/unprotected": "true" })];
     const events = [
+      event("web", "Warning", "2026-11-25T09:00:00Z", "older"),
       event("web", "Warning", "2026-11-25T10:00:00Z", "no redirect; meshcni takes no action"),
-      // Warned of, then redirected in place.
-      event("api", "Warning", "2026-11-25T10:00:00Z"),
-      event("api", "Normal", "2026-11-25T10:01:00Z"),
-      // A Warning on a node whose agent has since found every pod protected.
+      // A pod warned of on a node whose agent has since found every pod protected.
       event("old", "Warning", "2026-11-25T10:00:00Z"),
     ];
     const view = clusterView(
       [unprotectedNode, node("n2", { status: "True", reason: "Ready", message: "meshcni 1.2.3 chained in c" })],
-      pods,
+      labelled,
       events,
     );
     expect(view.unprotected).toEqual([
+      {
+        namespace: "batch",
+        name: "nightly",
+        node: "n1",
+        reason: "condition",
+        detail: "named by its node's MeshcniReady condition",
+        at: "",
+      },
       { namespace: "shop", name: "marked", node: "n1", reason: "labelled", detail: "labelled meshcni.io/unprotected=true", at: "" },
       {
         namespace: "shop",
@@ -75,9 +81,21 @@ describe("meshcni status's view of the cluster", () => {
       },
     ]);
     const table = renderClusterView(view);
-    expect(table).toContain("shop       web     n1    MeshRedirectMissing  no redirect; meshcni takes no action");
+    expect(table).toMatch(/^shop +web +n1 +MeshRedirectMissing +no redirect; meshcni takes no action$/m);
     expect(table.trimEnd().split("\n").at(-1)).toBe(
-      "2 meshed pod(s) run without their redirect; 2 node(s), 0 not ready, 0 without meshcni's condition",
+      "3 meshed pod(s) run without their redirect; 2 node(s), 0 not ready, 0 without meshcni's condition",
     );
+  });
+
+  it("counts the pods a condition does not name", () => {
+    const crowded = node("n1", {
+      status: "True",
+      reason: "PodsUnprotected",
+      message: "meshcni 1 chained in c; 7 meshed pods: 7 missing; 7 unprotected: a/p0, a/p1, a/p2, a/p3, a/p4 and 2 more",
+    });
+    const view = clusterView([crowded], [], []);
+    expect(view.unprotected.map((entry) => entry.name)).toEqual(["p0", "p1", "p2", "p3", "p4"]);
+    expect(view.unnamed).toEqual([{ node: "n1", count: 2 }]);
+    expect(renderClusterView(view)).toContain("7 meshed pod(s) run without their redirect");
   });
 });
