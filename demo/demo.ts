@@ -130,7 +130,7 @@ async function agentStory(client: string): Promise<void> {
   ]);
   await logged(0, "chained meshcni");
   show(`agent started: meshcni chained into ${calico}`, `${Math.round(performance.now() - started)} ms after start`);
-  await agent.waitFor(() => ((api.nodes.get(node)?.spec as { taints?: unknown[] }).taints ?? []).length === 0, 15_000);
+  await agent.waitFor(() => ((api.nodes.get(node)?.spec ?? {}) as { taints?: unknown[] }).taints?.length === 0, 15_000);
   show("startup taint meshcni.io/not-ready (pods may be scheduled)", `lifted ${Math.round(performance.now() - started)} ms after start`);
 
   step("the sweep finds shop/early-bird by what its netns holds, and redirects it in place");

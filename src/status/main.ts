@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { CoreV1Api, type CoreV1Event, type V1Pod } from "@kubernetes/client-node";
+import { CoreV1Api, type CoreV1Event } from "@kubernetes/client-node";
 import { unprotectedLabel } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { oneOf } from "../flags.js";
