@@ -608,35 +608,24 @@ export class FakeApiServer {
       this.events.push(event);
       return ok(event, 201);
     }
-    const nodeStatus = /^\/api\/v1\/nodes\/([^/]+)\/status$/.exec(path);
-    if (nodeStatus && method === "PATCH") {
-      const found = this.nodes.get(nodeStatus[1]!);
-      if (!found) return failure(404, "NotFound", `nodes "${nodeStatus[1]}" not found`);
-      if (!contentType.startsWith("application/strategic-merge-patch+json"))
-        return failure(415, "UnsupportedMediaType", `the body of the request was in an unknown format`);
-      const patched = nodeStatusPatch(found, body as never);
-      const denied = this.admission(who, "UPDATE", "nodes", "status", patched, found);
+    const node = /^\/api\/v1\/nodes\/([^/]+)(\/status)?$/.exec(path);
+    if (node) {
+      const [, name = "", status] = node;
+      const found = this.nodes.get(name);
+      if (!found) return failure(404, "NotFound", `nodes "${name}" not found`);
+      if (method === "GET" && !status) return ok(found);
+      if (method !== "PATCH") return failure(405, "MethodNotAllowed", `${method} is not supported here`);
+      // The node's status takes a strategic merge (conditions by type); the node itself, the agent's JSON patch.
+      if (status && !contentType.startsWith("application/strategic-merge-patch+json"))
+        return failure(415, "UnsupportedMediaType", "the body of the request was in an unknown format");
+      const patched = status ? nodeStatusPatch(found, body as never) : jsonPatch(found, body as never);
+      if (typeof patched === "string") return failure(422, "Invalid", patched);
+      const denied = this.admission(who, "UPDATE", "nodes", status ? "status" : "", patched, found);
       if (denied) return denied;
       const stored = this.stamp(patched);
-      this.nodes.set(nodeStatus[1]!, stored);
+      this.nodes.set(name, stored);
       this.watches.record({ version: this.version, kind: "Node", type: "MODIFIED", object: stored });
       return ok(stored);
-    }
-    const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(path);
-    if (node) {
-      const found = this.nodes.get(node[1]!);
-      if (!found) return failure(404, "NotFound", `nodes "${node[1]}" not found`);
-      if (method === "GET") return ok(found);
-      if (method === "PATCH") {
-        const patched = jsonPatch(found, body as never);
-        if (typeof patched === "string") return failure(422, "Invalid", patched);
-        const denied = this.admission(who, "UPDATE", "nodes", "", patched, found);
-        if (denied) return denied;
-        const stored = this.stamp(patched);
-        this.nodes.set(node[1]!, stored);
-        this.watches.record({ version: this.version, kind: "Node", type: "MODIFIED", object: stored });
-        return ok(stored);
-      }
     }
     if (path === "/api/v1/namespaces" && method === "GET") {
       if (query.watch === "true") return this.watch("Namespace", path, query, res, () => true);
