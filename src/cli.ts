@@ -71,7 +71,10 @@ function refuse(message: string): number {
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   // Any CNI_* variable means a runtime called us, so a missing CNI_COMMAND is its error (code 4).
-  if (command === undefined && Object.keys(process.env).some((name) => name.startsWith("CNI_"))) return runPlugin(process.env);
+  if (command === undefined && Object.keys(process.env).some((name) => name.startsWith("CNI_"))) {
+    // The answer is written (synchronously, as every log line): exit at once, not after the event loop drains and Bun tears down.
+    process.exit(await runPlugin(process.env));
+  }
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     const topic = command === "help" ? rest[0] : undefined;
     if (topic === undefined) return print(usage);

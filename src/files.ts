@@ -110,12 +110,12 @@ const tempPattern = /\.meshcni-(?:ns(\d*)-)?(\d+)-[0-9a-f]+\.(tmp|lock)$/;
  * either; the rename is what containerd's watcher reacts to. The temp name does not end
  * in .conf/.conflist. `fill` writes the temp file.
  */
-function replaceAtomically(path: string, mode: number, fill: (temp: string, fd: number) => void): void {
+function replaceAtomically(path: string, mode: number, fill: (temp: string, fd: number) => void, durable = true): void {
   const temp = tempName(path);
   const fd = openSync(temp, "wx", mode);
   try {
     fill(temp, fd);
-    fsyncSync(fd);
+    if (durable) fsyncSync(fd);
   } catch (error) {
     closeSync(fd);
     removeFile(temp);
@@ -130,8 +130,12 @@ function replaceAtomically(path: string, mode: number, fill: (temp: string, fd: 
   }
 }
 
-export function writeAtomic(path: string, content: string | Buffer, mode = 0o644): void {
-  replaceAtomically(path, mode, (_temp, fd) => writeFileSync(fd, content));
+/**
+ * `durable: false` skips the fsync: for files whose loss in a crash loses nothing (the
+ * plugin's records, on a tmpfs that a reboot empties with the netns they describe).
+ */
+export function writeAtomic(path: string, content: string | Buffer, mode = 0o644, options: { durable?: boolean } = {}): void {
+  replaceAtomically(path, mode, (_temp, fd) => writeFileSync(fd, content), options.durable ?? true);
 }
 
 /** Copies a file atomically, in the kernel (copy_file_range): a large binary is never held in memory. */

@@ -65,7 +65,12 @@ export function createLogger(options: { level?: LogLevel; file?: string; prefix?
   const write = (level: Exclude<LogLevel, "warning">, message: string, fields?: Record<string, unknown>) => {
     if (levels[level] < threshold) return;
     const text = line(level, message, fields);
-    process.stderr.write(text);
+    // Synchronous, as the plugin exits right after its answer; an EAGAIN on a full non-blocking pipe is not a reason to fail.
+    try {
+      writeSync(2, text);
+    } catch {
+      process.stderr.write(text);
+    }
     toFile(text);
   };
   return {

@@ -8,8 +8,10 @@ import { discardRedirector, familiesFor, inPodNetns, type PluginDeps, type Plugi
 /**
  * ADD: a chained plugin's result is its prevResult (or just the version). For a meshed
  * pod, the rules go in (every family, or none: see Redirector.apply), between a record
- * saying the ADD began and one saying it is done (for `meshcni audit`). The redirector is
- * prepared while the pod is looked up.
+ * saying the ADD began and one saying it is done (for `meshcni audit`). Asking the API,
+ * the redirector is prepared while the pod is looked up (it overlaps the network); asking
+ * the agent, whose answer takes a millisecond, only once the pod is known to be meshed:
+ * an unmeshed pod's ADD then loads no backend at all.
  */
 export async function add(request: PluginRequest, deps: PluginDeps): Promise<Record<string, unknown>> {
   const { conf } = request;
@@ -20,7 +22,8 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
   if (!named) return result;
   // Before any API request: a redirect in the host's netns would take the node's TCP.
   deps.checkNetns(request.env.netns);
-  const preparing = conf.linkerd.simulate ? undefined : prepareRedirector(request, deps);
+  const early = !conf.linkerd.simulate && !conf.agent_socket;
+  let preparing = early ? prepareRedirector(request, deps) : undefined;
   let decision: Decision | undefined;
   try {
     decision = await lookupPod(request, deps, named);
@@ -33,6 +36,7 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
   }
   const { spec, pod } = decision;
   const plans = familiesFor(conf).map((family) => planRules(spec, family));
+  if (!conf.linkerd.simulate) preparing ??= prepareRedirector(request, deps);
   // simulate: nothing was prepared, nothing is applied.
   if (!preparing) {
     for (const plan of plans) {

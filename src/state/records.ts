@@ -114,7 +114,9 @@ export function fileRecordStore(stateDir: string): RecordStore {
     write(record) {
       mkdirSync(dir, { recursive: true, mode: 0o755 });
       const full: AttachmentRecord = { version: 1, ...record, time: new Date().toISOString() };
-      writeAtomic(join(dir, fileName(attachmentOf(record))), `${JSON.stringify(full, null, 2)}\n`);
+      // No fsync (~0.5 ms a write on a disk, twice per ADD): the state dir is a tmpfs on a node, and a record lost
+      // in a crash describes a netns the crash took too. The rename still makes a record whole or absent.
+      writeAtomic(join(dir, fileName(attachmentOf(record))), `${JSON.stringify(full)}\n`, 0o644, { durable: false });
     },
     remove,
     list,

@@ -13,10 +13,11 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { connect } from "node:net";
+import { connect, createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AgentAnswer, type AgentAsk, parseAnswer } from "../../src/agent-socket.js";
+import type { Connector } from "../../src/kube/agent-reader.js";
 import { pluginRules, pluginServiceAccount } from "../../src/manifests/rbac.js";
 import { FakeApiServer } from "./api-server.js";
 import { sleep } from "./common.js";
@@ -287,3 +288,18 @@ export function grantPluginRules(api: FakeApiServer, namespace = "meshcni"): voi
 
 export const conflist = (name: string, plugins: object[], extra: object = {}) =>
   `${JSON.stringify({ cniVersion: "1.0.0", name, ...extra, plugins }, null, 2)}\n`;
+
+/** The agent reader's transport over node:net, for tests run by Node (the binary uses Bun's own socket). */
+export const nodeConnector: Connector = (path, on) =>
+  new Promise((resolve, reject) => {
+    const connection = createConnection(path);
+    connection.setEncoding("utf8");
+    connection.once("connect", () => {
+      connection.off("error", reject);
+      connection.on("error", on.error);
+      resolve({ write: (text) => void connection.write(text), end: () => connection.destroy() });
+    });
+    connection.once("error", reject);
+    connection.on("data", (text: string) => on.data(text));
+    connection.on("close", () => on.close());
+  });

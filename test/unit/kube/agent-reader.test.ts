@@ -10,6 +10,7 @@ import { AgentUnavailableError } from "../../../src/agent-socket.js";
 import { createAgentReader } from "../../../src/kube/agent-reader.js";
 import { AnswerError } from "../../../src/kube/answers.js";
 import { decisionFields } from "../../../src/mesh/pod.js";
+import { nodeConnector } from "../../kit/agent.js";
 import { podObject } from "../../kit/api-server.js";
 
 /** The plugin's side of the agent's socket: what it asks, and what it makes of each kind of answer. */
@@ -52,7 +53,7 @@ describe("the agent reader", () => {
         ? { object: decisionFields(podObject(ask.namespace, ask.name, { proxy: "container" }) as V1Pod), cached: true }
         : { object: { kind: "Namespace", metadata: { name: ask.name } }, cached: false };
     });
-    const reader = await createAgentReader(socket, 1000);
+    const reader = await createAgentReader(socket, 1000, nodeConnector);
     const pod = await reader.readPod("shop", "web", "uid-1");
     const namespace = await reader.readNamespace("shop");
     reader.close();
@@ -69,7 +70,7 @@ describe("the agent reader", () => {
       object: decisionFields(podObject("shop", "other") as V1Pod),
       cached: true,
     }));
-    const reader = await createAgentReader(socket, 1000);
+    const reader = await createAgentReader(socket, 1000, nodeConnector);
     const reading = reader.readPod("shop", "web");
     await expect(reading).rejects.toThrow(AnswerError);
     await expect(reading).rejects.toThrow("the API server answered with Pod shop/other, not shop/web");
@@ -78,7 +79,7 @@ describe("the agent reader", () => {
 
   it("says the agent is unavailable when it names an error, answers garbage, closes, or says nothing in time", async () => {
     server = await servePlugin(socket, async () => ({ error: "401 Unauthorized: the API server refused" }));
-    const refused = await createAgentReader(socket, 1000);
+    const refused = await createAgentReader(socket, 1000, nodeConnector);
     await expect(refused.readPod("shop", "web")).rejects.toThrow(
       new AgentUnavailableError(socket, "401 Unauthorized: the API server refused"),
     );
@@ -86,24 +87,24 @@ describe("the agent reader", () => {
     await new Promise<void>((resolve) => server!.close(() => resolve()));
 
     await rawServer(() => "{]");
-    const garbled = await createAgentReader(socket, 1000);
+    const garbled = await createAgentReader(socket, 1000, nodeConnector);
     await expect(garbled.readPod("shop", "web")).rejects.toThrow(/did not answer: not an answer/);
     garbled.close();
     await new Promise<void>((resolve) => server!.close(() => resolve()));
 
     await rawServer(() => "close");
-    const closing = await createAgentReader(socket, 1000);
+    const closing = await createAgentReader(socket, 1000, nodeConnector);
     await expect(closing.readPod("shop", "web")).rejects.toThrow(new AgentUnavailableError(socket, "it closed the connection"));
     await new Promise<void>((resolve) => server!.close(() => resolve()));
 
     await rawServer(() => undefined);
-    const silent = await createAgentReader(socket, 100);
+    const silent = await createAgentReader(socket, 100, nodeConnector);
     const started = performance.now();
     await expect(silent.readPod("shop", "web")).rejects.toThrow(new AgentUnavailableError(socket, "no answer within 100 ms"));
     expect(performance.now() - started).toBeLessThan(1000);
   });
 
   it("says the agent is unavailable when nobody listens at the socket", async () => {
-    await expect(createAgentReader(socket, 1000)).rejects.toThrow(new AgentUnavailableError(socket, "ENOENT"));
+    await expect(createAgentReader(socket, 1000, nodeConnector)).rejects.toThrow(new AgentUnavailableError(socket, "ENOENT"));
   });
 });
