@@ -1,6 +1,7 @@
 // The plugin's section (issue 5): what a pod start pays for meshcni, side by side with
 // the alternatives, interleaved in one run so the ratios hold on a noisy machine.
 import { writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
@@ -239,11 +240,21 @@ export async function benchPlugin(): Promise<PluginBench> {
         cgroup.remove();
       }
     };
-    const ours = await burst("meshcni", (netns, cgroup) => meshcni("ADD", netns, { viaAgent: true, cgroup }));
-    const theirs = await burst("go", (netns, cgroup) => {
-      const run = cgroup.wrap(goPattern, goArgs);
-      return measure(run.command, run.args, { env: cniEnv("ADD", netns, "meshed"), input: tuningConf });
-    });
+    // Beside a CPU hog (a busy loop per core), as on a loaded node: pod starts must still never fail.
+    const hogs = availableParallelism();
+    const hog = Array.from({ length: hogs }, () => execa("sh", ["-c", "while :; do :; done"], { reject: false }));
+    let ours: Awaited<ReturnType<typeof burst>>;
+    let theirs: Awaited<ReturnType<typeof burst>>;
+    try {
+      ours = await burst("meshcni", (netns, cgroup) => meshcni("ADD", netns, { viaAgent: true, cgroup }));
+      theirs = await burst("go", (netns, cgroup) => {
+        const run = cgroup.wrap(goPattern, goArgs);
+        return measure(run.command, run.args, { env: cniEnv("ADD", netns, "meshed"), input: tuningConf });
+      });
+    } finally {
+      for (const loop of hog) loop.kill("SIGKILL");
+      await Promise.all(hog);
+    }
     const failed = ours.results.filter((result) => result.exitCode !== 0);
     const concurrency = {
       pods: concurrentPods,
@@ -274,32 +285,29 @@ export async function benchPlugin(): Promise<PluginBench> {
       "ADD with the agent (nftables) / nft floor (3)": p50(names.addAgentNftables) / p50(names.floorNftables),
       "meshcni VERSION / tuning VERSION (6)": p50(names.version) / p50(names.goVersion),
     };
-    const meshcniRows = Object.values(names).filter((name) => name.startsWith("meshcni"));
-    const meshcniRss = Math.max(...meshcniRows.map((name) => rssMb[name]!));
     const agentRss = Math.max(rssMb[names.addAgent]!, rssMb[names.addAgentNftables]!);
     const fastest = Math.min(p50(names.addAgent), p50(names.addAgentNftables));
+    // Issue 22's targets: against the runtime's floor (a compiled Bun answering VERSION) and the Go stand-in.
+    const version = p50(names.version);
+    const within = (value: number, limit: number, of: number) => ({
+      value: `${(value / of).toFixed(2)} (${value} vs ${of} ms)`,
+      met: value <= limit * of,
+    });
     const targets = [
+      { target: "ADD p50 with the agent <= 1.3 x VERSION", ...within(fastest, 1.3, version) },
+      { target: "ADD p50 with the agent <= 0.6 x Go linkerd-cni pattern", ...within(fastest, 0.6, p50(names.go)) },
+      { target: "unmeshed ADD p50 with the agent <= 1.15 x VERSION", ...within(p50(names.addPlain), 1.15, version) },
       {
-        target: "ADD p50 with the agent <= 0.5 x Go linkerd-cni pattern",
-        value: `${(fastest / p50(names.go)).toFixed(2)} (${fastest} vs ${p50(names.go)} ms)`,
-        met: fastest <= 0.5 * p50(names.go),
+        target: "DEL p50 <= 1.5 x VERSION (both backends)",
+        value: `${(Math.max(p50(names.del), p50(names.delNftables)) / version).toFixed(2)} (${p50(names.del)} nft, ${p50(names.delNftables)} nftables vs ${version} ms)`,
+        met: Math.max(p50(names.del), p50(names.delNftables)) <= 1.5 * version,
       },
+      { target: "peak RSS of a plugin process on the agent path <= 38 MB", value: `${agentRss} MB`, met: agentRss <= 38 },
       {
-        target: "ADD p50 with the agent <= 4 x Go tuning ADD",
-        value: `${(fastest / p50(names.tuning)).toFixed(2)} (${fastest} vs ${p50(names.tuning)} ms)`,
-        met: fastest <= 4 * p50(names.tuning),
+        target: `${concurrentPods} concurrent ADDs beside a CPU hog: 0 failures`,
+        value: `${concurrency.failures}; node memory ${concurrency.cgroupPeakMb} MB (Go: ${concurrency.goCgroupPeakMb} MB)`,
+        met: concurrency.failures === 0,
       },
-      {
-        target: "peak RSS of a plugin process <= 35 MB",
-        value: `${meshcniRss} MB (with the agent: ${agentRss} MB)`,
-        met: meshcniRss <= 35,
-      },
-      {
-        target: "DEL p50 <= 2 x VERSION p50",
-        value: `${p50(names.del)} (nft), ${p50(names.delNftables)} (nftables) vs ${p50(names.version)} ms`,
-        met: Math.min(p50(names.del), p50(names.delNftables)) <= 2 * p50(names.version),
-      },
-      { target: `${concurrentPods} concurrent ADDs: 0 failures`, value: String(concurrency.failures), met: concurrency.failures === 0 },
     ];
 
     printTable(`meshcni as a plugin (compiled binary, real netns; ${iterations} runs after ${warmup} warm-up, interleaved)`, rows);
@@ -308,9 +316,9 @@ export async function benchPlugin(): Promise<PluginBench> {
     console.log(`\nratios of p50`);
     for (const [name, ratio] of Object.entries(ratios)) console.log(`${name.padEnd(48)}${ratio.toFixed(2)}`);
     console.log(
-      `\n${concurrentPods} ADDs at once through the agent: ${concurrency.wallMs} ms to all done, ${concurrency.failures} failures; ` +
+      `\n${concurrentPods} ADDs at once through the agent, beside ${hogs} busy loops: ${concurrency.wallMs} ms to all done, ${concurrency.failures} failures; ` +
         `memory charged to the burst's cgroup at its peak: ${concurrency.cgroupPeakMb} MB ` +
-        `(the Go linkerd-cni pattern, ${concurrentPods} at once: ${concurrency.goCgroupPeakMb} MB, ${concurrency.goWallMs} ms)`,
+        `(the Go linkerd-cni pattern, ${concurrentPods} at once beside the same: ${concurrency.goCgroupPeakMb} MB, ${concurrency.goWallMs} ms)`,
     );
     for (const error of concurrency.failed) console.log(`  failed: ${error}`);
     console.log(`\ntargets`);
