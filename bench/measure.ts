@@ -9,6 +9,7 @@ export interface Measured {
   rssKb: number;
   exitCode: number;
   stdout: string;
+  stderr: string;
 }
 
 let scratch: string | undefined;
@@ -31,7 +32,7 @@ export async function measure(
   const ms = performance.now() - started;
   const rssKb = Number(readFileSync(rssFile, "utf8").trim().split("\n").at(-1));
   rmSync(rssFile, { force: true });
-  return { ms, rssKb, exitCode: result.exitCode ?? -1, stdout: String(result.stdout) };
+  return { ms, rssKb, exitCode: result.exitCode ?? -1, stdout: String(result.stdout), stderr: String(result.stderr) };
 }
 
 export function cleanupMeasure(): void {

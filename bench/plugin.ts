@@ -262,6 +262,7 @@ export async function benchPlugin(): Promise<PluginBench> {
       failures: failed.length,
       // Each failure's CNI error, as the runtime would log it.
       failed: [...new Set(failed.map((result) => result.stdout.trim()))],
+      askedApi: ours.results.filter((result) => result.stderr.includes("asking the API server instead of the agent")).length,
       cgroupPeakMb: ours.peakMb,
       goCgroupPeakMb: theirs.peakMb,
       goWallMs: theirs.wallMs,
@@ -316,7 +317,8 @@ export async function benchPlugin(): Promise<PluginBench> {
     console.log(`\nratios of p50`);
     for (const [name, ratio] of Object.entries(ratios)) console.log(`${name.padEnd(48)}${ratio.toFixed(2)}`);
     console.log(
-      `\n${concurrentPods} ADDs at once through the agent, beside ${hogs} busy loops: ${concurrency.wallMs} ms to all done, ${concurrency.failures} failures; ` +
+      `\n${concurrentPods} ADDs at once through the agent, beside ${hogs} busy loops: ${concurrency.wallMs} ms to all done, ${concurrency.failures} failures, ` +
+        `${concurrency.askedApi} asked the API (no answer from the agent within its 1 s); ` +
         `memory charged to the burst's cgroup at its peak: ${concurrency.cgroupPeakMb} MB ` +
         `(the Go linkerd-cni pattern, ${concurrentPods} at once beside the same: ${concurrency.goCgroupPeakMb} MB, ${concurrency.goWallMs} ms)`,
     );
