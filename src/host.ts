@@ -4,6 +4,7 @@ import { readRegularFile, writeAtomic } from "./files.js";
 import { binaryName, namedBinaries } from "./iptables/binaries.js";
 import { type Detection, detectBackend, type SaveProbe } from "./iptables/detect.js";
 import { binaryAvailable, createIptablesRunner, hostSaveProbe } from "./iptables/exec.js";
+import type { Logger } from "./log.js";
 import type { NetConf } from "./mesh/netconf.js";
 import type { Backend, IptablesBackend, IptablesMode, Redirector } from "./redirect/redirector.js";
 import type { Family } from "./redirect/spec.js";
@@ -78,8 +79,22 @@ export async function resolveBackend(
  * file the plugin wrote, so both pick the same backend.
  */
 export function hostBackend(conf: NetConf, hostRoot = ""): Promise<Backend> {
-  const cache = fileDetectionCache(hostPaths(hostRoot)(conf.state_dir));
-  return resolveBackend(conf.linkerd["iptables-mode"], hostSaveProbe, cache, binaryAvailable);
+  return backendFor(conf.linkerd["iptables-mode"], conf.state_dir, hostRoot);
+}
+
+/** The backend for an iptables-mode and a state dir (what the netconf says), on this host. */
+export function backendFor(mode: IptablesMode, stateDir: string, hostRoot = ""): Promise<Backend> {
+  return resolveBackend(mode, hostSaveProbe, fileDetectionCache(hostPaths(hostRoot)(stateDir)), binaryAvailable);
+}
+
+/** The redirector a plugin writes with, for what its netconf says; says so when auto finds no iptables. */
+export async function pluginRedirector(
+  settings: { mode: IptablesMode; stateDir: string; wait: boolean },
+  log: Logger,
+): Promise<Redirector> {
+  const backend = await backendFor(settings.mode, settings.stateDir);
+  if (backend === "nftables" && settings.mode === "auto") log.info("no iptables binaries on this host: using nftables over netlink");
+  return createRedirector(backend, { stateDir: settings.stateDir, wait: settings.wait });
 }
 
 /** The node's iptables backend as kubelet's chains tell it (what auto would pick where iptables is installed). */

@@ -157,7 +157,7 @@ export class NodeTasks {
       readService: (namespace: string, name: string) => this.currentApi().readService(namespace, name),
     };
     try {
-      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, cache, lookup));
+      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, cache, lookup, this.log));
       this.log.info("answering the plugin", { socket: this.socketPath });
       return server;
     } catch (error) {

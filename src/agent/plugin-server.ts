@@ -5,7 +5,9 @@ import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { type AgentAnswer, type AgentAsk, maxLineBytes, parseAsk } from "../agent-socket.js";
 import { errnoCode, errorMessage } from "../errors.js";
 import { describeApiFailure } from "../kube/errors.js";
+import type { Logger } from "../log.js";
 import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../mesh/pod.js";
+import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
@@ -20,7 +22,8 @@ export interface Lookup {
  * asked for), else from the API over the agent's warm connection (a pod recreated under
  * the same name, or one asked for without its UID, is read afresh).
  */
-export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup): Promise<AgentAnswer> {
+export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup, log: Logger): Promise<AgentAnswer> {
+  if (ask.get === "decision") return decideForPlugin(ask, (question) => answerAsk(question, cache, lookup, log), log);
   try {
     if (ask.get === "service") {
       const cached = cache.service(ask.namespace, ask.name);

@@ -1,98 +1,24 @@
-import { type AgentAnswer, type AgentAsk, AgentUnavailableError, maxLineBytes, parseAnswer } from "../agent-socket.js";
-import { errnoCode, errorMessage } from "../errors.js";
+import { type AgentAsk, AgentUnavailableError } from "../agent-socket.js";
+import { type Connector, connectAgent } from "./agent-connection.js";
 import { namespaceAnswer, podAnswer, serviceAnswer } from "./answers.js";
 import type { KubeReader } from "./pod-reader.js";
 
-/** A unix socket connection as the reader uses it: lines written, text, errors and the end heard. */
-export interface LineSocket {
-  write(text: string): void;
-  end(): void;
-}
-export type Connector = (path: string, on: { data(text: string): void; error(error: unknown): void; close(): void }) => Promise<LineSocket>;
-
-/** Bun's own unix socket: node:net's costs ~1.3 ms more to load and set up, paid by every pod start. */
-export const bunConnector: Connector = async (path, on) => {
-  const decoder = new TextDecoder();
-  const connection = await Bun.connect({
-    unix: path,
-    socket: {
-      data: (_socket, chunk) => on.data(decoder.decode(chunk, { stream: true })),
-      error: (_socket, error) => on.error(error),
-      close: () => on.close(),
-    },
-  });
-  return { write: (text) => void connection.write(text), end: () => connection.end() };
-};
-
 /**
- * The plugin's reads, asked of the agent on its unix socket: one connection, one line per
- * question, everything within `timeoutMs`. The answers are checked as the API's are (the
- * pod asked for, well-formed); an agent that cannot answer throws AgentUnavailableError.
+ * The plugin's reads, asked of the agent. The answers are checked as the API's are (the pod
+ * asked for, well-formed); an agent that cannot answer throws AgentUnavailableError.
  */
-export async function createAgentReader(socket: string, timeoutMs: number, connect: Connector = bunConnector): Promise<KubeReader> {
-  let failure: AgentUnavailableError | undefined;
-  const waiting = new Set<(line: string | AgentUnavailableError) => void>();
-  let connection: LineSocket | undefined;
-  const fail = (reason: string) => {
-    clearTimeout(deadline);
-    failure ??= new AgentUnavailableError(socket, reason);
-    for (const settle of waiting) settle(failure);
-    waiting.clear();
-    connection?.end();
-  };
-  // Declared before fail() uses it; a pending deadline must not keep the plugin's process alive.
-  const deadline: NodeJS.Timeout = setTimeout(() => fail(`no answer within ${timeoutMs} ms`), timeoutMs);
-  deadline.unref();
-  let buffered = "";
-  try {
-    connection = await connect(socket, {
-      data(text) {
-        buffered += text;
-        if (buffered.length > maxLineBytes) return fail("an answer longer than a line may be");
-        for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-          const line = buffered.slice(0, end);
-          buffered = buffered.slice(end + 1);
-          const [settle] = waiting;
-          if (!settle) return fail("an answer nobody asked for");
-          waiting.delete(settle);
-          settle(line);
-        }
-      },
-      error: (error) => fail(errnoCode(error) ?? errorMessage(error)),
-      close: () => fail("it closed the connection"),
-    });
-  } catch (error) {
-    fail(errnoCode(error) ?? errorMessage(error));
-  }
-  if (failure || !connection) throw failure;
-  const open = connection;
-
-  const ask = async (question: AgentAsk): Promise<unknown> => {
-    if (failure) throw failure;
-    const line = await new Promise<string | AgentUnavailableError>((settle) => {
-      waiting.add(settle);
-      open.write(`${JSON.stringify(question)}\n`);
-    });
-    if (line instanceof AgentUnavailableError) throw line;
-    let answer: AgentAnswer;
-    try {
-      answer = parseAnswer(line);
-    } catch (error) {
-      throw new AgentUnavailableError(socket, `not an answer: ${errorMessage(error)}`);
-    }
-    if ("error" in answer) throw new AgentUnavailableError(socket, answer.error);
+export async function createAgentReader(socket: string, timeoutMs: number, connect?: Connector): Promise<KubeReader> {
+  const connection = await connectAgent(socket, timeoutMs, connect);
+  const object = async (question: AgentAsk) => {
+    const answer = await connection.ask(question);
+    if (!("object" in answer)) throw new AgentUnavailableError(socket, "an answer of another kind than asked");
     return answer.object;
   };
   return {
     readPod: async (namespace, name, uid) =>
-      podAnswer(await ask({ get: "pod", namespace, name, ...(uid ? { uid } : {}) }), namespace, name),
-    readNamespace: async (name) => namespaceAnswer(await ask({ get: "namespace", name }), name),
-    readService: async (namespace, name) => serviceAnswer(await ask({ get: "service", namespace, name }), namespace, name),
-    close() {
-      clearTimeout(deadline);
-      // Ours: its end is no failure.
-      failure ??= new AgentUnavailableError(socket, "closed by the plugin");
-      open.end();
-    },
+      podAnswer(await object({ get: "pod", namespace, name, ...(uid ? { uid } : {}) }), namespace, name),
+    readNamespace: async (name) => namespaceAnswer(await object({ get: "namespace", name }), name),
+    readService: async (namespace, name) => serviceAnswer(await object({ get: "service", namespace, name }), namespace, name),
+    close: () => connection.close(),
   };
 }

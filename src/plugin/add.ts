@@ -1,9 +1,9 @@
 import { convertResult } from "../cni/result.js";
 import { podKeyOf, podName } from "../pod-key.js";
 import { planLines, planRules } from "../redirect/plan.js";
-import type { Family } from "../redirect/spec.js";
+import { writeRedirect } from "./apply.js";
 import { type Decision, lookupPod, namedPod } from "./lookup.js";
-import { discardRedirector, familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector, swept } from "./request.js";
+import { discardRedirector, familiesFor, type PluginDeps, type PluginRequest, prepareRedirector } from "./request.js";
 
 /**
  * ADD: a chained plugin's result is its prevResult (or just the version). For a meshed
@@ -44,36 +44,7 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
     }
     return result;
   }
-  const records = deps.records(conf.state_dir);
-  swept(records.sweep(), deps);
-  await inPodNetns(request, deps, preparing, async (redirector) => {
-    const record = {
-      pod: { uid: "", ...podKeyOf(pod) },
-      containerId: request.env.containerId,
-      ifname: request.env.ifname,
-      netns: request.env.netns,
-      backend: redirector.backend,
-      plans,
-    };
-    // Recorded before the netns is touched: an ADD killed midway leaves a record saying so.
-    records.write({ ...record, state: "adding" });
-    let changed: Family[] = [];
-    try {
-      changed = await redirector.apply(plans);
-      for (const plan of plans) {
-        deps.log.info(changed.includes(plan.family) ? "redirect applied" : "redirect already in place", {
-          pod: podName(pod),
-          family: plan.family,
-          backend: redirector.backend,
-        });
-      }
-      records.write({ ...record, state: "added" });
-    } catch (error) {
-      // A failed ADD changes nothing: an IPv4-only redirect would let IPv6 bypass the proxy.
-      await redirector.remove(changed);
-      records.remove({ containerID: record.containerId, ifname: record.ifname });
-      throw error;
-    }
-  });
+  const { containerId, ifname, netns } = request.env;
+  await writeRedirect({ containerId, ifname, netns }, { uid: "", ...podKeyOf(pod) }, plans, preparing, deps.records(conf.state_dir), deps);
   return result;
 }

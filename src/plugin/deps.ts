@@ -1,4 +1,4 @@
-import { binaryAvailable, createRedirector, hostBackend } from "../host.js";
+import { binaryAvailable, hostBackend, pluginRedirector } from "../host.js";
 import { loadApiAccess } from "../kube/kubeconfig.js";
 import type { Logger } from "../log.js";
 import { checkPodNetns, inNetns } from "../netns/enter.js";
@@ -14,12 +14,8 @@ export function productionDeps(log: Logger): PluginDeps {
     agentReader: async (socket, timeoutMs) => (await import("../kube/agent-reader.js")).createAgentReader(socket, timeoutMs),
     checkKubeconfig: async (path) => void (await loadApiAccess(path)),
     backend: (conf) => hostBackend(conf),
-    async redirector(conf) {
-      const backend = await hostBackend(conf);
-      if (backend === "nftables" && conf.linkerd["iptables-mode"] === "auto")
-        log.info("no iptables binaries on this host: using nftables over netlink");
-      return createRedirector(backend, { stateDir: conf.state_dir, wait: conf.linkerd["use-wait-flag"] });
-    },
+    redirector: (conf) =>
+      pluginRedirector({ mode: conf.linkerd["iptables-mode"], stateDir: conf.state_dir, wait: conf.linkerd["use-wait-flag"] }, log),
     binaryAvailable,
     checkNetns: checkPodNetns,
     inNetns,

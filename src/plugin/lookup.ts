@@ -3,6 +3,8 @@ import { AgentUnavailableError } from "../agent-socket.js";
 import { parseCniArgs, podIdentity } from "../cni/args.js";
 import { errorMessage } from "../errors.js";
 import type { KubeReader } from "../kube/pod-reader.js";
+import type { Logger } from "../log.js";
+import type { LinkerdConf } from "../mesh/netconf.js";
 import {
   apiServerFallbackPorts,
   apiServerPortsOf,
@@ -56,7 +58,7 @@ export async function lookupPod(request: PluginRequest, deps: PluginDeps, identi
   const socket = request.conf.agent_socket;
   if (socket) {
     try {
-      return await decide(request, identity, await deps.agentReader(socket, agentTimeoutMs), deps.log);
+      return await decidePod(request.conf.linkerd, identity, await deps.agentReader(socket, agentTimeoutMs), deps.log);
     } catch (error) {
       if (!(error instanceof AgentUnavailableError)) throw error;
       deps.log.warn("asking the API server instead of the agent", { pod: formatPodKey(identity), reason: error.message });
@@ -75,14 +77,14 @@ export async function lookupPod(request: PluginRequest, deps: PluginDeps, identi
   } catch (error) {
     throw new PodLookupError(identity, errorMessage(error));
   }
-  return decide(request, identity, reader, deps.log);
+  return decidePod(request.conf.linkerd, identity, reader, deps.log);
 }
 
 /**
  * The ports a control-plane pod skips to reach the API server, as linkerd-cni finds them:
  * the `kubernetes` Service's, else (it cannot be read) 443 and 6443.
  */
-async function serviceApiPorts(reader: KubeReader, log: PluginDeps["log"], subject: string): Promise<number[]> {
+async function serviceApiPorts(reader: KubeReader, log: Logger, subject: string): Promise<number[]> {
   const { namespace, name } = apiServerService;
   try {
     return apiServerPortsOf(await reader.readService(namespace, name));
@@ -96,8 +98,11 @@ async function serviceApiPorts(reader: KubeReader, log: PluginDeps["log"], subje
   }
 }
 
-/** Reads the pod (and, for overrides, its namespace) through `reader` and decides; an agent that stops answering passes through. */
-async function decide(request: PluginRequest, identity: PodKey, reader: KubeReader, log: PluginDeps["log"]): Promise<Decision> {
+/**
+ * Reads the pod (and, for overrides, its namespace) through `reader` and decides; an agent
+ * that stops answering passes through. The agent decides with it too (a `decision` ask).
+ */
+export async function decidePod(linkerd: LinkerdConf, identity: PodKey, reader: KubeReader, log: Logger): Promise<Decision> {
   const subject = formatPodKey(identity);
   const read = async <T>(what: string, call: () => Promise<T>) => {
     try {
@@ -121,7 +126,7 @@ async function decide(request: PluginRequest, identity: PodKey, reader: KubeRead
       ? await read(`namespace ${identity.namespace}`, () => reader.readNamespace(identity.namespace))
       : undefined;
     const apiServerPorts = isControlPlane(pod) ? await serviceApiPorts(reader, log, subject) : [];
-    return { pod, spec: firewallSpecFor(request.conf.linkerd, pod, namespace, apiServerPorts) };
+    return { pod, spec: firewallSpecFor(linkerd, pod, namespace, apiServerPorts) };
   } finally {
     reader.close();
   }

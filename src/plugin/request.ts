@@ -76,6 +76,6 @@ export async function inPodNetns<T>(
 }
 
 /** Logs what a sweep of abandoned temp and lock files removed. */
-export function swept(names: string[], deps: PluginDeps): void {
+export function swept(names: string[], deps: Pick<PluginDeps, "log">): void {
   if (names.length > 0) deps.log.info("removed files killed plugin processes left behind", { files: names });
 }

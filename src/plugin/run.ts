@@ -55,6 +55,16 @@ async function readStdin(): Promise<string> {
   }
 }
 
+/** The agent's socket the netconf names, read without its schema; none (or no JSON: the standalone path says why) is undefined. */
+function agentSocketOf(stdin: string): string | undefined {
+  try {
+    const socket = (JSON.parse(stdin) as { agent_socket?: unknown }).agent_socket;
+    return typeof socket === "string" && socket !== "" ? socket : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Writes the runtime's answer at once (synchronously), so even an exit right after it loses nothing. */
 function print(answer: Record<string, unknown>): void {
   writeSync(1, `${JSON.stringify(answer)}\n`);
@@ -104,9 +114,27 @@ export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
       print(versionInfo(errorVersion(stdin)));
       return 0;
     }
+    // ADD through the agent: it decides, with the plugin's code, and this process only writes the rules.
+    const socket = cniEnv.command === "ADD" ? agentSocketOf(stdin) : undefined;
+    if (socket) {
+      const disarm = startWatchdog(watchdogSlackMs, () => {
+        void fail(new CniError(ErrorCode.tryAgainLater, `meshcni did not finish ADD within ${watchdogSlackMs / 1000} s`)).then((code) =>
+          process.exit(code),
+        );
+      });
+      const { addThroughAgent } = await import("./add-agent.js");
+      const output = await addThroughAgent(stdin, cniEnv, socket, log, (decided) => {
+        log = decided;
+      }).finally(disarm);
+      if (output) {
+        print(output);
+        return 0;
+      }
+    }
     // VERSION needs none of this: the netconf's schema is loaded when a verb reads one.
     const { parseNetConf } = await import("../mesh/netconf.js");
-    const conf = parseNetConf(stdin);
+    // The agent could not decide: it is not asked again.
+    const conf = { ...parseNetConf(stdin), ...(socket ? { agent_socket: undefined } : {}) };
     log = createLogger({
       level: conf.log_level,
       ...(conf.log_file ? { file: conf.log_file } : {}),

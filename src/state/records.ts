@@ -5,6 +5,7 @@ import { readRegularFile, removeFile, sha256, sweepAbandoned, writeAtomic } from
 import type { PodKey } from "../pod-key.js";
 import type { RulePlan } from "../redirect/plan.js";
 import { type Backend, backends } from "../redirect/redirector.js";
+import { rulePlanSchema } from "./plan-schema.js";
 
 /**
  * What ADD did for a meshed pod, kept on the host so `meshcni audit` can tell a pod that
@@ -60,13 +61,7 @@ const recordSchema = v.object({
   ifname: v.string(),
   netns: v.string(),
   backend: v.picklist(backends),
-  plans: v.array(
-    v.object({
-      family: v.picklist(["ipv4", "ipv6"]),
-      chains: v.record(v.string(), v.array(v.array(v.string()))),
-      jumps: v.array(v.object({ from: v.picklist(["PREROUTING", "OUTPUT"]), to: v.string(), args: v.array(v.string()) })),
-    }),
-  ),
+  plans: v.array(rulePlanSchema),
   time: v.string(),
 });
 

@@ -29,7 +29,7 @@ describe("the agent against an API server that behaves like a real one", () => {
   /** The agent's answer for shop/web: where it came from and the annotation the plugin would get. */
   const web = async () => {
     const answer = await askAgent(socket(), { get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" });
-    if (!("object" in answer)) throw new Error(answer.error);
+    if (!("object" in answer)) throw new Error(JSON.stringify(answer));
     const { metadata } = answer.object as { metadata: { annotations?: Record<string, string> } };
     return { cached: answer.cached, annotation: metadata.annotations?.[skip] };
   };

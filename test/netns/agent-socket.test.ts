@@ -22,14 +22,15 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
   let entry: Record<string, unknown> = {};
 
   /** The plugin's ADD of a pod in a fresh netns, as the runtime runs it with the agent's entry: its outcome and how long it took. */
-  const addPod = async (name: string, uid?: string) => {
-    const netns = await net.addNetns(name);
+  const addPod = async (name: string, uid?: string, changes: Record<string, unknown> = {}, netnsName = name) => {
+    const netns = await net.addNetns(netnsName);
     const started = performance.now();
     const args = `${podArgs("shop", name)}${uid ? `;K8S_POD_UID=${uid}` : ""}`;
-    const result = await invokePlugin(pluginEnv(net.netnsPath(netns), `c-${name}`, args), {
+    const result = await invokePlugin(pluginEnv(net.netnsPath(netns), `c-${netnsName}`, args), {
       cniVersion: "1.0.0",
       name: "primary",
       ...entry,
+      ...changes,
     });
     return { result, netns, ms: performance.now() - started };
   };
@@ -110,6 +111,60 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     expect(await natRules(netns, "nft")).toContain(
       '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 6379 -m comment --comment "proxy-init/ignore-port-6379" -j RETURN',
     );
+  });
+
+  it.each([
+    ["no annotation", {}],
+    ["skip-inbound-ports", { "config.linkerd.io/skip-inbound-ports": "8080,9000-9010" }],
+    ["skip-outbound-ports", { "config.linkerd.io/skip-outbound-ports": "443,5432" }],
+    ["skip-subnets", { "config.linkerd.io/skip-subnets": "10.0.0.0/8,192.168.1.1/24" }],
+    ["proxy-uid and proxy-gid", { "config.linkerd.io/proxy-uid": "1337", "config.linkerd.io/proxy-gid": "1338" }],
+    ["both port lists", { "config.linkerd.io/skip-inbound-ports": "25", "config.linkerd.io/skip-outbound-ports": "3306,6379" }],
+  ])("the agent decides ADD (%s): the rules the plugin writes deciding itself from the API, no API request", async (what, annotations) => {
+    const name = `same-${what.replaceAll(" ", "-")}`;
+    api.addPod(podObject("shop", name, { proxy: "container", nodeName: node, annotations }));
+    await cached(name);
+    const before = api.requests.length;
+    const decided = await addPod(name, `uid-shop-${name}`);
+    expect(decided.result.exitCode, decided.result.stdout + decided.result.stderr).toBe(0);
+    expect(lookups(before)).toEqual([]);
+    await host.waitFor(() => host.logs.some((line) => line.msg === "decided an ADD for the plugin" && line.pod === `shop/${name}`), 2000);
+    // The same ADD with no agent in the netconf: the plugin reads the API and decides.
+    const itself = await addPod(name, `uid-shop-${name}`, { agent_socket: undefined }, `${name}-api`);
+    expect(itself.result.exitCode, itself.result.stdout).toBe(0);
+    expect(lookups(before).filter((seen) => seen.startsWith("meshcni/meshcni-plugin GET"))).not.toEqual([]);
+    expect(await natRules(decided.netns, "nft")).toEqual(await natRules(itself.netns, "nft"));
+    expect(decided.result.json).toEqual(itself.result.json);
+  });
+
+  it("the agent refuses what the plugin would: an invalid annotation is code 7, in the same words; nothing written", async () => {
+    api.addPod(
+      podObject("shop", "typo", { proxy: "container", nodeName: node, annotations: { "config.linkerd.io/skip-inbound-ports": "80a" } }),
+    );
+    await cached("typo");
+    const decided = await addPod("typo", "uid-shop-typo");
+    const itself = await addPod("typo", "uid-shop-typo", { agent_socket: undefined }, "typo-api");
+    expect(decided.result.json).toMatchObject({ code: 7, msg: expect.stringContaining('"80a"') });
+    expect(decided.result.json).toEqual(itself.result.json);
+    expect(await natRules(decided.netns, "nft")).toEqual([]);
+  });
+
+  it("an agent that answers garbage: ADD asks the API itself, with the same rules", async () => {
+    const { createServer } = await import("node:net");
+    const garbage = join(net.stateDir, "garbage.sock");
+    const server = createServer((connection) => connection.on("data", () => connection.write('{"decided": "yes"}\n')));
+    await new Promise<void>((resolve) => server.listen(garbage, resolve));
+    try {
+      api.addPod(podObject("shop", "lied-to", { proxy: "container", nodeName: node }));
+      const before = api.requests.length;
+      const { result, netns } = await addPod("lied-to", "uid-shop-lied-to", { agent_socket: garbage });
+      expect(result.exitCode, result.stdout).toBe(0);
+      expect(result.stderr).toContain("asking the API server instead of the agent");
+      expect(lookups(before)).toContain("meshcni/meshcni-plugin GET /api/v1/namespaces/shop/pods/lied-to");
+      expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    } finally {
+      server.close();
+    }
   });
 
   it("the token on the node's disk reads pods and namespaces, and nothing else", async () => {

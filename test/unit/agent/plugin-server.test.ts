@@ -8,8 +8,10 @@ import { NodeCache } from "../../../src/agent/node-cache.js";
 import { answerAsk, servePlugin } from "../../../src/agent/plugin-server.js";
 import { podName } from "../../../src/pod-key.js";
 import { podObject } from "../../kit/api-server.js";
+import { memoryLogger } from "../../kit/fake-node.js";
 
 describe("the agent's answers to the plugin", () => {
+  const log = memoryLogger([]);
   const cached = podObject("shop", "web", {
     proxy: "container",
     annotations: { "config.linkerd.io/skip-outbound-ports": "5432" },
@@ -53,7 +55,7 @@ describe("the agent's answers to the plugin", () => {
   };
 
   it("answers the kubernetes Service's ports (only them) through the API: control-plane pods are few, nothing watches it", async () => {
-    const answer = await answerAsk({ get: "service", namespace: "default", name: "kubernetes" }, cacheOf([]), api);
+    const answer = await answerAsk({ get: "service", namespace: "default", name: "kubernetes" }, cacheOf([]), api, log);
     expect(answer).toEqual({
       object: {
         apiVersion: "v1",
@@ -75,7 +77,7 @@ describe("the agent's answers to the plugin", () => {
     const none = { get: () => undefined, fresh: () => true };
     const cache = new NodeCache(none, none, store);
     asked.length = 0;
-    expect(await answerAsk({ get: "service", namespace: "default", name: "kubernetes" }, cache, api)).toMatchObject({
+    expect(await answerAsk({ get: "service", namespace: "default", name: "kubernetes" }, cache, api, log)).toMatchObject({
       object: { spec: { ports: [{ port: 443, targetPort: 8443 }] } },
       cached: true,
     });
@@ -85,7 +87,7 @@ describe("the agent's answers to the plugin", () => {
   it("answers from the cache with only what the decision reads, asking the API nothing", async () => {
     const cache = cacheOf([{ ...cached, status: { phase: "Running", podIP: "10.0.0.1" } } as V1Pod]);
     asked.length = 0;
-    const answer = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api);
+    const answer = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api, log);
     expect(answer).toEqual({
       object: {
         apiVersion: "v1",
@@ -107,9 +109,9 @@ describe("the agent's answers to the plugin", () => {
   it("asks the API when the cache has another pod of that name (recreated), none, or no UID to check, and for a namespace it has not seen", async () => {
     const cache = cacheOf([cached]);
     asked.length = 0;
-    const recreated = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-new" }, cache, api);
+    const recreated = await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-new" }, cache, api, log);
     expect(recreated).toMatchObject({ object: { metadata: { uid: "uid-new" } }, cached: false });
-    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api)).toMatchObject({
+    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api, log)).toMatchObject({
       // Only what the decision reads: Linkerd's annotations.
       object: { kind: "Namespace", metadata: { name: "shop", annotations: { "config.linkerd.io/skip-subnets": "10.0.0.0/8" } } },
       cached: false,
@@ -117,9 +119,9 @@ describe("the agent's answers to the plugin", () => {
     expect(asked).toEqual(["pod shop/web", "namespace shop"]);
     // Without the runtime's UID the cache cannot vouch for the pod: the API is asked.
     asked.length = 0;
-    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web" }, cache, api)).toMatchObject({ cached: false });
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web" }, cache, api, log)).toMatchObject({ cached: false });
     expect(asked).toEqual(["pod shop/web"]);
-    expect(await answerAsk({ get: "pod", namespace: "shop", name: "gone" }, cache, api)).toEqual({
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "gone" }, cache, api, log)).toEqual({
       error: expect.stringContaining("404"),
     });
   });
@@ -127,10 +129,10 @@ describe("the agent's answers to the plugin", () => {
   it("answers nothing from a cache that is not fresh (its watch down or silent): the API is asked", async () => {
     const cache = cacheOf([cached], [{ metadata: { name: "shop" } }], false);
     asked.length = 0;
-    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api)).toMatchObject({
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-shop-web" }, cache, api, log)).toMatchObject({
       cached: false,
     });
-    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api)).toMatchObject({ cached: false });
+    expect(await answerAsk({ get: "namespace", name: "shop" }, cache, api, log)).toMatchObject({ cached: false });
     expect(asked).toEqual(["pod shop/web", "namespace shop"]);
   });
 

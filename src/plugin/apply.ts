@@ -1,0 +1,56 @@
+import { formatPodKey, type PodKey } from "../pod-key.js";
+import type { RulePlan } from "../redirect/plan.js";
+import type { Redirector } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
+import type { RecordStore } from "../state/records.js";
+import { type PluginDeps, swept } from "./request.js";
+
+/** The attachment the runtime named: where the rules go, and what their record is called. */
+export interface Target {
+  containerId: string;
+  ifname: string;
+  netns: string;
+}
+
+/**
+ * Writes the plans into the pod's netns (every family, or none: see Redirector.apply),
+ * between a record saying the ADD began and one saying it is done (for `meshcni audit`);
+ * a failure takes out what it wrote and the record. The prepared redirector is closed.
+ */
+export async function writeRedirect(
+  target: Target,
+  pod: PodKey & { uid: string },
+  plans: RulePlan[],
+  preparing: Promise<Redirector>,
+  records: RecordStore,
+  deps: Pick<PluginDeps, "inNetns" | "log">,
+): Promise<void> {
+  swept(records.sweep(), deps);
+  const redirector = await preparing;
+  try {
+    await deps.inNetns(target.netns, async () => {
+      const record = { pod, ...target, backend: redirector.backend, plans };
+      // Recorded before the netns is touched: an ADD killed midway leaves a record saying so.
+      records.write({ ...record, state: "adding" });
+      let changed: Family[] = [];
+      try {
+        changed = await redirector.apply(plans);
+        for (const plan of plans) {
+          deps.log.info(changed.includes(plan.family) ? "redirect applied" : "redirect already in place", {
+            pod: formatPodKey(pod),
+            family: plan.family,
+            backend: redirector.backend,
+          });
+        }
+        records.write({ ...record, state: "added" });
+      } catch (error) {
+        // A failed ADD changes nothing: an IPv4-only redirect would let IPv6 bypass the proxy.
+        await redirector.remove(changed);
+        records.remove({ containerID: target.containerId, ifname: target.ifname });
+        throw error;
+      }
+    });
+  } finally {
+    redirector.close();
+  }
+}

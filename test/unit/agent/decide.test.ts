@@ -1,0 +1,82 @@
+import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import { describe, expect, it } from "vitest";
+import { decideForPlugin } from "../../../src/agent/decide.js";
+import { NodeCache } from "../../../src/agent/node-cache.js";
+import { answerAsk } from "../../../src/agent/plugin-server.js";
+import { convertResult } from "../../../src/cni/result.js";
+import { parseNetConf } from "../../../src/mesh/netconf.js";
+import { firewallSpecFor } from "../../../src/mesh/pod.js";
+import { podName } from "../../../src/pod-key.js";
+import { planRules } from "../../../src/redirect/plan.js";
+import { podObject } from "../../kit/api-server.js";
+import { memoryLogger } from "../../kit/fake-node.js";
+
+const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.0.0.5/24", interface: 0 }] };
+const netconf = (linkerd: Record<string, unknown> = {}) =>
+  JSON.stringify({ cniVersion: "1.0.0", name: "k8s", type: "meshcni", state_dir: "/run/x", prevResult, linkerd });
+const namespace = { metadata: { name: "shop", annotations: { "config.linkerd.io/skip-subnets": "10.9.0.0/16" } } } as V1Namespace;
+
+/** The agent's decision for shop/web, its cache holding `pods`; the API answers `fromApi` (or fails). */
+function decide(pods: V1Pod[], text: string, options: { uid?: string; fromApi?: V1Pod } = {}) {
+  const store = <T>(entries: Array<[string, T]>) => ({ get: (key: string) => new Map(entries).get(key), fresh: () => true });
+  const cache = new NodeCache(store(pods.map((pod) => [podName(pod), pod])), store([["shop", namespace]]));
+  const lookup = {
+    readPod: async () => {
+      if (!options.fromApi) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
+      return options.fromApi;
+    },
+    readNamespace: async () => namespace,
+    readService: async () => ({ metadata: { name: "kubernetes" }, spec: { ports: [{ port: 443 }] } }),
+  };
+  const log = memoryLogger([]);
+  return decideForPlugin(
+    { get: "decision", netconf: text, namespace: "shop", name: "web", uid: options.uid ?? "uid-shop-web" },
+    (ask) => answerAsk(ask, cache, lookup, log),
+    log,
+  );
+}
+
+describe("the agent's decision for the plugin's ADD", () => {
+  it("plans what the plugin would: the same spec, families and result, with the namespace's overrides", async () => {
+    const pod = podObject("shop", "web", { proxy: "container", annotations: { "config.linkerd.io/skip-outbound-ports": "5432" } }) as V1Pod;
+    const answer = await decide([pod], netconf({ "proxy-uid": 2103 }));
+    const conf = parseNetConf(netconf({ "proxy-uid": 2103 }));
+    expect(answer).toEqual({
+      decided: {
+        result: convertResult(conf.prevResult!, "1.0.0"),
+        pod: { namespace: "shop", name: "web", uid: "uid-shop-web" },
+        plans: [planRules(firewallSpecFor(conf.linkerd, pod, namespace, []), "ipv4")],
+        settings: { stateDir: "/run/x", mode: conf.linkerd["iptables-mode"], wait: false, simulate: false, logLevel: "info" },
+      },
+    });
+    expect(JSON.stringify(answer)).toContain("10.9.0.0/16");
+  });
+
+  it("plans nothing for an unmeshed pod", async () => {
+    const answer = await decide([podObject("shop", "web") as V1Pod], netconf());
+    expect(answer).toMatchObject({ decided: { plans: [] } });
+  });
+
+  it("refuses with the plugin's CNI error: a netconf it would refuse, an annotation it would refuse, a pod recreated under another UID", async () => {
+    expect(await decide([], netconf({ "proxy-uid": "root" }))).toMatchObject({
+      refused: { code: 7, msg: expect.stringContaining("proxy-uid") },
+    });
+    const typo = podObject("shop", "web", { proxy: "container", annotations: { "config.linkerd.io/skip-inbound-ports": "80a" } }) as V1Pod;
+    expect(await decide([typo], netconf())).toMatchObject({ refused: { code: 7, msg: expect.stringContaining('"80a"') } });
+    const other = {
+      ...podObject("shop", "web", { proxy: "container" }),
+      metadata: { ...podObject("shop", "web").metadata, uid: "uid-other" },
+    };
+    expect(await decide([], netconf(), { fromApi: other as V1Pod })).toEqual({
+      refused: {
+        code: 11,
+        msg: "cannot decide the redirect for pod shop/web: the API server has pod UID uid-other, the runtime asked for uid-shop-web",
+        details: "",
+      },
+    });
+  });
+
+  it("leaves the plugin to ask the API itself when it cannot read the pod", async () => {
+    expect(await decide([], netconf())).toEqual({ error: expect.stringContaining("ECONNREFUSED") });
+  });
+});
