@@ -149,6 +149,22 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     expect(await natRules(decided.netns, "nft")).toEqual([]);
   });
 
+  it("through the agent, simulate logs the plan and writes nothing; a container that is no pod passes through", async () => {
+    api.addPod(podObject("shop", "dry", { proxy: "container", nodeName: node }));
+    await cached("dry");
+    const linkerd = { ...(entry.linkerd as Record<string, unknown>), simulate: true };
+    const { result, netns } = await addPod("dry", "uid-shop-dry", { linkerd });
+    expect(result.exitCode, result.stdout).toBe(0);
+    expect(result.stderr).toContain("simulate: would apply");
+    expect(await natRules(netns, "nft")).toEqual([]);
+    await host.waitFor(() => host.logs.some((line) => line.msg === "decided an ADD for the plugin" && line.pod === "shop/dry"), 2000);
+    const bare = await net.addNetns("no-pod");
+    const passed = await invokePlugin(pluginEnv(net.netnsPath(bare), "c-no-pod", ""), { cniVersion: "1.0.0", name: "primary", ...entry });
+    expect(passed.exitCode, passed.stdout).toBe(0);
+    expect(passed.stderr).toContain("not a Kubernetes pod, passing through");
+    expect(await natRules(bare, "nft")).toEqual([]);
+  });
+
   it("an agent that answers garbage: ADD asks the API itself, with the same rules", async () => {
     const { createServer } = await import("node:net");
     const garbage = join(net.stateDir, "garbage.sock");
