@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { type LogLevel, logLevels } from "./log.js";
 import type { RulePlan } from "./redirect/plan.js";
 import { iptablesModes } from "./redirect/redirector.js";
 import { rulePlanSchema } from "./state/plan-schema.js";
@@ -34,7 +35,7 @@ export interface DecidedSettings {
   mode: (typeof iptablesModes)[number];
   wait: boolean;
   simulate: boolean;
-  logLevel: string;
+  logLevel: LogLevel;
   logFile?: string;
 }
 
@@ -73,7 +74,7 @@ const answerSchema = v.union([
         mode: v.picklist(iptablesModes),
         wait: v.boolean(),
         simulate: v.boolean(),
-        logLevel: v.string(),
+        logLevel: v.picklist(logLevels),
         logFile: v.optional(v.string()),
       }),
     }),
@@ -97,7 +98,7 @@ export function parseAnswer(line: string): AgentAnswer {
 export class AgentUnavailableError extends Error {
   constructor(
     readonly socket: string,
-    reason: string,
+    readonly reason: string,
   ) {
     super(`the agent at ${socket} did not answer: ${reason}`);
     this.name = "AgentUnavailableError";

@@ -4,6 +4,8 @@ import { FileKindError, fileKind, openNonBlocking } from "./files.js";
 
 const levels = { debug: 10, info: 20, warn: 30, warning: 30, error: 40 } as const;
 export type LogLevel = keyof typeof levels;
+/** Every level a logger takes, the plugin's netconf's "warning" (Linkerd's) included. */
+export const logLevels = Object.keys(levels) as LogLevel[];
 
 /** The levels the agent and the CLI accept (the plugin's log_level also takes Linkerd's "warning"). */
 export const agentLogLevels = ["debug", "info", "warn", "error"] as const;

@@ -40,7 +40,7 @@ export async function decideForPlugin(ask: DecideAsk, answer: (ask: AgentAsk) =>
   try {
     const conf = parseNetConf(ask.netconf);
     const identity = { namespace: ask.namespace, name: ask.name, ...(ask.uid ? { uid: ask.uid } : {}) };
-    const { pod, spec } = await decidePod(conf.linkerd, identity, answersReader(answer, "(the agent itself)"), log);
+    const { pod, spec } = await decidePod(conf.linkerd, identity, answersReader(answer, "(its own)"), log);
     const key = podKeyOf(pod);
     log.debug("decided an ADD for the plugin", { pod: `${key.namespace}/${key.name}`, meshed: spec !== undefined });
     return {
@@ -59,7 +59,7 @@ export async function decideForPlugin(ask: DecideAsk, answer: (ask: AgentAsk) =>
       },
     };
   } catch (error) {
-    if (error instanceof AgentUnavailableError) return { error: error.message };
+    if (error instanceof AgentUnavailableError) return { error: `cannot read what the decision needs: ${error.reason}` };
     const refusal = toCniError(error);
     return { refused: { code: refusal.code, msg: refusal.message, details: refusal.details } };
   }

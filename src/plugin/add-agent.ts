@@ -3,7 +3,7 @@ import { parseCniArgs, podIdentity } from "../cni/args.js";
 import type { CniEnv } from "../cni/env.js";
 import { CniError, type ErrorCode } from "../cni/errors.js";
 import { type AgentConnection, connectAgent } from "../kube/agent-connection.js";
-import { createLogger, type Logger, type LogLevel } from "../log.js";
+import { createLogger, type Logger } from "../log.js";
 import { checkPodNetns } from "../netns/enter.js";
 import { formatPodKey } from "../pod-key.js";
 
@@ -50,7 +50,7 @@ export async function addThroughAgent(
   }
   const { result, pod, plans, settings } = answer.decided;
   const decidedLog = createLogger({
-    level: settings.logLevel as LogLevel,
+    level: settings.logLevel,
     ...(settings.logFile ? { file: settings.logFile } : {}),
     prefix: { command: env.command, containerId: env.containerId || undefined },
   });
