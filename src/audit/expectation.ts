@@ -3,15 +3,7 @@ import { activeConfig, brokenConfigReason, type ConfigFile, type JsonObject } fr
 import { errorMessage } from "../errors.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { isOwnEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
-import {
-  apiServerFallbackPorts,
-  apiServerPortsOf,
-  apiServerService,
-  firewallSpecFor,
-  isControlPlane,
-  needsNamespaceAnnotations,
-  redirectFamilies,
-} from "../mesh/pod.js";
+import { firewallSpecFor, isControlPlane, needsNamespaceAnnotations, readApiServerPorts, redirectFamilies } from "../mesh/pod.js";
 import { planRules, type RulePlan } from "../redirect/plan.js";
 import type { Backend } from "../redirect/redirector.js";
 import type { AttachmentRecord } from "../state/records.js";
@@ -53,10 +45,6 @@ export interface ExpectationIo {
   backend(conf: NetConf): Promise<Backend>;
 }
 
-/** The ports a control-plane pod skips, as ADD finds them: the `kubernetes` Service's, else 443 and 6443. */
-const apiServerPorts = (api: Pick<NodeApi, "readService">) =>
-  api.readService(apiServerService.namespace, apiServerService.name).then(apiServerPortsOf, () => apiServerFallbackPorts);
-
 /** What a pod is compared with: its record's plan, or the one ADD would compute now. */
 export interface Expected {
   pod: V1Pod;
@@ -89,7 +77,8 @@ export async function expectations(pods: V1Pod[], records: AttachmentRecord[], i
       const name = pod.metadata?.namespace ?? "";
       if (needsNamespaceAnnotations(pod) && !namespaces.has(name)) namespaces.set(name, io.api.readNamespace(name));
       const namespace = needsNamespaceAnnotations(pod) ? await namespaces.get(name) : undefined;
-      if (isControlPlane(pod)) controlPlanePorts ??= apiServerPorts(io.api);
+      // As ADD finds them, read once per sweep.
+      if (isControlPlane(pod)) controlPlanePorts ??= readApiServerPorts((namespace, name) => io.api.readService(namespace, name));
       const plans = plansFor(netconf.conf, pod, namespace, isControlPlane(pod) ? await controlPlanePorts! : []);
       expected.push({ pod, record, target: { uid, recordedNetns: undefined, ips, plans, backend: netconf.backend } });
     } catch (error) {

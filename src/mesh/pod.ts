@@ -20,7 +20,7 @@ export const annotations = {
 /** The Service whose ports a control-plane pod skips outbound, as linkerd-cni reads it. */
 export const apiServerService = { namespace: "default", name: "kubernetes" } as const;
 /** What linkerd-cni skips when that Service cannot be read. */
-export const apiServerFallbackPorts = [443, 6443];
+const apiServerFallbackPorts = [443, 6443];
 
 /** A Linkerd control-plane pod: the label with a value (linkerd-cni ignores an empty one). */
 export const isControlPlane = (pod: V1Pod) => Boolean(pod.metadata?.labels?.[controlPlaneLabel]);
@@ -28,6 +28,23 @@ export const isControlPlane = (pod: V1Pod) => Boolean(pod.metadata?.labels?.[con
 /** The API server's ports as linkerd-cni's getAPIServerPorts lists them: each port, then its targetPort when a number. */
 export function apiServerPortsOf(service: V1Service): number[] {
   return (service.spec?.ports ?? []).flatMap((port) => [port.port, ...(typeof port.targetPort === "number" ? [port.targetPort] : [])]);
+}
+
+/**
+ * The ports a control-plane pod skips, as linkerd-cni finds them: the `kubernetes`
+ * Service's, else (it cannot be read) 443 and 6443. `unreadable` hears why it could not be
+ * read, and may throw to stop there instead.
+ */
+export async function readApiServerPorts(
+  read: (namespace: string, name: string) => Promise<V1Service>,
+  unreadable: (error: unknown) => void = () => undefined,
+): Promise<number[]> {
+  try {
+    return apiServerPortsOf(await read(apiServerService.namespace, apiServerService.name));
+  } catch (error) {
+    unreadable(error);
+    return apiServerFallbackPorts;
+  }
 }
 
 /** What the decision reads of that Service: its ports. */

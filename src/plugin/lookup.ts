@@ -5,15 +5,7 @@ import { errorMessage } from "../errors.js";
 import type { KubeReader } from "../kube/pod-reader.js";
 import type { Logger } from "../log.js";
 import type { LinkerdConf } from "../mesh/netconf.js";
-import {
-  apiServerFallbackPorts,
-  apiServerPortsOf,
-  apiServerService,
-  firewallSpecFor,
-  isControlPlane,
-  isMeshed,
-  needsNamespaceAnnotations,
-} from "../mesh/pod.js";
+import { firewallSpecFor, isControlPlane, isMeshed, needsNamespaceAnnotations, readApiServerPorts } from "../mesh/pod.js";
 import { formatPodKey, type PodKey } from "../pod-key.js";
 import type { FirewallSpec } from "../redirect/spec.js";
 import type { PluginDeps, PluginRequest } from "./request.js";
@@ -81,24 +73,6 @@ export async function lookupPod(request: PluginRequest, deps: PluginDeps, identi
 }
 
 /**
- * The ports a control-plane pod skips to reach the API server, as linkerd-cni finds them:
- * the `kubernetes` Service's, else (it cannot be read) 443 and 6443.
- */
-async function serviceApiPorts(reader: KubeReader, log: Logger, subject: string): Promise<number[]> {
-  const { namespace, name } = apiServerService;
-  try {
-    return apiServerPortsOf(await reader.readService(namespace, name));
-  } catch (error) {
-    if (error instanceof AgentUnavailableError) throw error;
-    log.warn("cannot read the kubernetes Service: skipping 443 and 6443, as linkerd-cni does", {
-      pod: subject,
-      error: errorMessage(error),
-    });
-    return apiServerFallbackPorts;
-  }
-}
-
-/**
  * Reads the pod (and, for overrides, its namespace) through `reader` and decides; an agent
  * that stops answering passes through. The agent decides with it too (a `decision` ask).
  */
@@ -125,7 +99,18 @@ export async function decidePod(linkerd: LinkerdConf, identity: PodKey, reader: 
     const namespace = needsNamespaceAnnotations(pod)
       ? await read(`namespace ${identity.namespace}`, () => reader.readNamespace(identity.namespace))
       : undefined;
-    const apiServerPorts = isControlPlane(pod) ? await serviceApiPorts(reader, log, subject) : [];
+    const apiServerPorts = isControlPlane(pod)
+      ? await readApiServerPorts(
+          (namespace, name) => reader.readService(namespace, name),
+          (error) => {
+            if (error instanceof AgentUnavailableError) throw error;
+            log.warn("cannot read the kubernetes Service: skipping 443 and 6443, as linkerd-cni does", {
+              pod: subject,
+              error: errorMessage(error),
+            });
+          },
+        )
+      : [];
     return { pod, spec: firewallSpecFor(linkerd, pod, namespace, apiServerPorts) };
   } finally {
     reader.close();
