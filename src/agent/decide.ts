@@ -1,7 +1,6 @@
-import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { type AgentAnswer, type AgentAsk, AgentUnavailableError, type DecideAsk } from "../agent-socket.js";
 import { convertResult } from "../cni/result.js";
-import type { KubeReader } from "../kube/pod-reader.js";
+import { answersReader } from "../kube/agent-reader.js";
 import type { Logger } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
 import { toCniError } from "../plugin/failure.js";
@@ -11,36 +10,23 @@ import { podKeyOf } from "../pod-key.js";
 import { planRules } from "../redirect/plan.js";
 
 /**
- * The agent's own answers as a KubeReader, for the decision it makes for the plugin: what
- * it cannot answer (the API failing) throws AgentUnavailableError, so the plugin asks the
- * API itself, as when it asks for the pod alone.
- */
-function answersReader(answer: (ask: AgentAsk) => Promise<AgentAnswer>, socket: string): KubeReader {
-  const object = async (ask: AgentAsk) => {
-    const answered = await answer(ask);
-    if ("object" in answered) return answered.object;
-    throw new AgentUnavailableError(socket, "error" in answered ? answered.error : "no object");
-  };
-  return {
-    readPod: async (namespace, name, uid) => (await object({ get: "pod", namespace, name, ...(uid ? { uid } : {}) })) as V1Pod,
-    readNamespace: async (name) => (await object({ get: "namespace", name })) as V1Namespace,
-    readService: async (namespace, name) => (await object({ get: "service", namespace, name })) as V1Service,
-    close: () => undefined,
-  };
-}
-
-/**
  * ADD's decision for the plugin, with the plugin's own code: the netconf parsed and checked,
  * the pod (its namespace, the `kubernetes` Service) read from the caches or the API, the
- * rules planned for the families the primary CNI gave it, the result to print. A netconf or
- * pod that fails the decision is refused with the CNI error the plugin would give; what the
- * agent cannot read leaves the plugin to ask the API itself.
+ * rules planned for the families the primary CNI gave it, the result to print. Its own
+ * answers are checked as the plugin checks them. A netconf or pod that fails the decision
+ * is refused with the CNI error the plugin would give; what the agent cannot read (the API
+ * failing) leaves the plugin to ask the API itself.
  */
 export async function decideForPlugin(ask: DecideAsk, answer: (ask: AgentAsk) => Promise<AgentAnswer>, log: Logger): Promise<AgentAnswer> {
   try {
     const conf = parseNetConf(ask.netconf);
     const identity = { namespace: ask.namespace, name: ask.name, ...(ask.uid ? { uid: ask.uid } : {}) };
-    const { pod, spec } = await decidePod(conf.linkerd, identity, answersReader(answer, "(its own)"), log);
+    const { pod, spec } = await decidePod(
+      conf.linkerd,
+      identity,
+      answersReader(answer, "(its own)", () => undefined),
+      log,
+    );
     const key = podKeyOf(pod);
     log.debug("decided an ADD for the plugin", { pod: `${key.namespace}/${key.name}`, meshed: spec !== undefined });
     return {
