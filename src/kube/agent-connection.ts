@@ -1,6 +1,9 @@
 import { type AgentAnswer, type AgentAsk, AgentUnavailableError, maxLineBytes, parseAnswer } from "../agent-socket.js";
 import { errnoCode, errorMessage } from "../errors.js";
 
+/** The agent answers at once from its caches, or from the API within this; past it the plugin asks the API itself. */
+export const agentTimeoutMs = 1000;
+
 /** A unix socket connection as the reader uses it: lines written, text, errors and the end heard. */
 export interface LineSocket {
   write(text: string): void;

@@ -2,13 +2,10 @@ import { AgentUnavailableError } from "../agent-socket.js";
 import { parseCniArgs, podIdentity } from "../cni/args.js";
 import type { CniEnv } from "../cni/env.js";
 import { CniError, type ErrorCode } from "../cni/errors.js";
-import { type AgentConnection, connectAgent } from "../kube/agent-connection.js";
-import { createLogger, type Logger } from "../log.js";
+import { type AgentConnection, agentTimeoutMs, connectAgent } from "../kube/agent-connection.js";
+import type { Logger, LogLevel } from "../log.js";
 import { checkPodNetns } from "../netns/enter.js";
 import { formatPodKey } from "../pod-key.js";
-
-/** The agent answers at once from its caches, or from the API within this (as for its lookups, lookup.ts). */
-const agentTimeoutMs = 1000;
 
 /**
  * ADD on the agent's decision: it parses the netconf, reads the pod and plans the rules
@@ -22,8 +19,8 @@ export async function addThroughAgent(
   env: CniEnv,
   socket: string,
   log: Logger,
-  /** Hears of the logger the netconf asks for, once the agent has parsed it. */
-  useLog: (log: Logger) => void,
+  /** The logger the netconf asks for, once the agent has parsed it. */
+  logFor: (level: LogLevel, file: string | undefined) => Logger,
 ): Promise<Record<string, unknown> | undefined> {
   const identity = podIdentity(parseCniArgs(env.args));
   // No pod: the standalone path passes it through, saying so.
@@ -38,31 +35,21 @@ export async function addThroughAgent(
     } finally {
       connection.close();
     }
+    if (!("decided" in answer) && !("refused" in answer)) throw new AgentUnavailableError(socket, "an answer of another kind than asked");
   } catch (error) {
     if (!(error instanceof AgentUnavailableError)) throw error;
     log.warn("asking the API server instead of the agent", { pod: formatPodKey(identity), reason: error.message });
     return undefined;
   }
   if ("refused" in answer) throw new CniError(answer.refused.code as ErrorCode, answer.refused.msg, answer.refused.details);
-  if (!("decided" in answer)) {
-    log.warn("asking the API server instead of the agent", { pod: formatPodKey(identity), reason: "an answer of another kind than asked" });
-    return undefined;
-  }
   const { result, pod, plans, settings } = answer.decided;
-  const decidedLog = createLogger({
-    level: settings.logLevel,
-    ...(settings.logFile ? { file: settings.logFile } : {}),
-    prefix: { command: env.command, containerId: env.containerId || undefined },
-  });
-  useLog(decidedLog);
+  const decidedLog = logFor(settings.logLevel, settings.logFile);
   if (plans.length === 0) {
     decidedLog.info("pod is not meshed: no redirect", { pod: formatPodKey(pod) });
     return result;
   }
   if (settings.simulate) {
-    const { planLines } = await import("../redirect/plan.js");
-    for (const plan of plans)
-      decidedLog.info("simulate: would apply", { pod: formatPodKey(pod), family: plan.family, rules: planLines(plan) });
+    (await import("./apply.js")).logSimulated(pod, plans, { log: decidedLog });
     return result;
   }
   // Loaded only for a meshed pod: an unmeshed pod's ADD is a question and its answer.

@@ -1,7 +1,7 @@
 import { convertResult } from "../cni/result.js";
 import { podKeyOf, podName } from "../pod-key.js";
-import { planLines, planRules } from "../redirect/plan.js";
-import { writeRedirect } from "./apply.js";
+import { planRules } from "../redirect/plan.js";
+import { logSimulated, writeRedirect } from "./apply.js";
 import { type Decision, lookupPod, namedPod } from "./lookup.js";
 import { discardRedirector, familiesFor, type PluginDeps, type PluginRequest, prepareRedirector } from "./request.js";
 
@@ -39,9 +39,7 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
   if (!conf.linkerd.simulate) preparing ??= prepareRedirector(request, deps);
   // simulate: nothing was prepared, nothing is applied.
   if (!preparing) {
-    for (const plan of plans) {
-      deps.log.info("simulate: would apply", { pod: podName(pod), family: plan.family, rules: planLines(plan) });
-    }
+    logSimulated(podKeyOf(pod), plans, deps);
     return result;
   }
   const { containerId, ifname, netns } = request.env;

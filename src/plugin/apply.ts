@@ -1,9 +1,23 @@
 import { formatPodKey, type PodKey } from "../pod-key.js";
-import type { RulePlan } from "../redirect/plan.js";
+import { planLines, type RulePlan } from "../redirect/plan.js";
 import type { Redirector } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
 import type { RecordStore } from "../state/records.js";
-import { type PluginDeps, swept } from "./request.js";
+import type { PluginDeps } from "./request.js";
+
+/**
+ * Logs what a sweep of abandoned temp and lock files removed. Here, beside the writer, and
+ * not in request.ts: an ADD the agent decided loads this module, and request.ts loads the
+ * annotation code it no longer needs.
+ */
+export function swept(names: string[], deps: Pick<PluginDeps, "log">): void {
+  if (names.length > 0) deps.log.info("removed files killed plugin processes left behind", { files: names });
+}
+
+/** simulate: what would be written, logged; nothing is. */
+export function logSimulated(pod: PodKey, plans: RulePlan[], deps: Pick<PluginDeps, "log">): void {
+  for (const plan of plans) deps.log.info("simulate: would apply", { pod: formatPodKey(pod), family: plan.family, rules: planLines(plan) });
+}
 
 /** The attachment the runtime named: where the rules go, and what their record is called. */
 export interface Target {

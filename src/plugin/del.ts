@@ -1,5 +1,6 @@
 import { NetnsGoneError, OwnNetnsError } from "../netns/enter.js";
-import { familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector, swept } from "./request.js";
+import { swept } from "./apply.js";
+import { familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector } from "./request.js";
 
 /**
  * DEL: remove our chains and the jumps into them, without the API (it may be down, the

@@ -1,4 +1,5 @@
-import { type PluginDeps, type PluginRequest, swept } from "./request.js";
+import { swept } from "./apply.js";
+import type { PluginDeps, PluginRequest } from "./request.js";
 
 /**
  * GC: remove host-side state of attachments the runtime no longer knows: the ADD records

@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { AgentUnavailableError } from "../agent-socket.js";
 import { parseCniArgs, podIdentity } from "../cni/args.js";
 import { errorMessage } from "../errors.js";
+import { agentTimeoutMs } from "../kube/agent-connection.js";
 import type { KubeReader } from "../kube/pod-reader.js";
 import type { Logger } from "../log.js";
 import type { LinkerdConf } from "../mesh/netconf.js";
@@ -36,9 +37,6 @@ export function namedPod(request: PluginRequest, deps: PluginDeps): PodKey | und
   if (!identity) deps.log.info("no K8S_POD_NAMESPACE/K8S_POD_NAME in CNI_ARGS: not a Kubernetes pod, passing through");
   return identity;
 }
-
-/** The agent answers at once from its cache, or from the API within this; past it the plugin asks the API itself. */
-const agentTimeoutMs = 1000;
 
 /**
  * Looks the pod up and decides its firewall: from the agent on the same node (its socket

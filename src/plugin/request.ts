@@ -74,8 +74,3 @@ export async function inPodNetns<T>(
     redirector.close();
   }
 }
-
-/** Logs what a sweep of abandoned temp and lock files removed. */
-export function swept(names: string[], deps: Pick<PluginDeps, "log">): void {
-  if (names.length > 0) deps.log.info("removed files killed plugin processes left behind", { files: names });
-}

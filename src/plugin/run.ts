@@ -2,7 +2,7 @@ import { writeSync } from "node:fs";
 import { readCniEnv, type Verb } from "../cni/env.js";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { compareVersions, isSupportedVersion, latestVersion, versionInfo } from "../cni/version.js";
-import { createLogger } from "../log.js";
+import { createLogger, type LogLevel } from "../log.js";
 import type { PluginDeps, PluginRequest, VerbHandler } from "./request.js";
 import { startWatchdog } from "./watchdog.js";
 
@@ -114,18 +114,28 @@ export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
       print(versionInfo(errorVersion(stdin)));
       return 0;
     }
+    // Bounds the whole verb; whatever was midway stays recorded as such (an "adding" record), the runtime's DEL follows.
+    const watch = (budgetMs: number) =>
+      startWatchdog(budgetMs, () => {
+        void fail(new CniError(ErrorCode.tryAgainLater, `meshcni did not finish ${cniEnv.command} within ${budgetMs / 1000} s`)).then(
+          (code) => process.exit(code),
+        );
+      });
+    /** The logger the netconf asks for, from then on. */
+    const logFor = (level: LogLevel, file: string | undefined) => {
+      log = createLogger({
+        level,
+        ...(file ? { file } : {}),
+        prefix: { command: cniEnv.command, containerId: cniEnv.containerId || undefined },
+      });
+      return log;
+    };
     // ADD through the agent: it decides, with the plugin's code, and this process only writes the rules.
     const socket = cniEnv.command === "ADD" ? agentSocketOf(stdin) : undefined;
     if (socket) {
-      const disarm = startWatchdog(watchdogSlackMs, () => {
-        void fail(new CniError(ErrorCode.tryAgainLater, `meshcni did not finish ADD within ${watchdogSlackMs / 1000} s`)).then((code) =>
-          process.exit(code),
-        );
-      });
+      const disarm = watch(watchdogSlackMs);
       const { addThroughAgent } = await import("./add-agent.js");
-      const output = await addThroughAgent(stdin, cniEnv, socket, log, (decided) => {
-        log = decided;
-      }).finally(disarm);
+      const output = await addThroughAgent(stdin, cniEnv, socket, log, logFor).finally(disarm);
       if (output) {
         print(output);
         return 0;
@@ -135,19 +145,9 @@ export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
     const { parseNetConf } = await import("../mesh/netconf.js");
     // The agent could not decide: it is not asked again.
     const conf = { ...parseNetConf(stdin), ...(socket ? { agent_socket: undefined } : {}) };
-    log = createLogger({
-      level: conf.log_level,
-      ...(conf.log_file ? { file: conf.log_file } : {}),
-      prefix: { command: cniEnv.command, containerId: cniEnv.containerId || undefined },
-    });
+    logFor(conf.log_level, conf.log_file);
     const started = performance.now();
-    const budgetMs = conf.kubernetes.timeout_seconds * 1000 + watchdogSlackMs;
-    const disarm = startWatchdog(budgetMs, () => {
-      // Whatever was midway stays recorded as such (an "adding" record); the runtime's DEL follows.
-      void fail(new CniError(ErrorCode.tryAgainLater, `meshcni did not finish ${cniEnv.command} within ${budgetMs / 1000} s`)).then(
-        (code) => process.exit(code),
-      );
-    });
+    const disarm = watch(conf.kubernetes.timeout_seconds * 1000 + watchdogSlackMs);
     const { productionDeps } = await import("./deps.js");
     const output = await runVerb({ env: cniEnv, conf }, productionDeps(log)).finally(disarm);
     log.debug("done", { ms: Math.round(performance.now() - started) });
