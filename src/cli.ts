@@ -13,6 +13,7 @@ Commands (meshcni help COMMAND, or COMMAND --help, for each one's options):
   ready       exit 0 when the agent's work is in place (a readiness probe)
   audit       judge this node's meshed pods by what their netns hold; --repair to act
   sweep       one audit and repair pass as the agent runs it: a request on stdin, the report on stdout
+  apply       the agent's writer: ADD's decisions and DELs from the agent, a line each on stdin
   status      is any meshed pod in the cluster running without its redirect? (every node, read-only)
   rules       print a pod's redirect as its netns holds it, beside meshcni's plan
   check       check a node before installing (--pre): runtime config, CNI, iptables, kernel
@@ -38,6 +39,10 @@ const commands: Record<string, { usage: () => Promise<string>; run: (argv: strin
   sweep: {
     usage: async () => (await import("./audit/main.js")).sweepUsage,
     run: async (argv) => (await import("./audit/main.js")).runSweep(argv),
+  },
+  apply: {
+    usage: async () => (await import("./applier/main.js")).applyUsage,
+    run: async () => (await import("./applier/main.js")).runApply(),
   },
   status: {
     usage: async () => (await import("./status/main.js")).statusUsage,

@@ -119,9 +119,23 @@ export function restoreBinaries(backend: IptablesBackend, families: Family[]): s
 /**
  * A redirector for the backend, loading only that backend's code. Legacy iptables' private
  * lock files go in the state dir's locks dir, where a sweep finds those a killed process left.
+ * iptables-nft writes and reads with its binaries, and removes over netlink.
  */
 export async function createRedirector(backend: Backend, options: { stateDir: string; wait?: boolean }): Promise<Redirector> {
   if (backend === "nftables") return (await import("./nftables/redirector.js")).nftablesRedirector();
   const { iptablesRedirector } = await import("./iptables/redirector.js");
-  return iptablesRedirector(await createIptablesRunner(backend, { wait: options.wait ?? false, lockDir: locksDir(options.stateDir) }));
+  const redirector = iptablesRedirector(
+    await createIptablesRunner(backend, { wait: options.wait ?? false, lockDir: locksDir(options.stateDir) }),
+  );
+  if (backend !== "nft") return redirector;
+  // iptables-nft's chains are nf_tables objects: removed in one netlink batch, not a save and a restore (two processes).
+  const remover = (await import("./nftables/xtables.js")).xtablesRemover();
+  return {
+    ...redirector,
+    remove: (families) => remover.remove(families),
+    close() {
+      remover.close();
+      redirector.close();
+    },
+  };
 }

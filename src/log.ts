@@ -1,4 +1,5 @@
-import { closeSync, constants, fstatSync, renameSync, writeSync } from "node:fs";
+import { closeSync, constants, existsSync, fstatSync, renameSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
 import { errnoCode, errorMessage } from "./errors.js";
 import { FileKindError, fileKind, openNonBlocking } from "./files.js";
 
@@ -47,7 +48,9 @@ function openLogFile(path: string): number {
  * set, appends it to a file. A file that cannot be written never fails the verb: the
  * reason is logged once to stderr and the file is left alone.
  */
-export function createLogger(options: { level?: LogLevel; file?: string; prefix?: Record<string, unknown> } = {}): Logger {
+export function createLogger(
+  options: { level?: LogLevel; file?: string; prefix?: Record<string, unknown> } = {},
+): Logger & { /** Closes the log file (a long-lived process's logger for one request). */ close(): void } {
   const threshold = levels[options.level ?? "info"];
   let fd: number | undefined;
   let fileFailed = false;
@@ -80,7 +83,34 @@ export function createLogger(options: { level?: LogLevel; file?: string; prefix?
     info: (message, fields) => write("info", message, fields),
     warn: (message, fields) => write("warn", message, fields),
     error: (message, fields) => write("error", message, fields),
+    close() {
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+    },
   };
+}
+
+/** The netconf's log_files whose directory the agent cannot see (not mounted into its container): said once each. */
+const unseenLogDirs = new Set<string>();
+
+/**
+ * The plugin's logger in the agent, for one ADD or DEL it carries out: the netconf's level,
+ * and its log_file (seen under `onHost`) where the agent sees it. Opened and closed per
+ * request (close it), so the plugin processes' rotation of the file holds.
+ */
+export function pluginLogger(level: LogLevel, file: string | undefined, onHost: (path: string) => string, prefix: Record<string, unknown>) {
+  const path = file ? onHost(file) : undefined;
+  const seen = path !== undefined && existsSync(dirname(path));
+  if (path && !seen && !unseenLogDirs.has(path)) {
+    unseenLogDirs.add(path);
+    createLogger().warn(
+      "the plugin's log_file is not visible to the agent: the lines of what the agent does for the plugin go to its own log",
+      {
+        file,
+      },
+    );
+  }
+  return createLogger({ level, ...(seen ? { file: path } : {}), prefix });
 }
 
 /**

@@ -52,6 +52,12 @@ export function createAgentMetrics(node?: string) {
       help: "1 while the binary, the kubeconfig and the entry in the active CNI config are all in place.",
       registers: [registry],
     }),
+    writes: new Counter({
+      name: "meshcni_agent_writes_total",
+      help: "ADDs and DELs the plugin asked the agent to carry out, by verb and result: done (the agent's writer wrote), handed_back (the plugin wrote itself: the netns not visible to the agent, the writer busy past the plugin's wait or failing).",
+      labelNames: ["verb", "result"],
+      registers: [registry],
+    }),
     meshedPods: new Gauge({
       name: "meshcni_meshed_pods",
       help: "This node's meshed pods by what their netns hold, as the last audits found them (protected, adopted, missing, drifted, unknown).",

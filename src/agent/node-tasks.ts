@@ -16,8 +16,9 @@ import type { AgentMetrics } from "./metrics.js";
 import { AuditMonitor } from "./monitor.js";
 import { NodeCache } from "./node-cache.js";
 import type { AgentOptions } from "./options.js";
-import { answerAsk, servePlugin } from "./plugin-server.js";
+import { answerAsk, servePlugin, type Writing } from "./plugin-server.js";
 import { TaintKeeper } from "./taint.js";
+import { AgentWriter } from "./writer.js";
 
 /** What the agent reads of its node: the taints and its own condition (and the uid and version, for its cache). */
 function nodeFields(node: V1Node): V1Node {
@@ -48,6 +49,7 @@ export class NodeTasks {
   private sweeps: { counts: Record<PodStatus, number>; unprotected: PodKey[] } | undefined;
   private reflectors: ReturnType<NodeTasks["startReflectors"]> | undefined;
   private server: Promise<Server | undefined> | undefined;
+  private writer: AgentWriter | undefined;
 
   constructor(
     private readonly node: string,
@@ -83,6 +85,7 @@ export class NodeTasks {
     await Promise.all([pods?.stop(), namespaces?.stop(), service?.stop(), node?.stop()]);
     const server = await this.server;
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    this.writer?.stop();
   }
 
   /** The startup taint and the condition, from readiness, the last sweeps and the Node as its watch shows it. */
@@ -156,8 +159,18 @@ export class NodeTasks {
       readNamespace: (name: string) => this.currentApi().readNamespace(name),
       readService: (namespace: string, name: string) => this.currentApi().readService(namespace, name),
     };
+    const writer = new AgentWriter(this.options.install.sourceBinary, this.log);
+    this.writer = writer;
+    const writing: Writing = {
+      hostRoot: this.options.install.hostRoot,
+      write: async (ask, deadline) => {
+        const outcome = await writer.write(ask, deadline);
+        this.metrics.writes.inc({ verb: ask.verb, result: "done" in outcome ? "done" : "handed_back" });
+        return outcome;
+      },
+    };
     try {
-      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, cache, lookup, this.log));
+      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, cache, lookup, this.log, writing));
       this.log.info("answering the plugin", { socket: this.socketPath });
       return server;
     } catch (error) {

@@ -2,13 +2,19 @@ import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname } from "node:path";
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
-import { type AgentAnswer, type AgentAsk, maxLineBytes, parseAsk } from "../agent-socket.js";
+import { parseAsk } from "../agent-schema.js";
+import { type AgentAnswer, type AgentAsk, maxLineBytes } from "../agent-socket.js";
+import type { WriteAsk } from "../applier/contract.js";
 import { errnoCode, errorMessage } from "../errors.js";
+import { hostPaths } from "../host.js";
+import { agentTimeoutMs } from "../kube/agent-connection.js";
 import { describeApiFailure } from "../kube/errors.js";
-import type { Logger } from "../log.js";
+import { type Logger, pluginLogger } from "../log.js";
 import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../mesh/pod.js";
+import { logUnmeshed } from "../plugin/apply.js";
 import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
+import type { WriteOutcome } from "./writer.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
 export interface Lookup {
@@ -17,13 +23,59 @@ export interface Lookup {
   readService(namespace: string, name: string): Promise<V1Service>;
 }
 
+/** Where the agent carries out ADD's decisions and DELs (its writer), or nothing: the plugin then writes. */
+export interface Writing {
+  hostRoot: string;
+  write(ask: WriteAsk, deadline: number): Promise<WriteOutcome>;
+}
+
+/**
+ * A write must start within this of the question, or the plugin writes itself: half the
+ * plugin's wait, so that a write started at the last moment is answered before the plugin
+ * stops waiting (a write takes milliseconds; the writer queue is what can take long).
+ */
+const writeStartsWithinMs = agentTimeoutMs / 2;
+
 /**
  * The answer to one question: from the cache when it has the object (the pod of the UID
  * asked for), else from the API over the agent's warm connection (a pod recreated under
- * the same name, or one asked for without its UID, is read afresh).
+ * the same name, or one asked for without its UID, is read afresh). ADD's decision and DEL
+ * asked with an attachment are carried out by the writer when there is one; whatever it
+ * cannot do is left to the plugin (a decision, or an error for DEL).
  */
-export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup, log: Logger): Promise<AgentAnswer> {
-  if (ask.get === "decision") return decideForPlugin(ask, (question) => answerAsk(question, cache, lookup, log), log);
+export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup, log: Logger, writing?: Writing): Promise<AgentAnswer> {
+  const deadline = performance.now() + writeStartsWithinMs;
+  if (ask.get === "decision") {
+    const answer = await decideForPlugin(ask, (question) => answerAsk(question, cache, lookup, log), log);
+    if (!ask.apply || !writing || !("decided" in answer) || answer.decided.settings.simulate) return answer;
+    const { containerId, ifname, netns, netnsId } = ask.apply;
+    const { pod, plans, settings } = answer.decided;
+    if (plans.length === 0) {
+      // Nothing to write: the plugin's line, written here (the writer's round trip would be most of this ADD).
+      const pluginLog = pluginLogger(settings.logLevel, settings.logFile, hostPaths(writing.hostRoot), { command: "ADD", containerId });
+      logUnmeshed(pod, pluginLog);
+      pluginLog.close();
+      return { applied: { result: answer.decided.result } };
+    }
+    const outcome = await writing.write(
+      { verb: "ADD", hostRoot: writing.hostRoot, target: { containerId, ifname, netns }, netnsId, pod, plans, settings },
+      deadline,
+    );
+    if ("done" in outcome) return { applied: { result: answer.decided.result } };
+    log.warn("the plugin writes the redirect itself: the agent could not", { pod: `${pod.namespace}/${pod.name}`, reason: outcome.failed });
+    return answer;
+  }
+  if (ask.get === "del") {
+    const { containerId, ifname, netns, netnsId, netconf } = ask;
+    if (!writing) return { error: "this agent does not write" };
+    // Without the identity of the netns the plugin saw, the writer could take another for it, or one it cannot see for gone.
+    if (netns && !netnsId) return { error: "a netns without its identity" };
+    const outcome = await writing.write(
+      { verb: "DEL", hostRoot: writing.hostRoot, target: { containerId, ifname, netns }, ...(netnsId ? { netnsId } : {}), netconf },
+      deadline,
+    );
+    return "done" in outcome ? { applied: {} } : { error: `the agent could not remove it: ${outcome.failed}` };
+  }
   try {
     if (ask.get === "service") {
       const cached = cache.service(ask.namespace, ask.name);

@@ -83,7 +83,7 @@ export async function connectAgent(socket: string, timeoutMs: number, connect: C
     if (line instanceof AgentUnavailableError) throw line;
     let answer: AgentAnswer;
     try {
-      answer = parseAnswer(line);
+      answer = await parseAnswer(line);
     } catch (error) {
       throw new AgentUnavailableError(socket, `not an answer: ${errorMessage(error)}`);
     }

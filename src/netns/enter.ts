@@ -24,6 +24,27 @@ export class OwnNetnsError extends Error {
   }
 }
 
+/**
+ * The netns a path names here is not the one the plugin opened (another mount namespace's
+ * view: the agent's container without the host's netns mounts, a /proc path of another PID
+ * namespace). Not "gone": whoever asked must act on it itself.
+ */
+export class NetnsNotSeenError extends Error {
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(`network namespace ${path} is not the one the plugin opened: ${reason}`);
+    this.name = "NetnsNotSeenError";
+  }
+}
+
+/** A namespace file's identity (nsfs: one device, the namespace's inode), the same in every mount namespace. */
+export interface NetnsId {
+  dev: number;
+  ino: number;
+}
+
 /** setns(2) failed for another reason than the netns being gone. */
 export class NetnsError extends Error {
   constructor(
@@ -39,41 +60,47 @@ export class NetnsError extends Error {
 /**
  * Opens a pod's netns: without blocking (a fifo there must not hang the plugin), only a
  * namespace file (setns then tells a network namespace from another kind), and never the
- * namespace this thread is in.
+ * namespace this thread is in; when `expected`, only that very namespace.
  */
-function openPodNamespace(path: string): number {
+function openPodNamespace(path: string, expected?: NetnsId): { fd: number; id: NetnsId } {
   let fd: number;
   try {
     fd = openNonBlocking(path, constants.O_RDONLY);
   } catch (error) {
-    throw new NetnsGoneError(path, errnoCode(error) ?? String(error));
+    const reason = errnoCode(error) ?? String(error);
+    throw expected ? new NetnsNotSeenError(path, reason) : new NetnsGoneError(path, reason);
   }
   try {
     const target = fstatSync(fd);
     if (!target.isFile() || target.size !== 0) throw new NetnsGoneError(path, `not a network namespace (${fileKind(target)})`);
     const own = statSync("/proc/thread-self/ns/net");
     if (target.dev === own.dev && target.ino === own.ino) throw new OwnNetnsError(path);
-    return fd;
+    if (expected && (target.dev !== expected.dev || target.ino !== expected.ino))
+      throw new NetnsNotSeenError(path, `inode ${target.dev}:${target.ino} here, ${expected.dev}:${expected.ino} there`);
+    return { fd, id: { dev: target.dev, ino: target.ino } };
   } catch (error) {
     closeSync(fd);
     throw error;
   }
 }
 
-/** Checks that `path` names a network namespace that is not this process's own, without entering it. */
-export function checkPodNetns(path: string): void {
-  closeSync(openPodNamespace(path));
+/** Checks that `path` names a network namespace that is not this process's own, without entering it; its identity. */
+export function checkPodNetns(path: string): NetnsId {
+  const { fd, id } = openPodNamespace(path);
+  closeSync(fd);
+  return id;
 }
 
 /**
  * Runs `action` with this thread in the network namespace at `path`, then returns to
  * the original one. Only the calling thread moves, and child processes are spawned
  * from it, so iptables-restore runs inside the pod netns. Nothing else may do network
- * I/O meanwhile: API calls happen before entering.
+ * I/O meanwhile: API calls happen before entering. With `expected`, a path that does not
+ * name that namespace here is NetnsNotSeenError.
  */
-export async function inNetns<T>(path: string, action: () => Promise<T>): Promise<T> {
+export async function inNetns<T>(path: string, action: () => Promise<T>, expected?: NetnsId): Promise<T> {
   const { setns } = await libc();
-  const target = openPodNamespace(path);
+  const { fd: target } = openPodNamespace(path, expected);
   const home = openNonBlocking("/proc/thread-self/ns/net", constants.O_RDONLY);
   try {
     try {

@@ -29,6 +29,11 @@ export function newChain(family: Family, table: string, chain: NftChain): BatchP
   return batchPart(`add chain ${chain.name}`, msg.newChain, NLM_F_CREATE, family, CHAIN, attrs);
 }
 
+/** Deletes an empty chain nothing jumps to (flush it and the jumps first, in the same batch). */
+export function deleteChain(family: Family, table: string, name: string): BatchPart {
+  return batchPart(`delete chain ${name}`, msg.delChain, 0, family, CHAIN, [attr(CHAIN.table, strz(table)), attr(CHAIN.name, strz(name))]);
+}
+
 /** A chain from a dump, with the table it is in. */
 export function decodeChain(message: NetlinkMessage): { table: string | undefined; chain: NftChain } {
   const body = bodyOf(message);

@@ -4,7 +4,7 @@ import { type BatchPart, batchPart, bodyOf, msg } from "./message.js";
 import { attr, type NetlinkMessage, NLM_F_APPEND, NLM_F_CREATE, nest, parseAttrs, readStrz, strz } from "./netlink.js";
 
 /** A rule's attributes (NFTA_RULE_*). */
-const RULE = { table: 1, chain: 2, expressions: 4, userdata: 7 } as const;
+const RULE = { table: 1, chain: 2, handle: 3, expressions: 4, userdata: 7 } as const;
 /** The comment, as nft stores it in a rule's userdata (NFTNL_UDATA_RULE_COMMENT, a type-length-value list). */
 const UDATA_RULE_COMMENT = 0;
 
@@ -33,11 +33,21 @@ function decodeComment(userdata: Uint8Array | undefined): string | undefined {
   return undefined;
 }
 
-/** A rule from a dump, with the table it is in. */
-export function decodeRule(message: NetlinkMessage): { table: string | undefined; rule: NftRule } {
+/**
+ * Deletes one rule of a chain by its handle (as a dump gave it: 8 bytes, big-endian), or
+ * with no handle every rule of the chain (nft's `flush chain`).
+ */
+export function deleteRules(family: Family, table: string, chain: string, handle?: Uint8Array): BatchPart {
+  const attrs = [attr(RULE.table, strz(table)), attr(RULE.chain, strz(chain)), ...(handle ? [attr(RULE.handle, handle)] : [])];
+  return batchPart(handle ? `delete a rule of ${chain}` : `flush chain ${chain}`, msg.delRule, 0, family, RULE, attrs);
+}
+
+/** A rule from a dump, with the table it is in and its handle. */
+export function decodeRule(message: NetlinkMessage): { table: string | undefined; handle: Uint8Array | undefined; rule: NftRule } {
   const body = bodyOf(message);
   return {
     table: readStrz(body.get(RULE.table)),
+    handle: body.get(RULE.handle),
     rule: {
       chain: readStrz(body.get(RULE.chain)) ?? "",
       exprs: parseAttrs(body.get(RULE.expressions) ?? new Uint8Array()).map((element) => decodeExpr(element.value)),

@@ -130,15 +130,19 @@ export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
       });
       return log;
     };
-    // ADD through the agent: it decides, with the plugin's code, and this process only writes the rules.
-    const socket = cniEnv.command === "ADD" ? agentSocketOf(stdin) : undefined;
+    // ADD and DEL through the agent: it decides ADD, with the plugin's code, and writes both; this process only asks.
+    const socket = cniEnv.command === "ADD" || cniEnv.command === "DEL" ? agentSocketOf(stdin) : undefined;
     if (socket) {
       const disarm = watch(watchdogSlackMs);
-      const { addThroughAgent } = await import("./add-agent.js");
-      const output = await addThroughAgent(stdin, cniEnv, socket, log, logFor).finally(disarm);
-      if (output) {
-        print(output);
-        return 0;
+      const { addThroughAgent, removeThroughAgent } = await import("./through-agent.js");
+      if (cniEnv.command === "DEL") {
+        if (await removeThroughAgent(stdin, cniEnv, socket, log).finally(disarm)) return 0;
+      } else {
+        const output = await addThroughAgent(stdin, cniEnv, socket, log, logFor).finally(disarm);
+        if (output) {
+          print(output);
+          return 0;
+        }
       }
     }
     // VERSION needs none of this: the netconf's schema is loaded when a verb reads one.

@@ -34,10 +34,16 @@ export function jumpTarget(rule: SavedRule): string | undefined {
   return index >= 0 ? rule.args[index + 1] : undefined;
 }
 
-/** Rules outside our chains that jump into them (ours, Linkerd's, or left by an older run). */
+/** The chain a rule jumps (-j) or goes (-g) to, or its target. */
+function chainReached(rule: SavedRule): string | undefined {
+  const index = rule.args.findIndex((token) => token === "-j" || token === "-g");
+  return index >= 0 ? rule.args[index + 1] : undefined;
+}
+
+/** Rules outside our chains that jump or go into them (ours, Linkerd's, another's, or left by an older run). */
 export function jumpsIntoOwnChains(table: NatTable): SavedRule[] {
   return table.rules.filter(
-    (rule) => !(ownChains as readonly string[]).includes(rule.chain) && (ownChains as readonly string[]).includes(jumpTarget(rule) ?? ""),
+    (rule) => !(ownChains as readonly string[]).includes(rule.chain) && (ownChains as readonly string[]).includes(chainReached(rule) ?? ""),
   );
 }
 

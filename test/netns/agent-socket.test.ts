@@ -1,6 +1,7 @@
-import { writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
+import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness, askAgent } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
@@ -50,6 +51,16 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
       return answers.every((answer) => "cached" in answer && answer.cached);
     });
 
+  /** The attachment's record as the state dir holds it (undefined: none). */
+  const record = (containerId: string) => {
+    const file = join(net.stateDir, "attachments", `${containerId}_eth0.json`);
+    return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { state: string; netns: string }) : undefined;
+  };
+  const writes = (verb: "ADD" | "DEL", result: "done" | "handed_back") =>
+    host.metric(`meshcni_agent_writes_total{verb="${verb}",result="${result}"}`).then((count) => (Number.isNaN(count) ? 0 : count));
+  /** Whether the agent's writer logged this line for this container (the plugin's own lines, written by the agent). */
+  const agentLogged = (msg: string, containerId: string) => host.logs.some((line) => line.msg === msg && line.containerId === containerId);
+
   beforeAll(async () => {
     await api.start();
     api.addNode({ metadata: { name: node } });
@@ -85,12 +96,126 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     );
     await cached("web");
     const before = api.requests.length;
+    const written = await writes("ADD", "done");
     const { result, netns } = await addPod("web", "uid-shop-web");
     expect(result.exitCode, result.stdout + result.stderr).toBe(0);
     expect(lookups(before)).toEqual([]);
     expect(await natRules(netns, "nft")).toContain(
       '-A PROXY_INIT_OUTPUT -p tcp -m multiport --dports 5432 -m comment --comment "proxy-init/ignore-port-5432" -j RETURN',
     );
+    // The agent's writer wrote the rules and the record, and logged what the plugin would have.
+    expect(await writes("ADD", "done")).toBe(written + 1);
+    expect(record("c-web")).toMatchObject({ state: "added", netns: net.netnsPath(netns) });
+    expect(result.stderr).not.toContain("redirect applied");
+    expect(agentLogged("redirect applied", "c-web")).toBe(true);
+  });
+
+  it("DEL through the agent: its writer removes the rules and the record; a second DEL and a DEL with the netns gone are fine", async () => {
+    api.addPod(podObject("shop", "gone", { proxy: "container", nodeName: node }));
+    await cached("gone");
+    const { result, netns } = await addPod("gone", "uid-shop-gone");
+    expect(result.exitCode, result.stdout).toBe(0);
+    const removed = await writes("DEL", "done");
+    const config = { cniVersion: "1.0.0", name: "primary", ...entry };
+    const env = pluginEnv(net.netnsPath(netns), "c-gone", podArgs("shop", "gone"), { CNI_COMMAND: "DEL" });
+    const first = await invokePlugin(env, config);
+    expect(first.exitCode, first.stdout + first.stderr).toBe(0);
+    expect(first.stdout).toBe("");
+    expect(await natRules(netns, "nft")).toEqual([]);
+    expect(record("c-gone")).toBeUndefined();
+    expect(agentLogged("redirect removed", "c-gone")).toBe(true);
+    expect(first.stderr).not.toContain("redirect removed");
+    expect((await invokePlugin(env, config)).exitCode).toBe(0);
+    await net.removeNetns(netns);
+    const after = await invokePlugin(env, config);
+    expect(after.exitCode, after.stdout).toBe(0);
+    expect(await writes("DEL", "done")).toBe(removed + 2);
+    expect(after.stderr).toContain("netns is gone");
+  });
+
+  it("a netns the agent cannot see (a path in the plugin's own mount namespace): the plugin writes and removes it itself", async () => {
+    api.addPod(podObject("shop", "hidden", { proxy: "container", nodeName: node }));
+    await cached("hidden");
+    const netns = await net.addNetns("hidden");
+    // The agent sees an empty file at this path; the plugin, the netns bound over it in a mount namespace of its own.
+    const hiddenPath = join(net.stateDir, "hidden-netns");
+    mkdirSync(net.stateDir, { recursive: true });
+    writeFileSync(hiddenPath, "");
+    const wrap = [
+      "unshare",
+      "--mount",
+      "--propagation",
+      "private",
+      "sh",
+      "-c",
+      `mount --bind ${net.netnsPath(netns)} ${hiddenPath} && exec "$0"`,
+    ];
+    const config = { cniVersion: "1.0.0", name: "primary", ...entry };
+    const handedBack = await writes("ADD", "handed_back");
+    const { startPlugin } = await import("../kit/network.js");
+    const added = await startPlugin(pluginEnv(hiddenPath, "c-hidden", `${podArgs("shop", "hidden")};K8S_POD_UID=uid-shop-hidden`), config, {
+      wrap,
+    });
+    expect(added.exitCode, String(added.stdout) + String(added.stderr)).toBe(0);
+    expect(await writes("ADD", "handed_back")).toBe(handedBack + 1);
+    expect(String(added.stderr)).toContain("redirect applied");
+    expect(
+      host.logs.some(
+        (line) =>
+          line.msg === "the plugin writes the redirect itself: the agent could not" &&
+          String(line.reason).includes("is not the one the plugin opened"),
+      ),
+    ).toBe(true);
+    expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    expect(record("c-hidden")).toMatchObject({ state: "added", netns: hiddenPath });
+    const removed = await startPlugin(pluginEnv(hiddenPath, "c-hidden", podArgs("shop", "hidden"), { CNI_COMMAND: "DEL" }), config, {
+      wrap,
+    });
+    expect(removed.exitCode, String(removed.stdout)).toBe(0);
+    expect(String(removed.stderr)).toContain("removing the redirect itself: the agent did not");
+    expect(await natRules(netns, "nft")).toEqual([]);
+    expect(record("c-hidden")).toBeUndefined();
+  });
+
+  it("the plugin's log_file gets the lines of what the agent does for it: unmeshed (no writer), applied, removed", async () => {
+    api.addPod(podObject("shop", "logged", { proxy: "container", nodeName: node }));
+    api.addPod(podObject("shop", "unlogged", { nodeName: node }));
+    await cached("logged");
+    await cached("unlogged", "uid-shop-unlogged");
+    const logFile = join(net.stateDir, "plugin.log");
+    const written = await writes("ADD", "done");
+    const plain = await addPod("unlogged", "uid-shop-unlogged", { log_file: logFile });
+    expect(plain.result.exitCode, plain.result.stdout).toBe(0);
+    expect(plain.result.json).toEqual({ cniVersion: "1.0.0" });
+    const meshed = await addPod("logged", "uid-shop-logged", { log_file: logFile });
+    expect(meshed.result.exitCode, meshed.result.stdout).toBe(0);
+    // Only the meshed pod went through the writer.
+    expect(await writes("ADD", "done")).toBe(written + 1);
+    const env = pluginEnv(net.netnsPath(meshed.netns), "c-logged", podArgs("shop", "logged"), { CNI_COMMAND: "DEL" });
+    expect((await invokePlugin(env, { cniVersion: "1.0.0", name: "primary", ...entry, log_file: logFile })).exitCode).toBe(0);
+    const lines = readFileSync(logFile, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { msg: string; command: string; containerId: string });
+    expect(lines.map(({ msg, command, containerId }) => `${command} ${containerId} ${msg}`)).toEqual([
+      "ADD c-unlogged pod is not meshed: no redirect",
+      "ADD c-logged redirect applied",
+      "DEL c-logged redirect removed",
+    ]);
+  });
+
+  it("its writer killed: the next ADD starts it again and is written by the agent", async () => {
+    const { stdout } = await execa("pgrep", ["-P", String(host.pid), "-f", "apply"]);
+    const writer = Number(String(stdout).trim().split("\n")[0]);
+    process.kill(writer, "SIGKILL");
+    await host.waitFor(() => host.logs.some((line) => line.msg === "the writer ended: started again at the next request"), 5000);
+    api.addPod(podObject("shop", "again-writer", { proxy: "container", nodeName: node }));
+    await cached("again-writer");
+    const written = await writes("ADD", "done");
+    const { result, netns } = await addPod("again-writer", "uid-shop-again-writer");
+    expect(result.exitCode, result.stdout).toBe(0);
+    expect(await writes("ADD", "done")).toBe(written + 1);
+    expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
   });
 
   it("a pod recreated under the same name (its watch event not in yet): the agent reads the new one, the plugin gets its spec", async () => {
@@ -129,6 +254,7 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     expect(decided.result.exitCode, decided.result.stdout + decided.result.stderr).toBe(0);
     expect(lookups(before)).toEqual([]);
     await host.waitFor(() => host.logs.some((line) => line.msg === "decided an ADD for the plugin" && line.pod === `shop/${name}`), 2000);
+    expect(agentLogged("redirect applied", `c-${name}`)).toBe(true);
     // The same ADD with no agent in the netconf: the plugin reads the API and decides.
     const itself = await addPod(name, `uid-shop-${name}`, { agent_socket: undefined }, `${name}-api`);
     expect(itself.result.exitCode, itself.result.stdout).toBe(0);

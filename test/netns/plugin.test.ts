@@ -142,6 +142,23 @@ describe.skipIf(!isRoot).each(["nft", "legacy"] as const)("meshcni through cnito
       expect((await net.cnitool("del", "mesh", pod, webArgs)).exitCode).toBe(0);
     });
 
+    it("DEL takes out the jumps others added into meshcni's chains, leaves every other rule, and iptables still writes the table", async () => {
+      const other = await net.addNetns("others");
+      expect((await net.cnitool("add", "mesh", other, webArgs)).exitCode).toBe(0);
+      await iptables(other, backend, "-A", "OUTPUT", "-p", "udp", "-j", "RETURN");
+      await iptables(other, backend, "-I", "PREROUTING", "1", "-s", "10.9.0.0/16", "-j", "PROXY_INIT_REDIRECT");
+      await iptables(other, backend, "-N", "SIDECAR");
+      await iptables(other, backend, "-A", "SIDECAR", "-p", "tcp", "-g", "PROXY_INIT_OUTPUT");
+      await iptables(other, backend, "-A", "SIDECAR", "-p", "udp", "-j", "RETURN");
+      const deleted = await net.cnitool("del", "mesh", other, webArgs);
+      expect(deleted.exitCode, deleted.stdout + deleted.stderr).toBe(0);
+      expect(await natRules(other, backend)).toEqual(["-A OUTPUT -p udp -j RETURN", "-A SIDECAR -p udp -j RETURN"]);
+      await iptables(other, backend, "-A", "SIDECAR", "-p", "tcp", "-j", "RETURN");
+      expect((await net.cnitool("add", "mesh", other, webArgs)).exitCode).toBe(0);
+      expect(await natRules(other, backend)).toEqual(expect.arrayContaining([...expectedRules, "-A SIDECAR -p tcp -j RETURN"]));
+      await net.removeNetns(other);
+    });
+
     it("DEL succeeds once the netns is gone", async () => {
       const gone = await net.addNetns("gone");
       expect((await net.cnitool("add", "mesh", gone, webArgs)).exitCode).toBe(0);

@@ -9,7 +9,7 @@ import { firewallSpecFor } from "../../../src/mesh/pod.js";
 import { podName } from "../../../src/pod-key.js";
 import { planRules } from "../../../src/redirect/plan.js";
 import { podObject } from "../../kit/api-server.js";
-import { memoryLogger } from "../../kit/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.0.0.5/24", interface: 0 }] };
 const netconf = (linkerd: Record<string, unknown> = {}) =>
@@ -78,5 +78,85 @@ describe("the agent's decision for the plugin's ADD", () => {
 
   it("leaves the plugin to ask the API itself when it cannot read the pod", async () => {
     expect(await decide([], netconf())).toEqual({ error: expect.stringContaining("ECONNREFUSED") });
+  });
+});
+
+describe("the agent carries out what it decides when asked to", () => {
+  const store = <T>(entries: Array<[string, T]>) => ({ get: (key: string) => new Map(entries).get(key), fresh: () => true });
+  const meshed = podObject("shop", "web", { proxy: "container" }) as V1Pod;
+  const cache = new NodeCache(store([[podName(meshed), meshed]]), store([["shop", namespace]]));
+  const lookup = {
+    readPod: async () => meshed,
+    readNamespace: async () => namespace,
+    readService: async () => ({ metadata: { name: "kubernetes" }, spec: { ports: [{ port: 443 }] } }),
+  };
+  const apply = { containerId: "c1", ifname: "eth0", netns: "/run/netns/p", netnsId: { dev: 4, ino: 4026532999 } };
+  /** A writer that records what it is asked and answers `outcome`. */
+  const writer = (outcome: { done: true } | { failed: string }) => {
+    const asked: unknown[] = [];
+    return {
+      asked,
+      writing: {
+        hostRoot: "/host",
+        write: async (ask: unknown) => {
+          asked.push(ask);
+          return outcome;
+        },
+      },
+    };
+  };
+  const ask = (text = netconf()) => ({
+    get: "decision" as const,
+    netconf: text,
+    namespace: "shop",
+    name: "web",
+    uid: "uid-shop-web",
+    apply,
+  });
+
+  it("writes the decision into the plugin's attachment (the netns it opened) and answers the result", async () => {
+    const { asked, writing } = writer({ done: true });
+    const answer = await answerAsk(ask(), cache, lookup, memoryLogger([]), writing);
+    expect(answer).toEqual({ applied: { result: convertResult(prevResult, "1.0.0") } });
+    expect(asked).toEqual([
+      expect.objectContaining({
+        verb: "ADD",
+        hostRoot: "/host",
+        target: { containerId: "c1", ifname: "eth0", netns: "/run/netns/p" },
+        netnsId: apply.netnsId,
+        pod: { namespace: "shop", name: "web", uid: "uid-shop-web" },
+        plans: [expect.objectContaining({ family: "ipv4" })],
+      }),
+    ]);
+  });
+
+  it("hands the decision back when its writer cannot write, and never writes under simulate or a refusal", async () => {
+    const lines: LogEntry[] = [];
+    const failing = writer({ failed: "network namespace /run/netns/p is not the one the plugin opened" });
+    const handedBack = await answerAsk(ask(), cache, lookup, memoryLogger(lines), failing.writing);
+    expect(handedBack).toMatchObject({ decided: { plans: [expect.objectContaining({ family: "ipv4" })] } });
+    expect(lines.map((line) => line.message)).toContain("the plugin writes the redirect itself: the agent could not");
+    const unused = writer({ done: true });
+    expect(await answerAsk(ask(netconf({ simulate: true })), cache, lookup, memoryLogger([]), unused.writing)).toHaveProperty("decided");
+    expect(await answerAsk(ask(netconf({ "proxy-uid": "x" })), cache, lookup, memoryLogger([]), unused.writing)).toHaveProperty("refused");
+    expect(unused.asked).toEqual([]);
+  });
+
+  it("DEL: written by its writer; refused without the identity of a named netns, or without a writer", async () => {
+    const { asked, writing } = writer({ done: true });
+    const del = { get: "del" as const, netconf: netconf(), containerId: "c1", ifname: "eth0" };
+    expect(await answerAsk({ ...del, netns: apply.netns, netnsId: apply.netnsId }, cache, lookup, memoryLogger([]), writing)).toEqual({
+      applied: {},
+    });
+    expect(await answerAsk({ ...del, netns: "" }, cache, lookup, memoryLogger([]), writing)).toEqual({ applied: {} });
+    expect(await answerAsk({ ...del, netns: apply.netns }, cache, lookup, memoryLogger([]), writing)).toEqual({
+      error: "a netns without its identity",
+    });
+    expect(asked).toHaveLength(2);
+    expect(await answerAsk({ ...del, netns: "" }, cache, lookup, memoryLogger([]))).toEqual({ error: "this agent does not write" });
+    const failing = writer({ failed: "nftables said no" });
+    expect(await answerAsk({ ...del, netns: "" }, cache, lookup, memoryLogger([]), failing.writing)).toEqual({
+      error: "the agent could not remove it: nftables said no",
+    });
   });
 });

@@ -62,4 +62,9 @@ describe("restore text", () => {
     );
     expect(renderRemove(parseNatTable("*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n"))).toBeUndefined();
   });
+
+  it("removes another chain's goto into our chains too: a chain still reached cannot be deleted", () => {
+    const text = renderRemove(parseNatTable(saved(undefined, ["-A SIDECAR -p tcp -g PROXY_INIT_OUTPUT", "-A SIDECAR -p udp -j RETURN"])));
+    expect(text?.split("\n").filter((line) => line.includes("SIDECAR"))).toEqual(["-D SIDECAR -p tcp -g PROXY_INIT_OUTPUT"]);
+  });
 });

@@ -51,7 +51,7 @@ describe("the agent reader", () => {
       asked.push(ask);
       return ask.get === "pod"
         ? { object: decisionFields(podObject(ask.namespace, ask.name, { proxy: "container" }) as V1Pod), cached: true }
-        : { object: { kind: "Namespace", metadata: { name: ask.name } }, cached: false };
+        : { object: { kind: "Namespace", metadata: { name: "name" in ask ? ask.name : "" } }, cached: false };
     });
     const reader = await createAgentReader(socket, 1000, nodeConnector);
     const pod = await reader.readPod("shop", "web", "uid-1");

@@ -1,0 +1,112 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { parseWriteReply, type WriteAsk } from "../applier/contract.js";
+import { errorMessage } from "../errors.js";
+import type { Logger } from "../log.js";
+
+/** What became of a request to the writer: done, or why not (the plugin then does it itself). */
+export type WriteOutcome = { done: true } | { failed: string };
+
+/** One write (an nf_tables batch, an iptables-restore or two) takes milliseconds; one still going after this is hung. */
+const writeTimeoutMs = 5000;
+
+/**
+ * The agent's writer: a `meshcni apply` child, started at the first request and again after
+ * it exits, fed one request at a time. Writing belongs in a process of its own: entering a
+ * netns moves the calling thread, and the agent's thread holds its API connections. A
+ * request whose deadline passes while it waits is not sent (the plugin stops waiting then,
+ * and writes itself); one the child does not answer in time kills it.
+ */
+export class AgentWriter {
+  private child: ChildProcessWithoutNullStreams | undefined;
+  private nextId = 1;
+  private readonly queue: Array<{ ask: WriteAsk; deadline: number; settle(outcome: WriteOutcome): void }> = [];
+  private current: { id: number; settle(outcome: WriteOutcome): void; timer: NodeJS.Timeout } | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly binary: string,
+    private readonly log: Logger,
+    private readonly now: () => number = () => performance.now(),
+    private readonly timeoutMs = writeTimeoutMs,
+  ) {}
+
+  /** Carries out `ask` if it can start before `deadline` (on `now`'s clock). */
+  write(ask: WriteAsk, deadline: number): Promise<WriteOutcome> {
+    if (this.stopped) return Promise.resolve({ failed: "the agent is stopping" });
+    return new Promise((settle) => {
+      this.queue.push({ ask, deadline, settle });
+      this.next();
+    });
+  }
+
+  /** Ends the child (it finishes the request in hand: its stdin closes) and fails what waits. */
+  stop(): void {
+    this.stopped = true;
+    for (const waiting of this.queue.splice(0)) waiting.settle({ failed: "the agent is stopping" });
+    this.child?.stdin.end();
+  }
+
+  private next(): void {
+    if (this.current) return;
+    let waiting = this.queue.shift();
+    while (waiting && this.now() > waiting.deadline) {
+      waiting.settle({ failed: "it waited for the writer past the plugin's wait" });
+      waiting = this.queue.shift();
+    }
+    if (!waiting) return;
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = this.child ?? this.start();
+    } catch (error) {
+      waiting.settle({ failed: `cannot start the writer: ${errorMessage(error)}` });
+      this.next();
+      return;
+    }
+    const id = this.nextId++;
+    const timer = setTimeout(() => {
+      this.log.warn("the writer did not answer in time: killing it", { ms: this.timeoutMs });
+      child.kill("SIGKILL");
+    }, this.timeoutMs);
+    this.current = { id, settle: waiting.settle, timer };
+    child.stdin.write(`${JSON.stringify({ ...waiting.ask, id })}\n`);
+  }
+
+  private finish(outcome: WriteOutcome): void {
+    const current = this.current;
+    if (!current) return;
+    clearTimeout(current.timer);
+    this.current = undefined;
+    current.settle(outcome);
+    this.next();
+  }
+
+  private start(): ChildProcessWithoutNullStreams {
+    const child = spawn(this.binary, ["apply"], { stdio: ["pipe", "pipe", "pipe"] });
+    this.child = child;
+    child.stdin.on("error", () => undefined);
+    // Its log lines are the plugin's (they also go to the netconf's log_file): passed on as they are.
+    child.stderr.pipe(process.stderr, { end: false });
+    createInterface({ input: child.stdout, crlfDelay: Number.POSITIVE_INFINITY }).on("line", (line) => {
+      let reply: ReturnType<typeof parseWriteReply>;
+      try {
+        reply = parseWriteReply(line);
+      } catch (error) {
+        this.log.warn("the writer answered what is no answer: restarting it", { reason: errorMessage(error) });
+        child.kill("SIGKILL");
+        return;
+      }
+      if (reply.id !== this.current?.id) return;
+      this.finish("done" in reply ? { done: true } : { failed: reply.failed });
+    });
+    const ended = (why: string) => {
+      if (this.child !== child) return;
+      this.child = undefined;
+      if (!this.stopped) this.log.warn("the writer ended: started again at the next request", { why });
+      this.finish({ failed: `the writer ended (${why})` });
+    };
+    child.once("error", (error) => ended(errorMessage(error)));
+    child.once("exit", (code, signal) => ended(signal ?? `exit code ${code}`));
+    return child;
+  }
+}

@@ -1,0 +1,54 @@
+import * as v from "valibot";
+import { attachmentSchema, decidedPodSchema, decidedSettingsSchema, netnsIdSchema } from "../agent-schema.js";
+import { rulePlanSchema } from "../state/plan-schema.js";
+
+/**
+ * What the agent asks its writer (`meshcni apply`, a child it keeps running) and what the
+ * writer answers: one JSON line each on the child's stdin and stdout, in order. The agent
+ * decides; the writer carries out ADD's decision or DEL with the plugin's own code
+ * (plugin/apply.ts, plugin/del.ts), in the netns the plugin opened and nowhere else.
+ */
+
+const target = v.object(attachmentSchema);
+const common = {
+  id: v.pipe(v.number(), v.integer()),
+  /** Where the host's / is in the writer's mount namespace ("" when it runs on the host). */
+  hostRoot: v.string(),
+  target,
+};
+
+const writeRequestSchema = v.variant("verb", [
+  v.object({
+    ...common,
+    verb: v.literal("ADD"),
+    netnsId: netnsIdSchema,
+    pod: decidedPodSchema,
+    plans: v.array(rulePlanSchema),
+    settings: decidedSettingsSchema,
+  }),
+  v.object({
+    ...common,
+    verb: v.literal("DEL"),
+    /** Absent: the plugin found no netns (DEL's may be gone); only the record is removed. */
+    netnsId: v.optional(netnsIdSchema),
+    netconf: v.string(),
+  }),
+]);
+
+const writeReplySchema = v.union([
+  v.object({ id: v.pipe(v.number(), v.integer()), done: v.literal(true) }),
+  v.object({ id: v.pipe(v.number(), v.integer()), failed: v.string() }),
+]);
+
+export type WriteRequest = v.InferOutput<typeof writeRequestSchema>;
+export type WriteReply = v.InferOutput<typeof writeReplySchema>;
+/** A request as the agent makes it; its id is the writer process's to give. */
+export type WriteAsk = WriteRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
+
+export function parseWriteRequest(line: string): WriteRequest {
+  return v.parse(writeRequestSchema, JSON.parse(line));
+}
+
+export function parseWriteReply(line: string): WriteReply {
+  return v.parse(writeReplySchema, JSON.parse(line));
+}

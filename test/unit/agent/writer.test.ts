@@ -1,0 +1,90 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { AgentWriter } from "../../../src/agent/writer.js";
+import type { WriteAsk } from "../../../src/applier/contract.js";
+import { createLogger } from "../../../src/log.js";
+
+/** A stand-in for `meshcni apply`: what it does with a request is named by the request's container id. */
+const fakeWriter = `#!/usr/bin/env node
+const lines = require("node:readline").createInterface({ input: process.stdin });
+lines.on("line", (line) => {
+  const { id, target } = JSON.parse(line);
+  const how = target.containerId;
+  if (how === "ok") process.stdout.write(JSON.stringify({ id, done: true }) + "\\n");
+  else if (how === "refused") process.stdout.write(JSON.stringify({ id, failed: "nftables said no" }) + "\\n");
+  else if (how === "garbage") process.stdout.write("{\\"id\\": " + id + ", \\"done\\": \\"maybe\\"}\\n");
+  else if (how === "exit") process.exit(3);
+  else if (how === "slow") setTimeout(() => process.stdout.write(JSON.stringify({ id, done: true }) + "\\n"), 300);
+  // "hang": no answer at all.
+});
+`;
+
+const ask = (containerId: string): WriteAsk => ({
+  verb: "DEL",
+  hostRoot: "",
+  target: { containerId, ifname: "eth0", netns: "" },
+  netconf: "{}",
+});
+
+describe("the agent's writer process", () => {
+  let dir: string;
+  let binary: string;
+  let writer: AgentWriter | undefined;
+  const log = createLogger({ level: "error" });
+  const far = () => performance.now() + 60_000;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "meshcni-writer-"));
+    binary = join(dir, "meshcni");
+    writeFileSync(binary, fakeWriter);
+    chmodSync(binary, 0o755);
+  });
+  afterEach(() => {
+    writer?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("answers each request with the child's own answer, in order, one child for all", async () => {
+    writer = new AgentWriter(binary, log);
+    const outcomes = await Promise.all([
+      writer.write(ask("ok"), far()),
+      writer.write(ask("refused"), far()),
+      writer.write(ask("ok"), far()),
+    ]);
+    expect(outcomes).toEqual([{ done: true }, { failed: "nftables said no" }, { done: true }]);
+  });
+
+  it("a request whose deadline passes while another is written is not sent: the plugin writes it", async () => {
+    writer = new AgentWriter(binary, log);
+    const slow = writer.write(ask("slow"), far());
+    const late = writer.write(ask("ok"), performance.now() + 50);
+    expect(await late).toEqual({ failed: "it waited for the writer past the plugin's wait" });
+    expect(await slow).toEqual({ done: true });
+    expect(await writer.write(ask("ok"), far())).toEqual({ done: true });
+  });
+
+  it("a child that exits, answers garbage or hangs fails that request, and a new child takes the next", async () => {
+    writer = new AgentWriter(binary, log, undefined, 300);
+    expect(await writer.write(ask("exit"), far())).toEqual({ failed: "the writer ended (exit code 3)" });
+    expect(await writer.write(ask("ok"), far())).toEqual({ done: true });
+    expect(await writer.write(ask("garbage"), far())).toEqual({ failed: "the writer ended (SIGKILL)" });
+    expect(await writer.write(ask("ok"), far())).toEqual({ done: true });
+    const started = performance.now();
+    expect(await writer.write(ask("hang"), far())).toEqual({ failed: "the writer ended (SIGKILL)" });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    expect(await writer.write(ask("ok"), far())).toEqual({ done: true });
+  });
+
+  it("a binary that cannot start fails the request; stopping fails what waits", async () => {
+    writer = new AgentWriter(join(dir, "absent"), log);
+    expect(await writer.write(ask("ok"), far())).toMatchObject({ failed: expect.stringContaining("ENOENT") });
+    const stopping = new AgentWriter(binary, log);
+    const hanging = stopping.write(ask("hang"), far());
+    const waiting = stopping.write(ask("ok"), far());
+    stopping.stop();
+    expect(await waiting).toEqual({ failed: "the agent is stopping" });
+    expect(await hanging).toEqual({ failed: "the writer ended (exit code 0)" });
+  });
+});
