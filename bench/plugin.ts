@@ -1,6 +1,6 @@
 // The plugin's section (issue 5): what a pod start pays for meshcni, side by side with
 // the alternatives, interleaved in one run so the ratios hold on a noisy machine.
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
@@ -83,11 +83,36 @@ export interface PluginBench {
     wallMs: number;
     failures: number;
     failed: string[];
+    askedApi: number;
+    wroteItself: number;
+    writers: { count: number; peakRss: number; anonymous: number };
     cgroupPeakMb: number;
     goCgroupPeakMb: number;
     goWallMs: number;
   };
   targets: Array<{ target: string; value: string; met: boolean }>;
+}
+
+/**
+ * The agent's writer children (`meshcni apply`): how many, and their memory in MB, the
+ * largest peak RSS and the anonymous memory of all (what the node pays for them: their file
+ * pages are the binary's, which the agent maps too); NaN when none is running.
+ */
+function writersMemoryMb(agentPid: number | undefined): { count: number; peakRss: number; anonymous: number } {
+  const mb = (kb: number) => Math.round(kb / 102.4) / 10;
+  try {
+    const children = readFileSync(`/proc/${agentPid}/task/${agentPid}/children`, "utf8").trim().split(/\s+/);
+    const writers = children.filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("apply"));
+    const statuses = writers.map((pid) => readFileSync(`/proc/${pid}/status`, "utf8"));
+    const kb = (status: string, field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1]);
+    return {
+      count: writers.length,
+      peakRss: mb(Math.max(...statuses.map((status) => kb(status, "VmHWM")))),
+      anonymous: mb(statuses.reduce((sum, status) => sum + kb(status, "RssAnon"), 0)),
+    };
+  } catch {
+    return { count: 0, peakRss: Number.NaN, anonymous: Number.NaN };
+  }
 }
 
 /** linkerd-cni's pattern as a Go program of ours (bench/baselines/linkerd-pattern), built with Debian's Go, offline. */
@@ -181,8 +206,10 @@ export async function benchPlugin(): Promise<PluginBench> {
     addNftables: "meshcni ADD, meshed, no agent (API), nftables",
     check: "meshcni CHECK, meshed, no agent, nft",
     checkNftables: "meshcni CHECK, meshed, no agent, nftables",
-    del: "meshcni DEL, meshed, nft",
-    delNftables: "meshcni DEL, meshed, nftables",
+    del: "meshcni DEL, agent, nft",
+    delNftables: "meshcni DEL, agent, nftables",
+    delNoAgent: "meshcni DEL, no agent, nft",
+    delNoAgentNftables: "meshcni DEL, no agent, nftables",
     addPlain: "meshcni ADD, unmeshed pod, agent",
     go: "(1) Go linkerd-cni pattern: API + per-rule exec",
     perRule: "(2) per-rule exec (bash lower bound)",
@@ -208,10 +235,12 @@ export async function benchPlugin(): Promise<PluginBench> {
       record(names.addAgent, await meshcni("ADD", viaAgent!, { viaAgent: true }), round);
       record(names.add, await meshcni("ADD", meshed!), round);
       record(names.check, await meshcni("CHECK", meshed!), round);
-      record(names.del, await meshcni("DEL", meshed!), round);
+      record(names.delNoAgent, await meshcni("DEL", meshed!), round);
       record(names.addNftables, await meshcni("ADD", nftables!, { mode: "nftables" }), round);
       record(names.checkNftables, await meshcni("CHECK", nftables!, { mode: "nftables" }), round);
-      record(names.delNftables, await meshcni("DEL", nftables!, { mode: "nftables" }), round);
+      record(names.delNoAgentNftables, await meshcni("DEL", nftables!, { mode: "nftables" }), round);
+      record(names.delNftables, await meshcni("DEL", agentNftables, { mode: "nftables", viaAgent: true }), round);
+      record(names.del, await meshcni("DEL", viaAgent!, { viaAgent: true }), round);
       record(names.addPlain, await meshcni("ADD", plain!, { pod: "plain", viaAgent: true }), round);
       record(names.go, await measure(goPattern, goArgs, { env: cniEnv("ADD", go!, "meshed"), input: tuningConf }), round);
       record(names.perRule, await measure(perRuleScript, [netnsPath(perRule!), backend], { input: perRuleLines }), round);
@@ -263,6 +292,11 @@ export async function benchPlugin(): Promise<PluginBench> {
       // Each failure's CNI error, as the runtime would log it.
       failed: [...new Set(failed.map((result) => result.stdout.trim()))],
       askedApi: ours.results.filter((result) => result.stderr.includes("asking the API server instead of the agent")).length,
+      // The agent decided but handed the writing back (its writer busy past the plugin's wait): the plugin logged what it wrote.
+      wroteItself: ours.results.filter(
+        (result) => result.stderr.includes("redirect applied") && !result.stderr.includes("asking the API server instead of the agent"),
+      ).length,
+      writers: writersMemoryMb(agent.pid),
       cgroupPeakMb: ours.peakMb,
       goCgroupPeakMb: theirs.peakMb,
       goWallMs: theirs.wallMs,
@@ -318,11 +352,16 @@ export async function benchPlugin(): Promise<PluginBench> {
     for (const [name, ratio] of Object.entries(ratios)) console.log(`${name.padEnd(48)}${ratio.toFixed(2)}`);
     console.log(
       `\n${concurrentPods} ADDs at once through the agent, beside ${hogs} busy loops: ${concurrency.wallMs} ms to all done, ${concurrency.failures} failures, ` +
-        `${concurrency.askedApi} asked the API (no answer from the agent within its 1 s); ` +
+        `${concurrency.askedApi} asked the API (no answer from the agent within its 1 s), ` +
+        `${concurrency.wroteItself} wrote the rules themselves (the agent's writers busy past half that); ` +
         `memory charged to the burst's cgroup at its peak: ${concurrency.cgroupPeakMb} MB ` +
         `(the Go linkerd-cni pattern, ${concurrentPods} at once beside the same: ${concurrency.goCgroupPeakMb} MB, ${concurrency.goWallMs} ms)`,
     );
     for (const error of concurrency.failed) console.log(`  failed: ${error}`);
+    console.log(
+      `the agent's ${concurrency.writers.count} writers after it (outside the burst's cgroup): ${concurrency.writers.anonymous} MB anonymous in all, ` +
+        `peak RSS ${concurrency.writers.peakRss} MB each at most (most of it the binary's pages, which the agent maps too)`,
+    );
     console.log(`\ntargets`);
     for (const target of targets) console.log(`${target.met ? "met   " : "MISSED"}  ${target.target.padEnd(44)}${target.value}`);
     const result = { rows, rssMb, ratios, concurrency, targets };

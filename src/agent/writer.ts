@@ -110,3 +110,22 @@ export class AgentWriter {
     return child;
   }
 }
+
+/**
+ * Several writers, each request to the one its container id picks: an attachment's ADD and
+ * DEL (and a Multus pod's attachments) go to one writer, in order; different pods are
+ * written side by side, which pays where a write waits on iptables-restore.
+ */
+export class WriterPool {
+  constructor(private readonly writers: AgentWriter[]) {}
+
+  write(ask: WriteAsk, deadline: number): Promise<WriteOutcome> {
+    let hash = 0;
+    for (const char of ask.target.containerId) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+    return this.writers[hash % this.writers.length]!.write(ask, deadline);
+  }
+
+  stop(): void {
+    for (const writer of this.writers) writer.stop();
+  }
+}

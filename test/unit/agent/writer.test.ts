@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AgentWriter } from "../../../src/agent/writer.js";
+import { AgentWriter, WriterPool } from "../../../src/agent/writer.js";
 import type { WriteAsk } from "../../../src/applier/contract.js";
 import { createLogger } from "../../../src/log.js";
 
@@ -86,5 +86,29 @@ describe("the agent's writer process", () => {
     stopping.stop();
     expect(await waiting).toEqual({ failed: "the agent is stopping" });
     expect(await hanging).toEqual({ failed: "the writer ended (exit code 0)" });
+  });
+});
+
+describe("the agent's writers", () => {
+  it("send an attachment's requests to one writer, in order, and spread containers over all of them", async () => {
+    const seen: string[][] = [[], [], []];
+    const fake = (index: number) =>
+      ({
+        write: async (ask: WriteAsk) => {
+          seen[index]!.push(`${ask.verb} ${ask.target.containerId}`);
+          return { done: true };
+        },
+        stop: () => undefined,
+      }) as unknown as AgentWriter;
+    const pool = new WriterPool([fake(0), fake(1), fake(2)]);
+    const ids = Array.from({ length: 30 }, (_, i) => `container-${i}`);
+    for (const id of ids) await pool.write(ask(id), 0);
+    for (const id of ids) await pool.write(ask(id), 0);
+    for (const id of ids) {
+      const holders = seen.filter((requests) => requests.includes(`DEL ${id}`));
+      expect(holders).toHaveLength(1);
+      expect(holders[0]!.filter((request) => request === `DEL ${id}`)).toHaveLength(2);
+    }
+    expect(seen.every((requests) => requests.length > 0)).toBe(true);
   });
 });
