@@ -21,10 +21,19 @@ export async function decideForPlugin(ask: DecideAsk, answer: (ask: AgentAsk) =>
   try {
     const conf = parseNetConf(ask.netconf);
     const identity = { namespace: ask.namespace, name: ask.name, ...(ask.uid ? { uid: ask.uid } : {}) };
+    const reader = answersReader(answer, "(its own)", () => undefined);
     const { pod, spec } = await decidePod(
       conf.linkerd,
       identity,
-      answersReader(answer, "(its own)", () => undefined),
+      {
+        ...reader,
+        // The agent's reads are the API's: a Service it cannot read (none in the cluster, say) gets what the plugin
+        // gives one it cannot read (linkerd-cni's fallback ports), rather than sending the plugin to read it again.
+        readService: (namespace, name) =>
+          reader.readService(namespace, name).catch((error: unknown) => {
+            throw error instanceof AgentUnavailableError ? new Error(error.reason) : error;
+          }),
+      },
       log,
     );
     const key = podKeyOf(pod);

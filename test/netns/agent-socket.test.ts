@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness, askAgent } from "../kit/agent.js";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
 import { agentTemplate, isRoot, podArgs, until } from "../kit/common.js";
 import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
 
@@ -23,10 +23,10 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
   let entry: Record<string, unknown> = {};
 
   /** The plugin's ADD of a pod in a fresh netns, as the runtime runs it with the agent's entry: its outcome and how long it took. */
-  const addPod = async (name: string, uid?: string, changes: Record<string, unknown> = {}, netnsName = name) => {
+  const addPod = async (name: string, uid?: string, changes: Record<string, unknown> = {}, netnsName = name, namespace = "shop") => {
     const netns = await net.addNetns(netnsName);
     const started = performance.now();
-    const args = `${podArgs("shop", name)}${uid ? `;K8S_POD_UID=${uid}` : ""}`;
+    const args = `${podArgs(namespace, name)}${uid ? `;K8S_POD_UID=${uid}` : ""}`;
     const result = await invokePlugin(pluginEnv(net.netnsPath(netns), `c-${netnsName}`, args), {
       cniVersion: "1.0.0",
       name: "primary",
@@ -42,11 +42,11 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
       .filter((seen) => seen.who !== "agent" || /^\/api\/v1\/namespaces\/[^/]+(\/pods\/[^/]+)?$/.test(seen.path))
       .map((seen) => `${seen.who} ${seen.method} ${seen.path}`);
   /** Waits until the agent's watches have the pod and its namespace: it answers from its cache. */
-  const cached = (name: string, uid = `uid-shop-${name}`) =>
+  const cached = (name: string, uid = `uid-shop-${name}`, namespace = "shop") =>
     until(async () => {
       const answers = [
-        await askAgent(socket(), { get: "pod", namespace: "shop", name, uid }),
-        await askAgent(socket(), { get: "namespace", name: "shop" }),
+        await askAgent(socket(), { get: "pod", namespace, name, uid }),
+        await askAgent(socket(), { get: "namespace", name: namespace }),
       ];
       return answers.every((answer) => "cached" in answer && answer.cached);
     });
@@ -237,30 +237,54 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     );
   });
 
-  it.each([
-    ["no annotation", {}],
-    ["skip-inbound-ports", { "config.linkerd.io/skip-inbound-ports": "8080,9000-9010" }],
-    ["skip-outbound-ports", { "config.linkerd.io/skip-outbound-ports": "443,5432" }],
-    ["skip-subnets", { "config.linkerd.io/skip-subnets": "10.0.0.0/8,192.168.1.1/24" }],
-    ["proxy-uid and proxy-gid", { "config.linkerd.io/proxy-uid": "1337", "config.linkerd.io/proxy-gid": "1338" }],
-    ["both port lists", { "config.linkerd.io/skip-inbound-ports": "25", "config.linkerd.io/skip-outbound-ports": "3306,6379" }],
-  ])("the agent decides ADD (%s): the rules the plugin writes deciding itself from the API, no API request", async (what, annotations) => {
-    const name = `same-${what.replaceAll(" ", "-")}`;
-    api.addPod(podObject("shop", name, { proxy: "container", nodeName: node, annotations }));
-    await cached(name);
-    const before = api.requests.length;
-    const decided = await addPod(name, `uid-shop-${name}`);
-    expect(decided.result.exitCode, decided.result.stdout + decided.result.stderr).toBe(0);
-    expect(lookups(before)).toEqual([]);
-    await host.waitFor(() => host.logs.some((line) => line.msg === "decided an ADD for the plugin" && line.pod === `shop/${name}`), 2000);
-    expect(agentLogged("redirect applied", `c-${name}`)).toBe(true);
-    // The same ADD with no agent in the netconf: the plugin reads the API and decides.
-    const itself = await addPod(name, `uid-shop-${name}`, { agent_socket: undefined }, `${name}-api`);
-    expect(itself.result.exitCode, itself.result.stdout).toBe(0);
-    expect(lookups(before).filter((seen) => seen.startsWith("meshcni/meshcni-plugin GET"))).not.toEqual([]);
-    expect(await natRules(decided.netns, "nft")).toEqual(await natRules(itself.netns, "nft"));
-    expect(decided.result.json).toEqual(itself.result.json);
-  });
+  const meshed = (annotations: Record<string, string>): PodOptions => ({ proxy: "container", annotations });
+  it.each<[string, PodOptions, string?]>([
+    ["no annotation", meshed({})],
+    ["skip-inbound-ports", meshed({ "config.linkerd.io/skip-inbound-ports": "8080,9000-9010" })],
+    ["skip-outbound-ports", meshed({ "config.linkerd.io/skip-outbound-ports": "443,5432" })],
+    ["skip-subnets", meshed({ "config.linkerd.io/skip-subnets": "10.0.0.0/8,192.168.1.1/24" })],
+    ["proxy-uid and proxy-gid", meshed({ "config.linkerd.io/proxy-uid": "1337", "config.linkerd.io/proxy-gid": "1338" })],
+    ["both port lists", meshed({ "config.linkerd.io/skip-inbound-ports": "25", "config.linkerd.io/skip-outbound-ports": "3306,6379" })],
+    ["the namespace's annotations", meshed({}), "annotated"],
+    ["an empty pod annotation, the namespace's", meshed({ "config.linkerd.io/skip-subnets": "" }), "annotated"],
+    ["a pod annotation over the namespace's", meshed({ "config.linkerd.io/skip-outbound-ports": "8443" }), "annotated"],
+    ["a native sidecar proxy", { proxy: "native-sidecar" }],
+    ["a control-plane pod", { proxy: "container", labels: { "linkerd.io/control-plane-component": "destination" } }],
+    ["linkerd-init in the pod (no redirect)", { proxy: "container", init: true }],
+    ["no proxy (no redirect)", { proxy: false }],
+  ])(
+    "the agent decides and writes ADD (%s): the rules the plugin writes deciding itself from the API, no API request",
+    async (what, options, namespace = "shop") => {
+      const name = `same-${what.replace(/[^a-z0-9]+/g, "-").replace(/-$/, "")}`;
+      if (namespace !== "shop" && !api.namespaces.has(namespace))
+        api.addNamespace({
+          metadata: {
+            name: namespace,
+            annotations: { "config.linkerd.io/skip-subnets": "10.9.0.0/16", "config.linkerd.io/skip-outbound-ports": "5432" },
+          },
+        });
+      api.addPod(podObject(namespace, name, { ...options, nodeName: node }));
+      await cached(name, `uid-${namespace}-${name}`, namespace);
+      const before = api.requests.length;
+      const decided = await addPod(name, `uid-${namespace}-${name}`, {}, name, namespace);
+      expect(decided.result.exitCode, decided.result.stdout + decided.result.stderr).toBe(0);
+      expect(lookups(before)).toEqual([]);
+      await host.waitFor(
+        () => host.logs.some((line) => line.msg === "decided an ADD for the plugin" && line.pod === `${namespace}/${name}`),
+        2000,
+      );
+      const meshedPod = !what.includes("no redirect");
+      expect(agentLogged(meshedPod ? "redirect applied" : "pod is not meshed: no redirect", `c-${name}`)).toBe(true);
+      // The same ADD with no agent in the netconf: the plugin reads the API and decides.
+      const itself = await addPod(name, `uid-${namespace}-${name}`, { agent_socket: undefined }, `${name}-api`, namespace);
+      expect(itself.result.exitCode, itself.result.stdout).toBe(0);
+      expect(lookups(before).filter((seen) => seen.startsWith("meshcni/meshcni-plugin GET"))).not.toEqual([]);
+      const rules = await natRules(decided.netns, "nft");
+      expect(rules).toEqual(await natRules(itself.netns, "nft"));
+      expect(rules.length > 0).toBe(meshedPod);
+      expect(decided.result.json).toEqual(itself.result.json);
+    },
+  );
 
   it("the agent refuses what the plugin would: an invalid annotation is code 7, in the same words; nothing written", async () => {
     api.addPod(

@@ -160,3 +160,31 @@ describe("the agent carries out what it decides when asked to", () => {
     });
   });
 });
+
+describe("the agent's decision for a control-plane pod", () => {
+  it("without the kubernetes Service to read, skips linkerd-cni's fallback ports, as the plugin does, instead of sending the plugin to the API", async () => {
+    const store = <T>(entries: Array<[string, T]>) => ({ get: (key: string) => new Map(entries).get(key), fresh: () => true });
+    const pod = podObject("shop", "web", { proxy: "container", labels: { "linkerd.io/control-plane-component": "destination" } }) as V1Pod;
+    const cache = new NodeCache(store([[podName(pod), pod]]), store([["shop", namespace]]));
+    const lookup = {
+      readPod: async () => pod,
+      readNamespace: async () => namespace,
+      readService: async () => {
+        throw Object.assign(new Error('services "kubernetes" not found'), { code: 404 });
+      },
+    };
+    const lines: LogEntry[] = [];
+    const log = memoryLogger(lines);
+    const answer = await decideForPlugin(
+      { get: "decision", netconf: netconf(), namespace: "shop", name: "web", uid: "uid-shop-web" },
+      (ask) => answerAsk(ask, cache, lookup, log),
+      log,
+    );
+    expect(answer).toHaveProperty("decided");
+    const plan = (answer as { decided: { plans: Array<{ chains: Record<string, string[][]> }> } }).decided.plans[0]!;
+    expect(plan.chains.PROXY_INIT_OUTPUT!.map((rule) => rule.join(" "))).toContain(
+      "-p tcp -m multiport --dports 443,6443 -m comment --comment proxy-init/ignore-port-443,6443 -j RETURN",
+    );
+    expect(lines.map((line) => line.message)).toContain("cannot read the kubernetes Service: skipping 443 and 6443, as linkerd-cni does");
+  });
+});
