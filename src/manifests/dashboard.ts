@@ -112,6 +112,15 @@ const panels: Panel[] = [
     queries: [[`max by (node) (process_resident_memory_bytes{${nodes}} and on (instance, node) meshcni_build_info)`, "{{node}}"]],
     grid: { x: 16, y: 29, w: 8, h: 8 },
   },
+  {
+    title: "ADDs and DELs the agent wrote",
+    description:
+      "What the plugin asked the agent to carry out: done (its writers wrote), handed_back (the plugin wrote itself: the netns not visible to the agent, its writers busy past the plugin's wait, or failing).",
+    type: "timeseries",
+    unit: "ops",
+    queries: [[`sum by (verb, result) (rate(meshcni_agent_writes_total{${nodes}}[5m]))`, "{{verb}} {{result}}"]],
+    grid: { x: 0, y: 37, w: 8, h: 8 },
+  },
 ];
 
 /** The Grafana dashboard (its JSON model): the figures the agent exports, per node or all. */
