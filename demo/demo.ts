@@ -162,6 +162,21 @@ async function agentStory(client: string): Promise<void> {
   const chained = JSON.parse(readFileSync(agent.path(calico), "utf8")) as { plugins: Array<{ type: string }> };
   show(`${calico} now chains`, chained.plugins.map((plugin) => plugin.type).join(" -> "));
 
+  step("a pod started now: the agent decides and writes its redirect, the plugin process only asks");
+  const from = agent.logs.length;
+  const late = await net.startPod(api, {
+    namespace: "shop",
+    name: "late-arrival",
+    network: "k8s-pod-network",
+    node,
+    dirs: { conf: agent.netDir, bin: agent.binDir },
+  });
+  await net.serve(late.netns, { 4143: "the proxy's inbound port 4143", 8080: "the app on 8080, in plaintext" });
+  show(`client -> shop/late-arrival ${late.ip}:8080`, await net.connect(client, late.ip, 8080));
+  const applied = since(from).find((line) => line.msg === "redirect applied");
+  show("written by the agent's writer, in the netns the plugin opened", `${applied?.msg} (${applied?.backend}, ${applied?.family})`);
+  console.log(`   metric: ${await series('meshcni_agent_writes_total{verb="ADD",result="done"')}`);
+
   step("the node's condition, and one answer for the whole cluster");
   await agent.waitFor(
     () => /meshed pods?: /.test(api.nodeConditions(node).find((held) => held.type === "MeshcniReady")?.message ?? ""),

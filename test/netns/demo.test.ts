@@ -21,6 +21,9 @@ describe.skipIf(!isRoot)("the demo", () => {
     expect(line(/Event on the pod/)).toBe("   Event on the pod: Normal MeshRedirectMissing (WriteRedirect)");
     expect(lines.filter((entry) => /rewrite \d: the agent put meshcni back +[\d.]+ ms after the write$/.test(entry))).toHaveLength(3);
     expect(line(/now chains/)).toMatch(/bridge -> meshcni$/);
+    expect(line(/client -> shop\/late-arrival /)).toMatch(/the proxy's inbound port 4143$/);
+    expect(line(/written by the agent's writer/)).toMatch(/redirect applied \(\w+, ipv4\)$/);
+    expect(line(/^ {3}metric: meshcni_agent_writes_total/)).toMatch(/ 1$/);
     expect(line(/^ {3}metric: meshcni_unprotected_pod/)).toContain('pod_namespace="batch",pod_name="nightly",status="missing"');
     expect(line(/MeshcniReady=/)).toMatch(/MeshcniReady=True reason=PodsUnprotected: .*1 unprotected: batch\/nightly$/);
     expect(line(/\$ meshcni status/)).toContain("(exit 1)");
