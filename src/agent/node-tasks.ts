@@ -177,7 +177,13 @@ export class NodeTasks {
       },
     };
     try {
-      const server = await servePlugin(this.socketPath, (ask) => answerAsk(ask, cache, lookup, this.log, writing));
+      const server = await servePlugin(this.socketPath, async (ask) => {
+        const verb = ask.get === "decision" ? "ADD" : ask.get === "del" ? "DEL" : undefined;
+        const timer = verb && this.metrics.answers.startTimer({ verb });
+        const answer = await answerAsk(ask, cache, lookup, this.log, writing);
+        timer?.();
+        return answer;
+      });
       this.log.info("answering the plugin", { socket: this.socketPath });
       return server;
     } catch (error) {

@@ -121,6 +121,19 @@ const panels: Panel[] = [
     queries: [[`sum by (verb, result) (rate(meshcni_agent_writes_total{${nodes}}[5m]))`, "{{verb}} {{result}}"]],
     grid: { x: 0, y: 37, w: 8, h: 8 },
   },
+  {
+    title: "What a pod start waits for the agent (p99)",
+    description: "From a plugin's ADD or DEL question to the agent's answer, the write included; past 1 s the plugin does it itself.",
+    type: "timeseries",
+    unit: "s",
+    queries: [
+      [
+        `histogram_quantile(0.99, sum by (node, verb, le) (rate(meshcni_plugin_answer_duration_seconds_bucket{${nodes}}[5m])))`,
+        "{{node}} {{verb}}",
+      ],
+    ],
+    grid: { x: 8, y: 37, w: 8, h: 8 },
+  },
 ];
 
 /** The Grafana dashboard (its JSON model): the figures the agent exports, per node or all. */

@@ -97,6 +97,9 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     await cached("web");
     const before = api.requests.length;
     const written = await writes("ADD", "done");
+    const answered = async () =>
+      Number(/^meshcni_plugin_answer_duration_seconds_count\{[^}]*verb="ADD"[^}]*\} (\d+)$/m.exec(await host.scrape())?.[1] ?? 0);
+    const answeredBefore = await answered();
     const { result, netns } = await addPod("web", "uid-shop-web");
     expect(result.exitCode, result.stdout + result.stderr).toBe(0);
     expect(lookups(before)).toEqual([]);
@@ -105,6 +108,7 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     );
     // The agent's writer wrote the rules and the record, and logged what the plugin would have.
     expect(await writes("ADD", "done")).toBe(written + 1);
+    expect(await answered()).toBe(answeredBefore + 1);
     expect(record("c-web")).toMatchObject({ state: "added", netns: net.netnsPath(netns) });
     expect(result.stderr).not.toContain("redirect applied");
     expect(agentLogged("redirect applied", "c-web")).toBe(true);
