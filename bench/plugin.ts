@@ -7,6 +7,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { renderApply } from "../src/iptables/restore.js";
 import { parseNatTable } from "../src/iptables/save.js";
+import { agentTimeoutMs } from "../src/kube/agent-connection.js";
 import { parseNetConf } from "../src/mesh/netconf.js";
 import { firewallSpecFor } from "../src/mesh/pod.js";
 import { planRules } from "../src/redirect/plan.js";
@@ -381,7 +382,7 @@ export async function benchPlugin(): Promise<PluginBench> {
     for (const [name, ratio] of Object.entries(ratios)) console.log(`${name.padEnd(48)}${ratio.toFixed(2)}`);
     console.log(
       `\n${concurrentPods} ADDs at once through the agent, beside ${hogs} busy loops: ${concurrency.wallMs} ms to all done, ${concurrency.failures} failures, ` +
-        `${concurrency.askedApi} asked the API (no answer from the agent within its 1 s), ` +
+        `${concurrency.askedApi} asked the API (no answer from the agent within its ${agentTimeoutMs / 1000} s), ` +
         `${concurrency.wroteItself} wrote the rules themselves (the agent's writers busy past half that); ` +
         `memory charged to the burst's cgroup at its peak: ${concurrency.cgroupPeakMb} MB ` +
         `(the Go linkerd-cni pattern, ${concurrentPods} at once beside the same: ${concurrency.goCgroupPeakMb} MB, ${concurrency.goWallMs} ms)`,
@@ -389,7 +390,7 @@ export async function benchPlugin(): Promise<PluginBench> {
     for (const error of concurrency.failed) console.log(`  failed: ${error}`);
     console.log(
       `the agent answered 99% of the burst's ADDs within ${concurrency.answerP99Ms} ms and all within ${concurrency.answerMaxMs} ms ` +
-        "(meshcni_plugin_answer_duration_seconds' buckets; the plugin waits 1000 ms, a write must start within 500)",
+        `(meshcni_plugin_answer_duration_seconds' buckets; the plugin waits ${agentTimeoutMs} ms, a write must start within half that)`,
     );
     console.log(
       `the agent's ${concurrency.writers.count} writers after it (outside the burst's cgroup): ${concurrency.writers.anonymous} MB anonymous in all, ` +
