@@ -77,27 +77,15 @@ export type AgentAnswer =
   | { refused: { code: number; msg: string; details: string } }
   | { error: string };
 
-/** A line is at most this long: pods' decision fields are a few KiB. */
-export const maxLineBytes = 1 << 20;
-
-/**
- * The answers a pod start reads (done, refused, or cannot), checked here; any other by the
- * full schema (agent-schema.ts), loaded only then: it and the redirect model it names cost
- * ~1 ms at a plugin process's start, an eighth of a pod start through the agent.
- */
-const podStartAnswerSchema = v.union([
+/** The answers a pod start reads: done, refused, or cannot (the rest are in agent-schema.ts). */
+export const podStartAnswerSchema = v.union([
   v.object({ applied: v.object({ result: v.exactOptional(v.record(v.string(), v.unknown())) }) }),
   v.object({ refused: v.object({ code: v.pipe(v.number(), v.integer(), v.minValue(1)), msg: v.string(), details: v.string() }) }),
   v.object({ error: v.string() }),
 ]);
 
-/** An answer line, checked; throws (a valibot or JSON error) when it is no answer. */
-export async function parseAnswer(line: string): Promise<AgentAnswer> {
-  const value: unknown = JSON.parse(line);
-  const common = v.safeParse(podStartAnswerSchema, value);
-  if (common.success) return common.output;
-  return (await import("./agent-schema.js")).checkAnswer(value);
-}
+/** A line is at most this long: pods' decision fields are a few KiB. */
+export const maxLineBytes = 1 << 20;
 
 /** The agent could not be asked (no socket, nobody listening, too slow, an answer that is no answer): ask the API instead. */
 export class AgentUnavailableError extends Error {

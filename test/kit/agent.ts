@@ -16,8 +16,8 @@ import {
 import { connect, createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type AgentAnswer, type AgentAsk, parseAnswer } from "../../src/agent-socket.js";
-import type { Connector } from "../../src/kube/agent-connection.js";
+import type { AgentAnswer, AgentAsk } from "../../src/agent-socket.js";
+import { type Connector, parseAnswer } from "../../src/kube/agent-connection.js";
 import { pluginRules, pluginServiceAccount } from "../../src/manifests/rbac.js";
 import { FakeApiServer } from "./api-server.js";
 import { sleep } from "./common.js";
