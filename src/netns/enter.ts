@@ -72,7 +72,11 @@ function openPodNamespace(path: string, expected?: NetnsId): { fd: number; id: N
   }
   try {
     const target = fstatSync(fd);
-    if (!target.isFile() || target.size !== 0) throw new NetnsGoneError(path, `not a network namespace (${fileKind(target)})`);
+    if (!target.isFile() || target.size !== 0) {
+      const reason = `not a network namespace (${fileKind(target)})`;
+      // The plugin opened one there: this view of the path is not its.
+      throw expected ? new NetnsNotSeenError(path, reason) : new NetnsGoneError(path, reason);
+    }
     const own = statSync("/proc/thread-self/ns/net");
     if (target.dev === own.dev && target.ino === own.ino) throw new OwnNetnsError(path);
     if (expected && (target.dev !== expected.dev || target.ino !== expected.ino))

@@ -137,49 +137,56 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     expect(after.stderr).toContain("netns is gone");
   });
 
-  it("a netns the agent cannot see (a path in the plugin's own mount namespace): the plugin writes and removes it itself", async () => {
-    api.addPod(podObject("shop", "hidden", { proxy: "container", nodeName: node }));
-    await cached("hidden");
-    const netns = await net.addNetns("hidden");
-    // The agent sees an empty file at this path; the plugin, the netns bound over it in a mount namespace of its own.
-    const hiddenPath = join(net.stateDir, "hidden-netns");
-    mkdirSync(net.stateDir, { recursive: true });
-    writeFileSync(hiddenPath, "");
-    const wrap = [
-      "unshare",
-      "--mount",
-      "--propagation",
-      "private",
-      "sh",
-      "-c",
-      `mount --bind ${net.netnsPath(netns)} ${hiddenPath} && exec "$0"`,
-    ];
-    const config = { cniVersion: "1.0.0", name: "primary", ...entry };
-    const handedBack = await writes("ADD", "handed_back");
-    const { startPlugin } = await import("../kit/network.js");
-    const added = await startPlugin(pluginEnv(hiddenPath, "c-hidden", `${podArgs("shop", "hidden")};K8S_POD_UID=uid-shop-hidden`), config, {
-      wrap,
-    });
-    expect(added.exitCode, String(added.stdout) + String(added.stderr)).toBe(0);
-    expect(await writes("ADD", "handed_back")).toBe(handedBack + 1);
-    expect(String(added.stderr)).toContain("redirect applied");
-    expect(
-      host.logs.some(
-        (line) =>
-          line.msg === "the plugin writes the redirect itself: the agent could not" &&
-          String(line.reason).includes("is not the one the plugin opened"),
-      ),
-    ).toBe(true);
-    expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
-    expect(record("c-hidden")).toMatchObject({ state: "added", netns: hiddenPath });
-    const removed = await startPlugin(pluginEnv(hiddenPath, "c-hidden", podArgs("shop", "hidden"), { CNI_COMMAND: "DEL" }), config, {
-      wrap,
-    });
-    expect(removed.exitCode, String(removed.stdout)).toBe(0);
-    expect(String(removed.stderr)).toContain("removing the redirect itself: the agent did not");
-    expect(await natRules(netns, "nft")).toEqual([]);
-    expect(record("c-hidden")).toBeUndefined();
-  });
+  it.each([
+    ["an empty file", "hidden"],
+    ["a fifo", "hidden-fifo"],
+  ])(
+    "a netns the agent cannot see (%s there, the netns in the plugin's own mount namespace): the plugin writes and removes it itself",
+    async (_what, name) => {
+      api.addPod(podObject("shop", name, { proxy: "container", nodeName: node }));
+      await cached(name);
+      const netns = await net.addNetns(name);
+      // The agent sees an empty file or a fifo at this path; the plugin, the netns bound over it in a mount namespace of its own.
+      const hiddenPath = join(net.stateDir, `${name}-netns`);
+      mkdirSync(net.stateDir, { recursive: true });
+      if (name === "hidden") writeFileSync(hiddenPath, "");
+      else await execa("mkfifo", [hiddenPath]);
+      const wrap = [
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        `mount --bind ${net.netnsPath(netns)} ${hiddenPath} && exec "$0"`,
+      ];
+      const config = { cniVersion: "1.0.0", name: "primary", ...entry };
+      const handedBack = await writes("ADD", "handed_back");
+      const { startPlugin } = await import("../kit/network.js");
+      const added = await startPlugin(pluginEnv(hiddenPath, `c-${name}`, `${podArgs("shop", name)};K8S_POD_UID=uid-shop-${name}`), config, {
+        wrap,
+      });
+      expect(added.exitCode, String(added.stdout) + String(added.stderr)).toBe(0);
+      expect(await writes("ADD", "handed_back")).toBe(handedBack + 1);
+      expect(String(added.stderr)).toContain("redirect applied");
+      expect(
+        host.logs.some(
+          (line) =>
+            line.msg === "the plugin writes the redirect itself: the agent could not" &&
+            String(line.reason).includes("is not the one the plugin opened"),
+        ),
+      ).toBe(true);
+      expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+      expect(record(`c-${name}`)).toMatchObject({ state: "added", netns: hiddenPath });
+      const removed = await startPlugin(pluginEnv(hiddenPath, `c-${name}`, podArgs("shop", name), { CNI_COMMAND: "DEL" }), config, {
+        wrap,
+      });
+      expect(removed.exitCode, String(removed.stdout)).toBe(0);
+      expect(String(removed.stderr)).toContain("removing the redirect itself: the agent did not");
+      expect(await natRules(netns, "nft")).toEqual([]);
+      expect(record(`c-${name}`)).toBeUndefined();
+    },
+  );
 
   it("the plugin's log_file gets the lines of what the agent does for it: unmeshed (no writer), applied, removed", async () => {
     api.addPod(podObject("shop", "logged", { proxy: "container", nodeName: node }));
