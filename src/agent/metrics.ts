@@ -1,9 +1,10 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { buildInfo } from "../build-info.js";
+import { agentTimeoutMs } from "../kube/agent-connection.js";
 
 /** Re-chains take milliseconds; a back-off or a slow disk, seconds. */
 const rechainBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-/** The agent's answer to a pod start: ~0.3 ms from the cache, a few ms with a write, up to the plugin's 2 s wait under load. */
+/** The agent's answer to a pod start: ~0.3 ms from the cache, a few ms with a write, up to the plugin's wait under load. */
 const answerBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2];
 /** An audit of a node: ~0.1 s for a few pods, ~0.6 s for 200 (npm run bench). */
 const auditBuckets = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -56,7 +57,7 @@ export function createAgentMetrics(node?: string) {
     }),
     answers: new Histogram({
       name: "meshcni_plugin_answer_duration_seconds",
-      help: "From a plugin's ADD or DEL question to the agent's answer (its decision, and the write when its writers do it): what a pod start waits for the agent. The plugin waits 2 s, then does it itself.",
+      help: `From a plugin's ADD or DEL question to the agent's answer (its decision, and the write when its writers do it): what a pod start waits for the agent. The plugin waits ${agentTimeoutMs / 1000} s, then does it itself.`,
       labelNames: ["verb"],
       buckets: answerBuckets,
       registers: [registry],

@@ -1,3 +1,5 @@
+import { agentTimeoutMs } from "../kube/agent-connection.js";
+
 /** A panel of the dashboard: its title, what it shows, its queries (legend per query) and its place on the 24-wide grid. */
 interface Panel {
   title: string;
@@ -123,7 +125,7 @@ const panels: Panel[] = [
   },
   {
     title: "What a pod start waits for the agent (p99)",
-    description: "From a plugin's ADD or DEL question to the agent's answer, the write included; past 1 s the plugin does it itself.",
+    description: `From a plugin's ADD or DEL question to the agent's answer, the write included; past ${agentTimeoutMs / 1000} s the plugin does it itself.`,
     type: "timeseries",
     unit: "s",
     queries: [
