@@ -54,7 +54,7 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
   /** The attachment's record as the state dir holds it (undefined: none). */
   const record = (containerId: string) => {
     const file = join(net.stateDir, "attachments", `${containerId}_eth0.json`);
-    return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { state: string; netns: string }) : undefined;
+    return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { state: string; netns: string; backend: string }) : undefined;
   };
   const writes = (verb: "ADD" | "DEL", result: "done" | "handed_back") =>
     host.metric(`meshcni_agent_writes_total{verb="${verb}",result="${result}"}`).then((count) => (Number.isNaN(count) ? 0 : count));
@@ -185,6 +185,31 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
       expect(String(removed.stderr)).toContain("removing the redirect itself: the agent did not");
       expect(await natRules(netns, "nft")).toEqual([]);
       expect(record(`c-${name}`)).toBeUndefined();
+    },
+  );
+
+  it.each(["nftables", "legacy"] as const)(
+    "the agent's writers write and remove with the %s backend too: the rules in place after ADD, gone after DEL",
+    async (mode) => {
+      const name = `writer-${mode}`;
+      api.addPod(podObject("shop", name, { proxy: "container", nodeName: node }));
+      await cached(name);
+      const linkerd = { ...(entry.linkerd as Record<string, unknown>), "iptables-mode": mode };
+      const [added, removed] = [await writes("ADD", "done"), await writes("DEL", "done")];
+      const { result, netns } = await addPod(name, `uid-shop-${name}`, { linkerd });
+      expect(result.exitCode, result.stdout + result.stderr).toBe(0);
+      const present = async () =>
+        mode === "legacy"
+          ? (await natRules(netns, "legacy")).length > 0
+          : (await execa("ip", ["netns", "exec", netns, "nft", "list", "table", "ip", "meshcni"], { reject: false })).exitCode === 0;
+      expect(await present()).toBe(true);
+      expect(record(`c-${name}`)).toMatchObject({ state: "added", backend: mode });
+      const env = pluginEnv(net.netnsPath(netns), `c-${name}`, podArgs("shop", name), { CNI_COMMAND: "DEL" });
+      const deleted = await invokePlugin(env, { cniVersion: "1.0.0", name: "primary", ...entry, linkerd });
+      expect(deleted.exitCode, deleted.stdout + deleted.stderr).toBe(0);
+      expect(await present()).toBe(false);
+      expect(record(`c-${name}`)).toBeUndefined();
+      expect([await writes("ADD", "done"), await writes("DEL", "done")]).toEqual([added + 1, removed + 1]);
     },
   );
 
