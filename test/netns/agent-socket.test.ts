@@ -213,6 +213,28 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     },
   );
 
+  it("DEL through the agent keeps the rules while another attachment of the container is recorded in the netns (Multus)", async () => {
+    api.addPod(podObject("shop", "multi", { proxy: "container", nodeName: node }));
+    await cached("multi");
+    const { result, netns } = await addPod("multi", "uid-shop-multi");
+    expect(result.exitCode, result.stdout).toBe(0);
+    const config = { cniVersion: "1.0.0", name: "primary", ...entry };
+    const attachment = (command: string, ifname: string) =>
+      invokePlugin(
+        pluginEnv(net.netnsPath(netns), "c-multi", `${podArgs("shop", "multi")};K8S_POD_UID=uid-shop-multi`, {
+          CNI_COMMAND: command,
+          CNI_IFNAME: ifname,
+        }),
+        config,
+      );
+    expect((await attachment("ADD", "net1")).exitCode).toBe(0);
+    expect((await attachment("DEL", "net1")).exitCode).toBe(0);
+    expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    expect(host.logs.some((line) => line.msg === "keeping the redirect: other attachments of this netns remain")).toBe(true);
+    expect((await attachment("DEL", "eth0")).exitCode).toBe(0);
+    expect(await natRules(netns, "nft")).toEqual([]);
+  });
+
   it("the plugin's log_file gets the lines of what the agent does for it: unmeshed (no writer), applied, removed", async () => {
     api.addPod(podObject("shop", "logged", { proxy: "container", nodeName: node }));
     api.addPod(podObject("shop", "unlogged", { nodeName: node }));
