@@ -7,8 +7,12 @@ import type { Logger } from "../log.js";
 /** What became of a request to the writer: done, or why not (the plugin then does it itself). */
 export type WriteOutcome = { done: true } | { failed: string };
 
-/** One write (an nf_tables batch, an iptables-restore or two) takes milliseconds; one still going after this is hung. */
-const writeTimeoutMs = 5000;
+/**
+ * One write (an nf_tables batch, an iptables-restore or two) takes milliseconds. A writer
+ * still on one after this is hung: past iptables' own 10 s limit (iptables/exec.ts), which
+ * ends a hung iptables child with a clear error first, rather than orphaning it.
+ */
+const writeTimeoutMs = 15_000;
 
 /**
  * The agent's writer: a `meshcni apply` child, started at the first request and again after
@@ -20,7 +24,7 @@ const writeTimeoutMs = 5000;
 export class AgentWriter {
   private child: ChildProcessWithoutNullStreams | undefined;
   private nextId = 1;
-  private readonly queue: Array<{ ask: WriteAsk; deadline: number; settle(outcome: WriteOutcome): void }> = [];
+  private readonly queue: Array<{ ask: WriteAsk; settle(outcome: WriteOutcome): void; expiry: NodeJS.Timeout }> = [];
   private current: { id: number; settle(outcome: WriteOutcome): void; timer: NodeJS.Timeout } | undefined;
   private stopped = false;
 
@@ -31,11 +35,27 @@ export class AgentWriter {
     private readonly timeoutMs = writeTimeoutMs,
   ) {}
 
-  /** Carries out `ask` if it can start before `deadline` (on `now`'s clock). */
+  /**
+   * Carries out `ask` if it can start before `deadline` (on `now`'s clock); still waiting
+   * then, it is failed at once, so the plugin gets the decision back while it still waits.
+   */
   write(ask: WriteAsk, deadline: number): Promise<WriteOutcome> {
     if (this.stopped) return Promise.resolve({ failed: "the agent is stopping" });
     return new Promise((settle) => {
-      this.queue.push({ ask, deadline, settle });
+      const waiting = {
+        ask,
+        settle,
+        expiry: setTimeout(
+          () => {
+            const at = this.queue.indexOf(waiting);
+            if (at < 0) return;
+            this.queue.splice(at, 1);
+            settle({ failed: "it waited for the writer past the plugin's wait" });
+          },
+          Math.max(0, deadline - this.now()),
+        ),
+      };
+      this.queue.push(waiting);
       this.next();
     });
   }
@@ -43,18 +63,18 @@ export class AgentWriter {
   /** Ends the child (it finishes the request in hand: its stdin closes) and fails what waits. */
   stop(): void {
     this.stopped = true;
-    for (const waiting of this.queue.splice(0)) waiting.settle({ failed: "the agent is stopping" });
+    for (const waiting of this.queue.splice(0)) {
+      clearTimeout(waiting.expiry);
+      waiting.settle({ failed: "the agent is stopping" });
+    }
     this.child?.stdin.end();
   }
 
   private next(): void {
     if (this.current) return;
-    let waiting = this.queue.shift();
-    while (waiting && this.now() > waiting.deadline) {
-      waiting.settle({ failed: "it waited for the writer past the plugin's wait" });
-      waiting = this.queue.shift();
-    }
+    const waiting = this.queue.shift();
     if (!waiting) return;
+    clearTimeout(waiting.expiry);
     let child: ChildProcessWithoutNullStreams;
     try {
       child = this.child ?? this.start();

@@ -65,6 +65,14 @@ describe("the agent's writer process", () => {
     expect(await writer.write(ask("ok"), far())).toEqual({ done: true });
   });
 
+  it("a request waiting behind a hung write is failed at its deadline, not when the hung one ends", async () => {
+    writer = new AgentWriter(binary, log, undefined, 5000);
+    void writer.write(ask("hang"), far());
+    const started = performance.now();
+    expect(await writer.write(ask("ok"), performance.now() + 100)).toEqual({ failed: "it waited for the writer past the plugin's wait" });
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
   it("a child that exits, answers garbage or hangs fails that request, and a new child takes the next", async () => {
     writer = new AgentWriter(binary, log, undefined, 300);
     expect(await writer.write(ask("exit"), far())).toEqual({ failed: "the writer ended (exit code 3)" });
