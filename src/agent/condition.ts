@@ -99,16 +99,21 @@ export class ConditionKeeper {
     clearTimeout(this.timer);
   }
 
+  /** Writes again after `ms`, unless a write is already due. */
+  private later(api: NodeApi, ms: number): void {
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      this.write(api);
+    }, ms);
+  }
+
   private write(api: NodeApi): void {
     const wanted = this.wanted;
     if (!wanted || this.nodeUid === undefined || same(this.held, wanted) || this.busy) return;
     const messageOnly = this.held?.status === wanted.status && this.held.reason === wanted.reason;
     const wait = messageOnly ? this.lastWriteAt + this.intervalMs - this.now() : 0;
     if (wait > 0) {
-      this.timer ??= setTimeout(() => {
-        this.timer = undefined;
-        this.write(api);
-      }, wait);
+      this.later(api, wait);
       return;
     }
     const at = new Date(this.now());
@@ -131,10 +136,7 @@ export class ConditionKeeper {
       .catch((error: unknown) => {
         if (!this.failing) this.log.warn(`cannot write the node's ${conditionType} condition; retrying`, { error: errorMessage(error) });
         this.failing = true;
-        this.timer ??= setTimeout(() => {
-          this.timer = undefined;
-          this.write(api);
-        }, this.intervalMs);
+        this.later(api, this.intervalMs);
       })
       .finally(() => {
         this.busy = false;
