@@ -1,5 +1,4 @@
-import { closeSync, constants, existsSync, fstatSync, renameSync, writeSync } from "node:fs";
-import { dirname } from "node:path";
+import { closeSync, constants, fstatSync, renameSync, writeSync } from "node:fs";
 import { errnoCode, errorMessage } from "./errors.js";
 import { FileKindError, fileKind, openNonBlocking } from "./files.js";
 
@@ -43,10 +42,13 @@ function openLogFile(path: string): number {
   return fd;
 }
 
+/** Log files this process could not write, said once each (the agent makes a logger per ADD or DEL it carries out). */
+const unwritableFiles = new Set<string>();
+
 /**
  * Logs one JSON line per event to stderr (never stdout: that is the runtime's) and, when
  * set, appends it to a file. A file that cannot be written never fails the verb: the
- * reason is logged once to stderr and the file is left alone.
+ * reason is logged once to stderr (once per process) and the file is left alone.
  */
 export function createLogger(
   options: { level?: LogLevel; file?: string; prefix?: Record<string, unknown> } = {},
@@ -63,6 +65,8 @@ export function createLogger(
       writeSync(fd, text);
     } catch (error) {
       fileFailed = true;
+      if (unwritableFiles.has(options.file)) return;
+      unwritableFiles.add(options.file);
       const reason = errnoCode(error) === "ELOOP" ? "it is a symlink, which meshcni does not follow" : errorMessage(error);
       process.stderr.write(line("warn", "not writing the log file", { file: options.file, reason }));
     }
@@ -90,27 +94,14 @@ export function createLogger(
   };
 }
 
-/** The netconf's log_files whose directory the agent cannot see (not mounted into its container): said once each. */
-const unseenLogDirs = new Set<string>();
-
 /**
  * The plugin's logger in the agent, for one ADD or DEL it carries out: the netconf's level,
- * and its log_file (seen under `onHost`) where the agent sees it. Opened and closed per
+ * and its log_file as the agent's container sees it (`onHost`); one it cannot write (not
+ * mounted there) is said once and its lines go to the agent's log. Opened and closed per
  * request (close it), so the plugin processes' rotation of the file holds.
  */
 export function pluginLogger(level: LogLevel, file: string | undefined, onHost: (path: string) => string, prefix: Record<string, unknown>) {
-  const path = file ? onHost(file) : undefined;
-  const seen = path !== undefined && existsSync(dirname(path));
-  if (path && !seen && !unseenLogDirs.has(path)) {
-    unseenLogDirs.add(path);
-    createLogger().warn(
-      "the plugin's log_file is not visible to the agent: the lines of what the agent does for the plugin go to its own log",
-      {
-        file,
-      },
-    );
-  }
-  return createLogger({ level, ...(seen ? { file: path } : {}), prefix });
+  return createLogger({ level, ...(file ? { file: onHost(file) } : {}), prefix });
 }
 
 /**

@@ -262,6 +262,25 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     ]);
   });
 
+  it("a log_file the agent cannot write (its directory not there): said once, the ADDs written all the same", async () => {
+    const logFile = join(net.stateDir, "not-mounted", "plugin.log");
+    const before = host.logs.length;
+    for (const name of ["unlogged-1", "unlogged-2", "unlogged-3", "unlogged-4"]) {
+      api.addPod(podObject("shop", name, { proxy: "container", nodeName: node }));
+      await cached(name);
+      const { result, netns } = await addPod(name, `uid-shop-${name}`, { log_file: logFile });
+      expect(result.exitCode, result.stdout).toBe(0);
+      expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    }
+    await host.waitFor(() =>
+      host.logs.slice(before).some((line) => line.msg === "redirect applied" && line.containerId === "c-unlogged-4"),
+    );
+    const warnings = host.logs.slice(before).filter((line) => line.msg === "not writing the log file" && line.file === logFile);
+    // Once per writer process (there are two), not once per ADD.
+    expect(warnings.length).toBeGreaterThanOrEqual(1);
+    expect(warnings.length).toBeLessThanOrEqual(2);
+  });
+
   it("its writers killed: the next ADD starts one again and is written by the agent", async () => {
     const { stdout } = await execa("pgrep", ["-P", String(host.pid), "-f", "apply"]);
     for (const writer of String(stdout).trim().split("\n")) process.kill(Number(writer), "SIGKILL");
