@@ -2,13 +2,13 @@ import { writeSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { errorMessage } from "../errors.js";
 import { hostPaths } from "../host.js";
-import { pluginLogger } from "../log.js";
+import { type LogLevel, pluginLogger } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
-import { inNetns } from "../netns/enter.js";
 import { applyDecision } from "../plugin/apply.js";
 import { del } from "../plugin/del.js";
 import { productionDeps } from "../plugin/deps.js";
 import { toCniError } from "../plugin/failure.js";
+import type { PluginDeps } from "../plugin/request.js";
 import { parseWriteRequest, type WriteReply, type WriteRequest } from "./contract.js";
 
 export const applyUsage = `Usage: meshcni apply
@@ -22,36 +22,28 @@ line on stdout. Not for use by hand.
 /** Closes after the answer is written: the loop takes a request already waiting first, and closes when it waits. */
 const closeLater = (close: () => void) => void setImmediate(close);
 
-/** One request: ADD's decision or DEL, logged as the plugin would log it (stderr and the netconf's log_file). */
+/**
+ * One request: ADD's decision or DEL, with the plugin's deps as the agent's container sees
+ * the host (paths under its host root, only the netns the plugin opened), logged as the
+ * plugin would log it (stderr and the netconf's log_file).
+ */
 async function carryOut(request: WriteRequest): Promise<void> {
   const onHost = hostPaths(request.hostRoot);
   const { containerId, ifname, netns } = request.target;
-  if (request.verb === "ADD") {
-    const { logLevel, logFile } = request.settings;
-    const log = pluginLogger(logLevel, logFile, onHost, { command: "ADD", containerId });
+  const host = { root: request.hostRoot, closeLater, ...(request.netnsId ? { netnsId: request.netnsId } : {}) };
+  const withDeps = async (level: LogLevel, file: string | undefined, work: (deps: PluginDeps) => Promise<unknown>) => {
+    const log = pluginLogger(level, file, onHost, { command: request.verb, containerId });
     try {
-      await applyDecision(request.target, request, {
-        log,
-        onHost,
-        inNetns: (path, action) => inNetns(onHost(path), action, request.netnsId),
-        closeLater,
-      });
+      await work(productionDeps(log, host));
     } finally {
       log.close();
     }
-    return;
-  }
+  };
+  if (request.verb === "ADD")
+    return withDeps(request.settings.logLevel, request.settings.logFile, (deps) => applyDecision(request.target, request, deps));
   const conf = parseNetConf(request.netconf);
-  const log = pluginLogger(conf.log_level, conf.log_file, onHost, { command: "DEL", containerId });
-  try {
-    const env = { command: "DEL" as const, containerId, ifname, netns, args: "", path: "" };
-    await del(
-      { env, conf },
-      productionDeps(log, { root: request.hostRoot, closeLater, ...(request.netnsId ? { netnsId: request.netnsId } : {}) }),
-    );
-  } finally {
-    log.close();
-  }
+  const env = { command: "DEL" as const, containerId, ifname, netns, args: "", path: "" };
+  return withDeps(conf.log_level, conf.log_file, (deps) => del({ env, conf }, deps));
 }
 
 /** Reads requests until stdin ends, carrying out each in turn (a netns is entered by this one thread). */

@@ -77,33 +77,18 @@ export function logUnmeshed(pod: PodKey, log: Logger): void {
 }
 
 /**
- * The redirector with its close() left to `later`: a process that outlives the verb answers
- * first, then closes. Closing an nf_tables socket waits for the kernel's destroy work after
- * any table deletion on the node (an RCU grace period, ~10 ms here).
- */
-export function closingLater(redirector: Redirector, later: (close: () => void) => void): Redirector {
-  return { ...redirector, close: () => later(() => redirector.close()) };
-}
-
-/**
  * Carries out ADD's decision as ADD does: nothing for an unmeshed pod, the plan logged under
  * simulate, else the rules and records written. Both places a decision comes to run it: the
- * plugin (the agent decided; it writes) and the agent's writer, which sees the host's paths
- * under `onHost` and enters the netns through its `inNetns` (the very netns the plugin opened).
+ * plugin (the agent decided; it writes) and the agent's writer, whose deps see the host's
+ * paths from its container and enter only the netns the plugin opened (plugin/deps.ts).
  */
 export async function applyDecision(
   target: Target,
   decided: Pick<Decided, "pod" | "plans" | "settings">,
-  deps: { log: Logger; inNetns: PluginDeps["inNetns"]; onHost(path: string): string; closeLater?: (close: () => void) => void },
+  deps: Pick<PluginDeps, "log" | "inNetns" | "records" | "redirector">,
 ): Promise<void> {
   const { pod, plans, settings } = decided;
   if (plans.length === 0) return logUnmeshed(pod, deps.log);
   if (settings.simulate) return logSimulated(pod, plans, deps);
-  // Loaded only for a meshed pod: an unmeshed pod's ADD is a question and its answer.
-  const [{ pluginRedirector }, { fileRecordStore }] = await Promise.all([import("../host.js"), import("../state/records.js")]);
-  const stateDir = deps.onHost(settings.stateDir);
-  const { closeLater } = deps;
-  const made = pluginRedirector({ ...settings, stateDir }, deps.log);
-  const preparing = closeLater ? made.then((redirector) => closingLater(redirector, closeLater)) : made;
-  await writeRedirect(target, pod, plans, preparing, fileRecordStore(stateDir), deps);
+  await writeRedirect(target, pod, plans, deps.redirector(settings), deps.records(settings.stateDir), deps);
 }

@@ -2,9 +2,18 @@ import { binaryAvailable, hostBackend, hostPaths, pluginRedirector } from "../ho
 import { loadApiAccess } from "../kube/kubeconfig.js";
 import type { Logger } from "../log.js";
 import { checkPodNetns, inNetns, type NetnsId } from "../netns/enter.js";
+import type { Redirector } from "../redirect/redirector.js";
 import { fileRecordStore } from "../state/records.js";
-import { closingLater } from "./apply.js";
 import type { PluginDeps } from "./request.js";
+
+/**
+ * The redirector with its close() left to `later`: a process that outlives the verb answers
+ * first, then closes. Closing an nf_tables socket waits for the kernel's destroy work after
+ * any table deletion on the node (an RCU grace period, ~10 ms here).
+ */
+function closingLater(redirector: Redirector, later: (close: () => void) => void): Redirector {
+  return { ...redirector, close: () => later(() => redirector.close()) };
+}
 
 /**
  * The real I/O: the API, the host's iptables binaries or nf_tables, setns, the state dir.
@@ -25,9 +34,8 @@ export function productionDeps(
     agentReader: async (socket, timeoutMs) => (await import("../kube/agent-reader.js")).createAgentReader(socket, timeoutMs),
     checkKubeconfig: async (path) => void (await loadApiAccess(path)),
     backend: (conf) => hostBackend(conf, host.root),
-    redirector: async (conf) => {
-      const settings = { mode: conf.linkerd["iptables-mode"], stateDir: onHost(conf.state_dir), wait: conf.linkerd["use-wait-flag"] };
-      const redirector = await pluginRedirector(settings, log);
+    redirector: async (settings) => {
+      const redirector = await pluginRedirector({ ...settings, stateDir: onHost(settings.stateDir) }, log);
       return closeLater ? closingLater(redirector, closeLater) : redirector;
     },
     binaryAvailable,

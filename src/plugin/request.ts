@@ -4,9 +4,22 @@ import type { KubeReader, KubeReaderOptions } from "../kube/pod-reader.js";
 import type { Logger } from "../log.js";
 import type { NetConf } from "../mesh/netconf.js";
 import { redirectFamilies } from "../mesh/pod.js";
-import type { Backend, Redirector } from "../redirect/redirector.js";
+import type { Backend, IptablesMode, Redirector } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
 import type { RecordStore } from "../state/records.js";
+
+/** What a redirector is made from: the netconf's iptables mode, wait flag and state dir (or the same, decided by the agent). */
+export interface RedirectorSettings {
+  mode: IptablesMode;
+  stateDir: string;
+  wait: boolean;
+}
+
+export const redirectorSettings = (conf: NetConf): RedirectorSettings => ({
+  mode: conf.linkerd["iptables-mode"],
+  stateDir: conf.state_dir,
+  wait: conf.linkerd["use-wait-flag"],
+});
 
 /** One invocation: what the runtime passed. */
 export interface PluginRequest {
@@ -28,7 +41,7 @@ export interface PluginDeps {
   /** The backend the netconf selects; "auto" is detected in the host netns. */
   backend(conf: NetConf): Promise<Backend>;
   /** What writes the redirect with the netconf's backend. */
-  redirector(conf: NetConf): Promise<Redirector>;
+  redirector(settings: RedirectorSettings): Promise<Redirector>;
   /** Whether an executable of that name is on the runner's search path. */
   binaryAvailable(name: string): boolean;
   /** Throws unless `path` is a network namespace other than the plugin's own (the host's). */
@@ -50,7 +63,7 @@ export function familiesFor(conf: NetConf): Family[] {
  * host netns, so that it overlaps the API lookup; its failure surfaces only when it is used.
  */
 export function prepareRedirector(request: PluginRequest, deps: PluginDeps): Promise<Redirector> {
-  const preparing = deps.redirector(request.conf);
+  const preparing = deps.redirector(redirectorSettings(request.conf));
   preparing.catch(() => undefined);
   return preparing;
 }

@@ -2,7 +2,7 @@ import { CniError, ErrorCode } from "../cni/errors.js";
 import { errorMessage } from "../errors.js";
 import { restoreBinaries } from "../host.js";
 import type { Family } from "../redirect/spec.js";
-import type { PluginDeps, PluginRequest } from "./request.js";
+import { type PluginDeps, type PluginRequest, redirectorSettings } from "./request.js";
 
 /**
  * STATUS: can ADD work? Only local facts, so an API server blip never marks the node's
@@ -22,7 +22,7 @@ export async function status(request: PluginRequest, deps: PluginDeps): Promise<
   const families: Family[] = conf.linkerd.ipv6 ? ["ipv4", "ipv6"] : ["ipv4"];
   if (backend === "nftables") {
     // nf_tables answers a read of meshcni's table in the host netns (there is none: nothing changes).
-    const redirector = await deps.redirector(conf);
+    const redirector = await deps.redirector(redirectorSettings(conf));
     try {
       for (const family of families) await redirector.read(family);
     } catch (error) {

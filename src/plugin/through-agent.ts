@@ -53,12 +53,9 @@ export async function addThroughAgent(
   if ("applied" in answer) return answer.applied.result ?? {};
   if ("refused" in answer) throw new CniError(answer.refused.code as ErrorCode, answer.refused.msg, answer.refused.details);
   const decided = answer.decided;
-  const [{ applyDecision }, { inNetns }] = await Promise.all([import("./apply.js"), import("../netns/enter.js")]);
-  await applyDecision({ containerId, ifname, netns }, decided, {
-    log: logFor(decided.settings.logLevel, decided.settings.logFile),
-    inNetns,
-    onHost: (path) => path,
-  });
+  // Only where the agent could not write: its deps (and the backend) are loaded then.
+  const [{ applyDecision }, { productionDeps }] = await Promise.all([import("./apply.js"), import("./deps.js")]);
+  await applyDecision({ containerId, ifname, netns }, decided, productionDeps(logFor(decided.settings.logLevel, decided.settings.logFile)));
   return decided.result;
 }
 

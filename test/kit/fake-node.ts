@@ -15,7 +15,7 @@ import type { NetConf } from "../../src/mesh/netconf.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
 import { NetnsGoneError, OwnNetnsError } from "../../src/netns/enter.js";
 import type { PluginDeps, PluginRequest } from "../../src/plugin/request.js";
-import type { Backend, IptablesBackend, Redirector } from "../../src/redirect/redirector.js";
+import type { Backend, IptablesBackend, IptablesMode, Redirector } from "../../src/redirect/redirector.js";
 import type { Family } from "../../src/redirect/spec.js";
 import { emptyTable } from "../../src/redirect/table.js";
 import type { AttachmentRecord, RecordStore } from "../../src/state/records.js";
@@ -276,9 +276,9 @@ export class FakeNode {
 
   deps(): PluginDeps {
     // As on a host: auto finds no kubelet chains here (nft), or no iptables binaries at all (nftables).
-    const backend = (conf: NetConf) =>
+    const backend = (mode: IptablesMode) =>
       resolveBackend(
-        conf.linkerd["iptables-mode"],
+        mode,
         async () => "",
         undefined,
         (name) => !this.missingBinaries.has(name),
@@ -296,8 +296,8 @@ export class FakeNode {
       checkKubeconfig: async () => {
         if (this.kubeconfigProblem) throw new Error(this.kubeconfigProblem);
       },
-      backend,
-      redirector: async (conf) => this.redirector(await backend(conf)),
+      backend: (conf: NetConf) => backend(conf.linkerd["iptables-mode"]),
+      redirector: async (settings) => this.redirector(await backend(settings.mode)),
       binaryAvailable: (name) => !this.missingBinaries.has(name),
       checkNetns: (path) => this.checkNetns(path),
       inNetns: (path, action) => this.enter(path, action),
