@@ -1,4 +1,3 @@
-import type { Server } from "node:net";
 import type { V1Node } from "@kubernetes/client-node";
 import type { PodStatus } from "../audit/classify.js";
 import type { SweepRequest } from "../audit/contract.js";
@@ -16,7 +15,7 @@ import type { AgentMetrics } from "./metrics.js";
 import { AuditMonitor } from "./monitor.js";
 import { NodeCache } from "./node-cache.js";
 import type { AgentOptions } from "./options.js";
-import { answerAsk, servePlugin, type Writing } from "./plugin-server.js";
+import { answerAsk, type PluginServer, servePlugin, type Writing } from "./plugin-server.js";
 import { TaintKeeper } from "./taint.js";
 import { AgentWriter, WriterPool } from "./writer.js";
 
@@ -55,7 +54,7 @@ export class NodeTasks {
   /** The node's meshed pods by status as the last sweeps found them, and how many they left unprotected (undefined: no sweep yet). */
   private sweeps: { counts: Record<PodStatus, number>; unprotected: PodKey[] } | undefined;
   private reflectors: ReturnType<NodeTasks["startReflectors"]> | undefined;
-  private server: Promise<Server | undefined> | undefined;
+  private server: Promise<PluginServer | undefined> | undefined;
   private writer: WriterPool | undefined;
 
   constructor(
@@ -90,8 +89,7 @@ export class NodeTasks {
     this.condition.stop();
     const { pods, namespaces, service, node } = this.reflectors ?? {};
     await Promise.all([pods?.stop(), namespaces?.stop(), service?.stop(), node?.stop()]);
-    const server = await this.server;
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await (await this.server)?.close();
     this.writer?.stop();
   }
 
@@ -159,7 +157,7 @@ export class NodeTasks {
   }
 
   /** Answers the plugin on its socket from the caches while they are fresh, else through the current client. */
-  private async serve(cache: NodeCache): Promise<Server | undefined> {
+  private async serve(cache: NodeCache): Promise<PluginServer | undefined> {
     if (!this.socketPath) return undefined;
     const lookup = {
       readPod: (namespace: string, name: string) => this.currentApi().readPod(namespace, name),

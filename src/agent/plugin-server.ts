@@ -1,5 +1,5 @@
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { createServer, type Socket } from "node:net";
 import { dirname } from "node:path";
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { parseAsk } from "../agent-schema.js";
@@ -97,12 +97,19 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
   }
 }
 
+/** The plugin's socket, served: closing it ends the connections open on it too. */
+export interface PluginServer {
+  close(): Promise<void>;
+}
+
 /**
  * Serves the plugin on a unix socket at `path`, in a directory only root may enter (0700),
  * the socket itself 0600. A socket left by an earlier agent is replaced; any other file
- * there is refused.
+ * there is refused. Closing it drops the connections still open: a plugin stopped midway
+ * (or one waiting for an answer) must not hold the agent's stop; a plugin whose answer is
+ * dropped does the work itself.
  */
-export async function servePlugin(path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>): Promise<Server> {
+export async function servePlugin(path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>): Promise<PluginServer> {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   chmodSync(dirname(path), 0o700);
   try {
@@ -111,7 +118,10 @@ export async function servePlugin(path: string, answer: (ask: AgentAsk) => Promi
   } catch (error) {
     if (errnoCode(error) !== "ENOENT") throw error;
   }
+  const connections = new Set<Socket>();
   const server = createServer((connection) => {
+    connections.add(connection);
+    connection.once("close", () => connections.delete(connection));
     let buffered = "";
     let replies = Promise.resolve();
     connection.setEncoding("utf8");
@@ -142,5 +152,11 @@ export async function servePlugin(path: string, answer: (ask: AgentAsk) => Promi
     server.listen(path, () => resolve());
   });
   chmodSync(path, 0o600);
-  return server;
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const connection of connections) connection.destroy();
+      }),
+  };
 }

@@ -1,4 +1,5 @@
 import { writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultManifestOptions } from "../../src/manifests/options.js";
@@ -221,5 +222,19 @@ describe("the agent against an API server that behaves like a real one", () => {
     expect(performance.now() - stopping).toBeLessThan(2500);
     const why = host.logs.find((line) => line.msg.startsWith("stopping; meshcni stays"))?.why;
     expect(why).toMatch(everything ? /cannot tell whether the DaemonSet stays/ : /the DaemonSet stays/);
+  });
+
+  it("exits within two seconds of SIGTERM with a plugin's connection held open (a plugin stopped midway)", async () => {
+    await start();
+    const held = connect(socket());
+    await new Promise((resolve) => held.once("connect", resolve));
+    held.write('{"get":"namespace"');
+    try {
+      const stopping = performance.now();
+      expect(await host.stop()).toBe(0);
+      expect(performance.now() - stopping).toBeLessThan(2500);
+    } finally {
+      held.destroy();
+    }
   });
 });

@@ -160,7 +160,7 @@ describe("the agent's answers to the plugin", () => {
       });
       expect(lines.map((line) => (JSON.parse(line) as { object: string }).object)).toEqual(["pod", "namespace"]);
     } finally {
-      server.close();
+      await server.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
@@ -17,12 +17,12 @@ import { podObject } from "../../kit/api-server.js";
 describe("the agent reader", () => {
   let dir: string;
   let socket: string;
-  let server: Server | undefined;
+  let server: { close(): Promise<void> } | undefined;
   const asked: AgentAsk[] = [];
 
   /** A raw server answering each line with `reply(line)` (undefined: no answer; "close": it hangs up). */
   const rawServer = async (reply: (line: string) => string | undefined) => {
-    server = createServer((connection) => {
+    const raw = createServer((connection) => {
       connection.setEncoding("utf8");
       connection.on("data", (chunk: string) => {
         for (const line of chunk.split("\n").filter(Boolean)) {
@@ -32,7 +32,8 @@ describe("the agent reader", () => {
         }
       });
     });
-    await new Promise<void>((resolve) => server!.listen(socket, resolve));
+    await new Promise<void>((resolve) => raw.listen(socket, resolve));
+    server = { close: () => new Promise<void>((resolve) => raw.close(() => resolve())) };
   };
 
   beforeEach(() => {
@@ -41,7 +42,7 @@ describe("the agent reader", () => {
     asked.length = 0;
   });
   afterEach(async () => {
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await server?.close();
     server = undefined;
     rmSync(dir, { recursive: true, force: true });
   });
@@ -84,18 +85,18 @@ describe("the agent reader", () => {
       new AgentUnavailableError(socket, "401 Unauthorized: the API server refused"),
     );
     refused.close();
-    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    await server!.close();
 
     await rawServer(() => "{]");
     const garbled = await createAgentReader(socket, 1000, nodeConnector);
     await expect(garbled.readPod("shop", "web")).rejects.toThrow(/did not answer: not an answer/);
     garbled.close();
-    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    await server!.close();
 
     await rawServer(() => "close");
     const closing = await createAgentReader(socket, 1000, nodeConnector);
     await expect(closing.readPod("shop", "web")).rejects.toThrow(new AgentUnavailableError(socket, "it closed the connection"));
-    await new Promise<void>((resolve) => server!.close(() => resolve()));
+    await server!.close();
 
     await rawServer(() => undefined);
     const silent = await createAgentReader(socket, 100, nodeConnector);
