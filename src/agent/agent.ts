@@ -120,7 +120,12 @@ export class NodeAgent {
     });
     await this.nodeTasks?.stop();
     this.watcher.stop();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    await new Promise<void>((resolve) => {
+      if (!this.server) return resolve();
+      this.server.close(() => resolve());
+      // A request still being sent (a scraper stalled midway) must not hold the stop.
+      this.server.closeAllConnections();
+    });
     if (!uninstall) {
       this.log.info("stopping; meshcni stays installed and chained", { why });
       return;

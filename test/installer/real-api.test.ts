@@ -224,11 +224,20 @@ describe("the agent against an API server that behaves like a real one", () => {
     expect(why).toMatch(everything ? /cannot tell whether the DaemonSet stays/ : /the DaemonSet stays/);
   });
 
-  it("exits within two seconds of SIGTERM with a plugin's connection held open (a plugin stopped midway)", async () => {
+  it.each([
+    ["a plugin's connection held open (a plugin stopped midway)", () => ({ connection: connect(socket()), text: '{"get":"namespace"' })],
+    [
+      "a scrape of /metrics stalled midway through its request",
+      () => {
+        const [address, port] = host.address.split(":");
+        return { connection: connect(Number(port), address), text: "GET /metrics HTTP/1.1\r\nHost: node\r\n" };
+      },
+    ],
+  ])("exits within two seconds of SIGTERM with %s", async (_what, open) => {
     await start();
-    const held = connect(socket());
+    const { connection: held, text } = open();
     await new Promise((resolve) => held.once("connect", resolve));
-    held.write('{"get":"namespace"');
+    held.write(text);
     try {
       const stopping = performance.now();
       expect(await host.stop()).toBe(0);
