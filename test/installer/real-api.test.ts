@@ -237,11 +237,15 @@ describe("the agent against an API server that behaves like a real one", () => {
     await start();
     const { connection: held, text } = open();
     await new Promise((resolve) => held.once("connect", resolve));
+    // The agent drops the connection as it stops: a reset is what the held side should see.
+    held.on("error", () => {});
+    const dropped = new Promise((resolve) => held.once("close", resolve));
     held.write(text);
     try {
       const stopping = performance.now();
       expect(await host.stop()).toBe(0);
       expect(performance.now() - stopping).toBeLessThan(2500);
+      await dropped;
     } finally {
       held.destroy();
     }
