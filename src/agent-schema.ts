@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { type AgentAnswer, type AgentAsk, podStartAnswerSchema } from "./agent-socket.js";
+import type { AgentAnswer, AgentAsk } from "./agent-socket.js";
 import { logLevels } from "./log.js";
 import { iptablesModes } from "./redirect/redirector.js";
 import { rulePlanSchema } from "./state/plan-schema.js";
@@ -53,7 +53,9 @@ const answerSchema = v.union([
       settings: decidedSettingsSchema,
     }),
   }),
-  ...podStartAnswerSchema.options,
+  v.object({ applied: v.object({ result: v.exactOptional(v.record(v.string(), v.unknown())) }) }),
+  v.object({ refused: v.object({ code: v.pipe(v.number(), v.integer(), v.minValue(1)), msg: v.string(), details: v.string() }) }),
+  v.object({ error: v.string() }),
 ]);
 
 export function parseAsk(line: string): AgentAsk {

@@ -1,4 +1,3 @@
-import * as v from "valibot";
 import type { LogLevel } from "./log.js";
 import type { RulePlan } from "./redirect/plan.js";
 import type { IptablesMode } from "./redirect/redirector.js";
@@ -76,13 +75,6 @@ export type AgentAnswer =
   /** The netconf or the pod fails the decision: the CNI error the plugin would have given. */
   | { refused: { code: number; msg: string; details: string } }
   | { error: string };
-
-/** The answers a pod start reads: done, refused, or cannot (the rest are in agent-schema.ts). */
-export const podStartAnswerSchema = v.union([
-  v.object({ applied: v.object({ result: v.exactOptional(v.record(v.string(), v.unknown())) }) }),
-  v.object({ refused: v.object({ code: v.pipe(v.number(), v.integer(), v.minValue(1)), msg: v.string(), details: v.string() }) }),
-  v.object({ error: v.string() }),
-]);
 
 /** A line is at most this long: pods' decision fields are a few KiB. */
 export const maxLineBytes = 1 << 20;
