@@ -1,6 +1,7 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
-import { activeConfig, brokenConfigReason, type ConfigFile, type JsonObject } from "../cni/config-dir.js";
+import { activeConfig, brokenConfigReason, type ConfigFile } from "../cni/config-dir.js";
 import { errorMessage } from "../errors.js";
+import type { JsonObject } from "../json.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { isOwnEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
 import { firewallSpecFor, isControlPlane, needsNamespaceAnnotations, readApiServerPorts, redirectFamilies } from "../mesh/pod.js";

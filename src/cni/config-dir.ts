@@ -7,8 +7,7 @@ import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
 import { readRegularFile } from "../files.js";
-
-export type JsonObject = Record<string, unknown>;
+import { isJsonObject, type JsonObject } from "../json.js";
 
 export interface ConfigFile {
   name: string;
@@ -23,10 +22,6 @@ export function isConfigName(name: string): boolean {
   return name.endsWith(".conf") || name.endsWith(".conflist") || name.endsWith(".json");
 }
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** Reads a config the way libcni does: a .conflist needs plugins with types, a .conf a type. */
 export function parseConfig(file: ConfigFile): ParsedConfig {
   let json: unknown;
@@ -35,11 +30,11 @@ export function parseConfig(file: ConfigFile): ParsedConfig {
   } catch (error) {
     return { valid: false, reason: `not valid JSON (${errorMessage(error)})` };
   }
-  if (!isObject(json)) return { valid: false, reason: "not a JSON object" };
+  if (!isJsonObject(json)) return { valid: false, reason: "not a JSON object" };
   if (file.name.endsWith(".conflist")) {
     const plugins = json.plugins;
     if (!Array.isArray(plugins) || plugins.length === 0) return { valid: false, reason: "a .conflist needs a non-empty plugins list" };
-    if (!plugins.every((plugin) => isObject(plugin) && typeof plugin.type === "string" && plugin.type !== "")) {
+    if (!plugins.every((plugin) => isJsonObject(plugin) && typeof plugin.type === "string" && plugin.type !== "")) {
       return { valid: false, reason: "every plugin needs a type" };
     }
     return { valid: true, kind: "conflist", json };

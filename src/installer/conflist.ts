@@ -2,7 +2,8 @@
  * How meshcni's entry goes in and out of the active CNI config. Pure: configs in, text out.
  */
 
-import type { ConfigFile, JsonObject, ParsedConfig } from "../cni/config-dir.js";
+import type { ConfigFile, ParsedConfig } from "../cni/config-dir.js";
+import type { JsonObject } from "../json.js";
 import { isOwnEntry } from "../mesh/netconf.js";
 
 function render(json: JsonObject): string {

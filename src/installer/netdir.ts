@@ -1,4 +1,5 @@
-import { activeConfig, type ConfigFile, type JsonObject, parseConfig } from "../cni/config-dir.js";
+import { activeConfig, type ConfigFile, parseConfig } from "../cni/config-dir.js";
+import type { JsonObject } from "../json.js";
 import { type EntryWrite, entryCount, hasEntry, withEntry, withoutEntry } from "./conflist.js";
 import { type FightState, noFight, noteRechain } from "./fight.js";
 

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
-import type { JsonObject } from "../cni/config-dir.js";
 import { errorMessage } from "../errors.js";
+import { isJsonObject, type JsonObject } from "../json.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
 import { isOwnEntry } from "../mesh/netconf.js";
 import { type InstallOptions, installPaths } from "./options.js";
@@ -31,18 +31,18 @@ export function renderTemplate(text: string, kubeconfigPath: string, agentSocket
   } catch (error) {
     return { ok: false, reason: `the netconf template is not valid JSON: ${errorMessage(error)}` };
   }
-  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+  if (!isJsonObject(entry)) {
     return { ok: false, reason: "the netconf template must be a JSON object" };
   }
   if (!isOwnEntry(entry)) {
     return {
       ok: false,
-      reason: `the netconf template's type must be "meshcni" or "linkerd-cni", not ${JSON.stringify((entry as JsonObject).type)}`,
+      reason: `the netconf template's type must be "meshcni" or "linkerd-cni", not ${JSON.stringify(entry.type)}`,
     };
   }
   // The plugin asks the agent there first (the agent serves where it says; a template's own value is replaced).
-  const withSocket = agentSocket === undefined ? (entry as JsonObject) : { ...(entry as JsonObject), agent_socket: agentSocket };
-  return { ok: true, entry: withSocket, binaryName: (entry as JsonObject).type as string };
+  const withSocket = agentSocket === undefined ? entry : { ...entry, agent_socket: agentSocket };
+  return { ok: true, entry: withSocket, binaryName: entry.type as string };
 }
 
 /** The template the options name (flag, file, or the default), rendered for this host. */

@@ -1,5 +1,6 @@
 import { type AgentAnswer, type AgentAsk, AgentUnavailableError, maxLineBytes } from "../agent-socket.js";
 import { errnoCode, errorMessage } from "../errors.js";
+import { isJsonObject } from "../json.js";
 
 /**
  * The agent answers at once from its caches (and its writers write in milliseconds), or
@@ -8,8 +9,6 @@ import { errnoCode, errorMessage } from "../errors.js";
  * plugins fell back, each then doing all the work under the same load.
  */
 export const agentTimeoutMs = 2000;
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * An answer line, checked; throws (a valibot or JSON error) when it is no answer. The answer
@@ -21,10 +20,10 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
  */
 export async function parseAnswer(line: string): Promise<AgentAnswer> {
   const value: unknown = JSON.parse(line);
-  if (isRecord(value) && isRecord(value.applied)) {
+  if (isJsonObject(value) && isJsonObject(value.applied)) {
     const { result } = value.applied;
     if (!("result" in value.applied)) return { applied: {} };
-    if (isRecord(result)) return { applied: { result } };
+    if (isJsonObject(result)) return { applied: { result } };
   }
   return (await import("../agent-schema.js")).checkAnswer(value);
 }

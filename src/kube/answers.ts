@@ -1,5 +1,6 @@
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import * as v from "valibot";
+import { isJsonObject } from "../json.js";
 import { describeIssuePath } from "../schema.js";
 
 /** The API server's answer is not the object asked for: it must not be acted on, and retrying will not change it. */
@@ -51,8 +52,7 @@ function check<S extends v.GenericSchema>(
   wanted: string,
   name: (out: v.InferOutput<S>) => string,
 ): v.InferOutput<S> {
-  const kindOf = (body as { kind?: unknown } | null)?.kind;
-  if (typeof body !== "object" || body === null || Array.isArray(body) || kindOf !== kind) {
+  if (!isJsonObject(body) || body.kind !== kind) {
     throw new AnswerError(`the API server answered with ${describe(body)}, not the ${kind} ${wanted}`);
   }
   const parsed = v.safeParse(schema, body);
