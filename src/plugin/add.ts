@@ -1,7 +1,7 @@
 import { convertResult } from "../cni/result.js";
-import { podKeyOf, podName } from "../pod-key.js";
+import { podKeyOf } from "../pod-key.js";
 import { planRules } from "../redirect/plan.js";
-import { logSimulated, writeRedirect } from "./apply.js";
+import { logSimulated, logUnmeshed, writeRedirect } from "./apply.js";
 import { type Decision, lookupPod, namedPod } from "./lookup.js";
 import { discardRedirector, familiesFor, type PluginDeps, type PluginRequest, prepareRedirector } from "./request.js";
 
@@ -31,7 +31,7 @@ export async function add(request: PluginRequest, deps: PluginDeps): Promise<Rec
     if (preparing && !decision?.spec) await discardRedirector(preparing);
   }
   if (!decision.spec) {
-    deps.log.info("pod is not meshed: no redirect", { pod: podName(decision.pod) });
+    logUnmeshed(podKeyOf(decision.pod), deps.log);
     return result;
   }
   const { spec, pod } = decision;
