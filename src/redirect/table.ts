@@ -29,16 +29,17 @@ export function rulesOf(table: NatTable, chain: string): SavedRule[] {
   return table.rules.filter((rule) => rule.chain === chain);
 }
 
-export function jumpTarget(rule: SavedRule): string | undefined {
-  const index = rule.args.indexOf("-j");
+/** The word after the first of `flags` in a rule's arguments. */
+function argumentAfter(rule: SavedRule, flags: readonly string[]): string | undefined {
+  const index = rule.args.findIndex((token) => flags.includes(token));
   return index >= 0 ? rule.args[index + 1] : undefined;
 }
 
+/** A rule's -j target: a chain, or REDIRECT, RETURN… */
+export const jumpTarget = (rule: SavedRule) => argumentAfter(rule, ["-j"]);
+
 /** The chain a rule jumps (-j) or goes (-g) to, or its target. */
-function chainReached(rule: SavedRule): string | undefined {
-  const index = rule.args.findIndex((token) => token === "-j" || token === "-g");
-  return index >= 0 ? rule.args[index + 1] : undefined;
-}
+const chainReached = (rule: SavedRule) => argumentAfter(rule, ["-j", "-g"]);
 
 /** Rules outside our chains that jump or go into them (ours, Linkerd's, another's, or left by an older run). */
 export function jumpsIntoOwnChains(table: NatTable): SavedRule[] {
