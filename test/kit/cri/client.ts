@@ -84,6 +84,8 @@ export class CriClient {
   runPodSandbox = async (config: SandboxConfig) => (await this.call<{ podSandboxId: string }>("RunPodSandbox", { config })).podSandboxId;
   stopPodSandbox = (podSandboxId: string) => this.call<object>("StopPodSandbox", { podSandboxId });
   removePodSandbox = (podSandboxId: string) => this.call<object>("RemovePodSandbox", { podSandboxId });
+  listPodSandbox = async () =>
+    (await this.call<{ items: Array<{ id: string; state: string; labels: Record<string, string> }> }>("ListPodSandbox", {})).items;
   podSandboxStatus = (podSandboxId: string) => this.call<SandboxStatus>("PodSandboxStatus", { podSandboxId, verbose: true });
   createContainer = async (podSandboxId: string, config: ContainerConfig, sandboxConfig: SandboxConfig) =>
     (await this.call<{ containerId: string }>("CreateContainer", { podSandboxId, config, sandboxConfig })).containerId;

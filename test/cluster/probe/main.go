@@ -1,0 +1,98 @@
+// probe is what the real cluster's pods run, so that a redirect is proven with real TCP:
+//
+//	probe serve :8080=app :4143=proxy-inbound ...   answers each connection with one line:
+//	                                                 "<banner> dst=<original destination> src=<peer>"
+//	probe connect HOST:PORT                          prints the line the server answered, or fails (exit 1)
+//
+// The original destination is what the kernel's REDIRECT rewrote (SO_ORIGINAL_DST): a
+// connection to the app's port that a proxy listener answers, naming the app's address, is
+// one that was redirected.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+const soOriginalDst = 80
+
+func main() {
+	if len(os.Args) < 3 {
+		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR=BANNER... | probe connect HOST:PORT")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "serve":
+		for _, spec := range os.Args[2:] {
+			addr, banner, ok := strings.Cut(spec, "=")
+			if !ok {
+				fmt.Fprintf(os.Stderr, "probe: %q is not ADDR=BANNER\n", spec)
+				os.Exit(2)
+			}
+			listener, err := net.Listen("tcp", addr)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "probe:", err)
+				os.Exit(1)
+			}
+			go serve(listener, banner)
+		}
+		select {}
+	case "connect":
+		conn, err := net.DialTimeout("tcp", os.Args[2], 3*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Print(line)
+	default:
+		fmt.Fprintf(os.Stderr, "probe: unknown command %q\n", os.Args[1])
+		os.Exit(2)
+	}
+}
+
+func serve(listener net.Listener, banner string) {
+	for {
+		conn, err := listener.Accept()
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(conn, "%s dst=%s src=%s\n", banner, originalDst(conn.(*net.TCPConn)), conn.RemoteAddr())
+		_ = conn.Close()
+	}
+}
+
+// originalDst is the destination the connection was sent to before any REDIRECT or DNAT
+// (IPv4), or its local address where the kernel has none to tell.
+func originalDst(conn *net.TCPConn) string {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return conn.LocalAddr().String()
+	}
+	var addr syscall.RawSockaddrInet4
+	var sockErr error
+	_ = raw.Control(func(fd uintptr) {
+		size := uint32(unsafe.Sizeof(addr))
+		_, _, errno := syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.SOL_IP, soOriginalDst,
+			uintptr(unsafe.Pointer(&addr)), uintptr(unsafe.Pointer(&size)), 0)
+		if errno != 0 {
+			sockErr = errno
+		}
+	})
+	if sockErr != nil || addr.Family != syscall.AF_INET {
+		return conn.LocalAddr().String()
+	}
+	port := int(addr.Port>>8 | addr.Port<<8&0xff00)
+	return fmt.Sprintf("%s:%d", net.IP(addr.Addr[:]), port)
+}

@@ -1,0 +1,138 @@
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { execa } from "execa";
+import { sleep } from "../common.js";
+import { agentStateDir, cgroupRoot, nftTable, nodeIp, nodeLink, paths, podBridge, primaryNetwork, serviceCidr } from "./layout.js";
+
+/** What the host had before the cluster changed it, put back at teardown. */
+interface HostState {
+  sysctls: Record<string, string>;
+  rootPropagation: string;
+}
+
+const sysctls = { "net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1" };
+const sysctlPath = (key: string) => `/proc/sys/${key.replaceAll(".", "/")}`;
+
+async function run(command: string, ...args: string[]): Promise<void> {
+  await execa(command, args);
+}
+
+/**
+ * Readies the host for the node: / shared (the agent's pod sees netns mounted after it
+ * started), forwarding and bridged traffic through iptables (kube-proxy's Services), the
+ * node's address on a portless bridge with the service range routed to it, and a forward
+ * drop so that nothing from the pods' bridge leaves it for another link: pods reach each
+ * other and the host, never the machine's uplink.
+ */
+export async function prepareHost(): Promise<void> {
+  const state: HostState = {
+    sysctls: Object.fromEntries(Object.keys(sysctls).map((key) => [key, readFileSync(sysctlPath(key), "utf8").trim()])),
+    rootPropagation: (await execa("findmnt", ["-no", "PROPAGATION", "/"])).stdout.trim(),
+  };
+  writeFileSync(paths.hostState, JSON.stringify(state));
+  await run("mount", "--make-rshared", "/");
+  for (const [key, value] of Object.entries(sysctls)) writeFileSync(sysctlPath(key), value);
+  await run("ip", "link", "add", nodeLink, "type", "bridge");
+  await run("ip", "addr", "add", `${nodeIp}/32`, "dev", nodeLink);
+  await run("ip", "link", "set", nodeLink, "up");
+  await run("ip", "route", "add", serviceCidr, "dev", nodeLink);
+  const ruleset = `table inet ${nftTable} {
+  chain forward {
+    type filter hook forward priority -10; policy accept;
+    iifname "${podBridge}" oifname != "${podBridge}" counter drop
+  }
+}`;
+  await execa("nft", ["-f", "-"], { input: ruleset });
+}
+
+/** Packets the forward drop stopped (a pod trying to leave the machine). */
+export async function droppedForwards(): Promise<number> {
+  const { stdout } = await execa("nft", ["list", "table", "inet", nftTable]);
+  return Number(/counter packets (\d+)/.exec(stdout)?.[1] ?? Number.NaN);
+}
+
+/** Unmounts every mount under `dir`, deepest first; one already gone is fine. */
+export async function unmountUnder(dir: string): Promise<void> {
+  const points = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .map((line) => line.split(" ")[4] ?? "")
+    .filter((point) => point === dir || point.startsWith(`${dir}/`));
+  for (const point of points.reverse()) await execa("umount", ["-l", point], { reject: false });
+}
+
+/** Removes a cgroup and its children, deepest first, killing what still runs in them. */
+async function removeCgroupTree(path: string): Promise<void> {
+  if (!existsSync(path)) return;
+  for (const entry of readdirSync(path, { withFileTypes: true })) if (entry.isDirectory()) await removeCgroupTree(join(path, entry.name));
+  for (const pid of readFileSync(join(path, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
+    try {
+      process.kill(Number(pid), "SIGKILL");
+    } catch {
+      // Gone already.
+    }
+  }
+  for (let attempt = 0; attempt < 50; attempt++) {
+    try {
+      rmdirSync(path);
+      return;
+    } catch {
+      await sleep(20);
+    }
+  }
+}
+
+/** Kills what runs in the node's cgroups (containers whose shim is gone) and removes them. */
+export async function removeNodeCgroups(): Promise<void> {
+  for (const controller of existsSync("/sys/fs/cgroup") ? readdirSync("/sys/fs/cgroup") : []) {
+    await removeCgroupTree(join("/sys/fs/cgroup", controller, cgroupRoot));
+  }
+}
+
+/**
+ * Removes every KUBE-* chain and the rules jumping to them (kube-proxy's, and the canaries
+ * and firewall kubelet makes in filter, nat and mangle), in both families and backends:
+ * each table is saved, those lines dropped, and the rest restored as it was.
+ */
+async function removeKubeChains(): Promise<void> {
+  for (const family of ["iptables", "ip6tables"]) {
+    for (const backend of ["nft", "legacy"]) {
+      const saved = await execa(`${family}-${backend}-save`, [], { reject: false });
+      if (saved.exitCode !== 0 || !saved.stdout.includes("KUBE-")) continue;
+      const kept = saved.stdout
+        .split("\n")
+        .filter((line) => !line.includes("KUBE-"))
+        .join("\n");
+      await execa(`${family}-${backend}-restore`, [], { input: `${kept}\n` });
+    }
+  }
+}
+
+/** Shim sockets nothing listens on any more (a shim killed with its containerd). */
+async function removeStaleShimSockets(): Promise<void> {
+  const dir = "/run/containerd/s";
+  if (!existsSync(dir)) return;
+  const { stdout } = await execa("ss", ["-xlnH"]);
+  for (const socket of readdirSync(dir)) if (!stdout.includes(join(dir, socket))) rmSync(join(dir, socket), { force: true });
+}
+
+/**
+ * Undoes prepareHost and what the node left on the host: the forward drop, kube-proxy's
+ * and kubelet's chains, stale shim sockets, the links, libcni's cached results of the primary network, the agent's state dir, and the sysctls
+ * and propagation as they were. Each step tolerates what is already gone.
+ */
+export async function restoreHost(): Promise<void> {
+  await execa("nft", ["delete", "table", "inet", nftTable], { reject: false });
+  await removeKubeChains();
+  await removeStaleShimSockets();
+  for (const link of [nodeLink, podBridge]) await execa("ip", ["link", "del", link], { reject: false });
+  const results = "/var/lib/cni/results";
+  for (const file of existsSync(results) ? readdirSync(results) : []) {
+    if (file.startsWith(`${primaryNetwork}-`)) rmSync(join(results, file), { force: true });
+  }
+  rmSync(agentStateDir, { recursive: true, force: true });
+  if (!existsSync(paths.hostState)) return;
+  const state = JSON.parse(readFileSync(paths.hostState, "utf8")) as HostState;
+  for (const [key, value] of Object.entries(state.sysctls)) writeFileSync(sysctlPath(key), value);
+  if (state.rootPropagation === "private") await run("mount", "--make-rprivate", "/");
+  rmSync(paths.hostState);
+}

@@ -1,0 +1,59 @@
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { execa } from "execa";
+import { buildImage } from "../../../build/image.js";
+import { writeOciArchive } from "../../../build/oci.js";
+import { meshcniBinary, projectRoot } from "../network.js";
+import { pauseImage } from "./node.js";
+
+export const probeImage = "meshcni.test/probe:1";
+
+const cache = join(projectRoot, ".cache/cluster");
+const architecture = process.arch === "arm64" ? "arm64" : "amd64";
+const newer = (path: string, than: string) => existsSync(path) && statSync(path).mtimeMs >= statSync(than).mtimeMs;
+
+/** Kubernetes' own pause program (build/pause/linux/pause.c of the module the cluster is built from), static. */
+async function pauseBinary(): Promise<string> {
+  const { stdout } = await execa("go", ["list", "-m", "-json", "k8s.io/kubernetes"], {
+    cwd: join(projectRoot, "build/cluster/kubernetes"),
+    env: { PATH: `/usr/local/go/bin:${process.env.PATH}` },
+  });
+  const { Dir, Version } = JSON.parse(stdout) as { Dir: string; Version: string };
+  const source = join(Dir, "build/pause/linux/pause.c");
+  const binary = join(cache, `pause-${Version}`);
+  if (!existsSync(binary)) await execa("gcc", ["-static", "-Os", "-s", `-DVERSION=${Version}`, "-o", binary, source]);
+  return binary;
+}
+
+/** The probe (test/cluster/probe): the test pods' app, proxy stand-in and client. */
+async function probeBinary(): Promise<string> {
+  const source = join(projectRoot, "test/cluster/probe");
+  const binary = join(cache, "probe");
+  if (!newer(binary, join(source, "main.go"))) {
+    await execa("go", ["build", "-trimpath", "-ldflags=-s -w", "-o", binary, "."], {
+      cwd: source,
+      env: { PATH: `/usr/local/go/bin:${process.env.PATH}`, CGO_ENABLED: "0" },
+    });
+  }
+  return binary;
+}
+
+/**
+ * The image archives a node imports (nothing is pulled): the sandbox's pause, the probe,
+ * and meshcni's own as `npm run image` builds it, for this machine's architecture only;
+ * each rebuilt only when what it holds changed.
+ */
+export async function imageArchives(): Promise<string[]> {
+  mkdirSync(cache, { recursive: true });
+  const single = (entry: string, source: string, name: string, archive: string) =>
+    writeOciArchive(archive, name, [
+      { os: "linux", architecture, entries: [{ path: entry, source, mode: 0o755 }], config: { Entrypoint: [`/${entry}`] } },
+    ]);
+  const pause = join(cache, "pause.tar");
+  await single("pause", await pauseBinary(), pauseImage, pause);
+  const probe = join(cache, "probe.tar");
+  await single("probe", await probeBinary(), probeImage, probe);
+  const meshcni = join(cache, "meshcni-image.tar");
+  if (!newer(meshcni, meshcniBinary)) await buildImage([architecture], meshcni);
+  return [pause, probe, meshcni];
+}

@@ -1,0 +1,18 @@
+// The real cluster by hand: `bun test/kit/cluster/main.ts up` starts it and leaves it running
+// (kubectl --kubeconfig /var/lib/meshcni-cluster/admin.kubeconfig), `down` removes it and
+// whatever a failed run left.
+import { components, RealCluster, tearDown } from "./cluster.js";
+import { paths } from "./layout.js";
+
+const command = process.argv[2];
+if (command === "up") {
+  const cluster = new RealCluster();
+  const started = performance.now();
+  await cluster.up();
+  console.log(`up in ${((performance.now() - started) / 1000).toFixed(1)} s; kubectl --kubeconfig ${paths.adminKubeconfig}`);
+} else if (command === "down") {
+  await tearDown(await components());
+} else {
+  console.error("usage: main.ts up | down");
+  process.exit(2);
+}
