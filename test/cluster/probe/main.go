@@ -1,7 +1,7 @@
 // probe is what the real cluster's pods run, so that a redirect is proven with real TCP:
 //
 //	probe serve :8080=app :4143=proxy-inbound ...   answers each connection with one line:
-//	                                                 "<banner> dst=<original destination> src=<peer>"
+//	                                                 "<banner> dst=<original destination> src=<peer's address>"
 //	probe connect HOST:PORT                          prints the line the server answered, or fails (exit 1)
 //
 // The original destination is what the kernel's REDIRECT rewrote (SO_ORIGINAL_DST): a
@@ -68,7 +68,8 @@ func serve(listener net.Listener, banner string) {
 		if err != nil {
 			continue
 		}
-		fmt.Fprintf(conn, "%s dst=%s src=%s\n", banner, originalDst(conn.(*net.TCPConn)), conn.RemoteAddr())
+		peer, _, _ := net.SplitHostPort(conn.RemoteAddr().String())
+		fmt.Fprintf(conn, "%s dst=%s src=%s\n", banner, originalDst(conn.(*net.TCPConn)), peer)
 		_ = conn.Close()
 	}
 }

@@ -1,71 +1,26 @@
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { sleep, until } from "../common.js";
-import { CriClient } from "../cri/client.js";
-import { projectRoot } from "../network.js";
 import { apiserverSpec, type ControlPlaneOptions, controllerManagerSpec, etcdSpec, schedulerSpec } from "./control-plane.js";
-import { prepareHost, removeNodeCgroups, restoreHost, unmountUnder } from "./host.js";
+import { prepareHost } from "./host.js";
 import { imageArchives } from "./images.js";
 import { nodeName, paths } from "./layout.js";
 import { containerdSpec, kubeletSpec, kubeProxySpec, writePrimaryConflist } from "./node.js";
 import { identities, kubeconfigOf, makePki } from "./pki.js";
-import { daemonLog, daemonSpec, recordedDaemons, runningPid, startDaemon, stopDaemon } from "./processes.js";
+import { daemonLog, daemonSpec, runningPid, startDaemon, stopDaemon } from "./processes.js";
+import { type Components, components, tearDown } from "./teardown.js";
 
-/** Where components.sh put each component's binaries. */
-export interface Components {
-  kubernetes: string;
-  etcd: string;
-  containerd: string;
-  "cni-plugins": string;
+/** What the tests read of a pod. */
+export interface PodObject {
+  metadata: { name: string; uid: string; deletionTimestamp?: string; labels?: Record<string, string> };
+  spec: { nodeName?: string };
+  status: { podIP?: string; phase?: string };
 }
 
 export interface ClusterOptions extends ControlPlaneOptions {
   /** The primary conflist's cniVersion (1.0.0). */
   cniVersion?: string;
-}
-
-/** The binaries, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */
-export async function components(): Promise<Components> {
-  const { stdout } = await execa("bash", [join(projectRoot, "build/cluster/components.sh")], { stderr: "inherit" });
-  return Object.fromEntries(stdout.split("\n").map((line) => line.split("=", 2))) as unknown as Components;
-}
-
-/** The order daemons stop in: kubelet first (it would restart what is removed), etcd last. */
-const stopOrder = ["kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager", "containerd", "kube-apiserver", "etcd"];
-
-/** Removes every sandbox through the CRI, as kubelet would (each DEL runs through the chain), while containerd still runs. */
-async function removeSandboxes(): Promise<void> {
-  if (!runningPid("containerd")) return;
-  const client = new CriClient(paths.containerdSocket);
-  try {
-    for (const { id } of await client.listPodSandbox()) {
-      await client.stopPodSandbox(id).catch(() => undefined);
-      await client.removePodSandbox(id).catch(() => undefined);
-    }
-  } catch {
-    // A containerd that does not answer: its shims and mounts are removed below all the same.
-  } finally {
-    client.close();
-  }
-}
-
-/**
- * Removes everything a cluster (this one or a failed run's) left on the machine: its
- * daemons, pods and shims, mounts, cgroups, kube-proxy's chains, links and the forward
- * drop, and its directory. Safe to run when nothing is there.
- */
-export async function tearDown(bin?: Components): Promise<void> {
-  await stopDaemon("kubelet");
-  await removeSandboxes();
-  for (const name of [...stopOrder, ...recordedDaemons()]) await stopDaemon(name);
-  // Shims outlive containerd: find them by the address they were given.
-  await execa("pkill", ["-9", "-f", `containerd-shim-runc-v2 .*-address ${paths.containerdSocket}`], { reject: false });
-  await removeNodeCgroups();
-  await unmountUnder(paths.dir);
-  if (bin) await execa(join(bin.kubernetes, "kube-proxy"), ["--cleanup"], { reject: false });
-  await restoreHost();
-  rmSync(paths.dir, { recursive: true, force: true });
 }
 
 /**
@@ -121,6 +76,39 @@ export class RealCluster {
   async get<T = Record<string, unknown>>(...args: string[]): Promise<T> {
     return JSON.parse(await this.kubectl(["get", ...args, "-o", "json"])) as T;
   }
+
+  /**
+   * What `probe connect <target>` run in a pod's container answered: the line of whoever
+   * accepted the connection ("<banner> dst=<original destination> src=<peer>"), or "error: …".
+   */
+  async connect(pod: string, target: string, options: { namespace?: string; container?: string } = {}): Promise<string> {
+    const args = ["exec", "-n", options.namespace ?? "default", pod, "-c", options.container ?? "app", "--", "/probe", "connect", target];
+    return this.kubectl(args).catch((error: Error) => `error: ${error.message}`);
+  }
+
+  /** A pod's IP, once it has one. */
+  async podIp(pod: string, namespace = "default"): Promise<string> {
+    return (await this.runningPod(["pod", pod], namespace)).status.podIP!;
+  }
+
+  /** The running pod a label selector names (one not being deleted), once it has an IP. */
+  async runningPod(what: string[], namespace = "default"): Promise<PodObject> {
+    let found: PodObject | undefined;
+    await until(
+      async () => {
+        const answer = await this.get<PodObject | { items: PodObject[] }>(...what, "-n", namespace);
+        const pods = "items" in answer ? answer.items : [answer];
+        found = pods.find((pod) => !pod.metadata.deletionTimestamp && pod.status.phase === "Running" && pod.status.podIP);
+        return found !== undefined;
+      },
+      60_000,
+      250,
+    );
+    return found!;
+  }
+
+  podIpOf = async (selector: string, namespace = "default") => (await this.runningPod(["pods", "-l", selector], namespace)).status.podIP!;
+  podNameOf = async (selector: string, namespace = "default") => (await this.runningPod(["pods", "-l", selector], namespace)).metadata.name;
 
   async ctr(...args: string[]): Promise<string> {
     const { stdout } = await execa(join(this.bin.containerd, "ctr"), [

@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { etcdClientUrl, nodeIp, paths, podCidr, serviceCidr } from "./layout.js";
+import { apiserverPort, etcdClientUrl, nodeIp, paths, podCidr, serviceCidr } from "./layout.js";
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
 
@@ -47,7 +47,7 @@ export function apiserverSpec(binary: string, options: ControlPlaneOptions): Dae
       `--etcd-servers=${etcdClientUrl}`,
       `--bind-address=${nodeIp}`,
       `--advertise-address=${nodeIp}`,
-      "--secure-port=6443",
+      `--secure-port=${apiserverPort}`,
       `--service-cluster-ip-range=${serviceCidr}`,
       `--client-ca-file=${pki}/ca.crt`,
       `--tls-cert-file=${pki}/apiserver.crt`,

@@ -14,7 +14,8 @@ export const podCidr = "10.252.0.0/24";
 export const serviceCidr = "10.253.0.0/24";
 /** The `kubernetes` Service's ClusterIP: the first of the range. */
 export const kubernetesServiceIp = "10.253.0.1";
-export const apiserverPort = 6443;
+/** Not 6443: the `kubernetes` Service then targets a port linkerd-cni's fallback (443, 6443) does not name, so a control-plane pod's skipped ports are proven read from the real Service. */
+export const apiserverPort = 6444;
 export const etcdClientUrl = "http://127.0.0.1:2379";
 /** The links this cluster makes: the node's address and the pods' bridge. */
 export const nodeLink = "mcl-node";

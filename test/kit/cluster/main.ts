@@ -1,8 +1,9 @@
 // The real cluster by hand: `bun test/kit/cluster/main.ts up` starts it and leaves it running
 // (kubectl --kubeconfig /var/lib/meshcni-cluster/admin.kubeconfig), `down` removes it and
 // whatever a failed run left.
-import { components, RealCluster, tearDown } from "./cluster.js";
+import { RealCluster } from "./cluster.js";
 import { paths } from "./layout.js";
+import { components, tearDown } from "./teardown.js";
 
 const command = process.argv[2];
 if (command === "up") {

@@ -1,0 +1,136 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RealCluster } from "../kit/cluster/cluster.js";
+import { nodeIp, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
+import { Meshcni } from "../kit/cluster/meshcni.js";
+import { primaryConflistPath, writePrimaryConflist } from "../kit/cluster/node.js";
+import { asList, meshedDeployment, plainPod, proxyInbound, proxyOutbound } from "../kit/cluster/workloads.js";
+import { isRoot, until } from "../kit/common.js";
+
+interface NodeObject {
+  spec: { taints?: Array<{ key: string; effect: string }> };
+  status: { conditions: Array<{ type: string; status: string; reason: string; message: string }> };
+}
+
+const chainTypes = () =>
+  (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { plugins: Array<{ type: string }> }).plugins.map((p) => p.type);
+
+/**
+ * meshcni installed on a real single-node cluster as an operator installs it (`meshcni
+ * manifests | kubectl apply`), its redirects proven with real TCP between real pods that
+ * kubelet started through containerd 2.
+ */
+describe.skipIf(!isRoot)("meshcni on a real cluster", () => {
+  const cluster = new RealCluster();
+  const meshcni = new Meshcni(cluster);
+  let earlyBefore = "";
+
+  beforeAll(async () => {
+    await cluster.up();
+    // Started before meshcni: they tolerate its startup taint, as a DaemonSet's pods do.
+    await cluster.kubectl(
+      ["apply", "-f", "-"],
+      asList(
+        plainPod("server", { early: true }),
+        plainPod("client", { early: true }),
+        meshedDeployment("early", { sidecar: "native", early: true }),
+      ),
+    );
+    await cluster.kubectl(["wait", "--for=condition=Ready", "pod", "--all", "--timeout=90s"]);
+    earlyBefore = await cluster.connect("client", `${await cluster.podIpOf("app=early")}:8080`);
+    await meshcni.deploy();
+  }, 300_000);
+
+  afterAll(async () => {
+    await cluster.down();
+  }, 120_000);
+
+  it("gets ready: chains itself last, lifts the startup taint, writes MeshcniReady; meshcni status says so", async () => {
+    expect(chainTypes()).toEqual(["bridge", "portmap", "meshcni"]);
+    for (const file of ["ZZZ-meshcni-kubeconfig"]) expect(existsSync(join(paths.cniConfDir, file))).toBe(true);
+    expect(existsSync(join(paths.cniBinDir, "meshcni"))).toBe(true);
+    let node: NodeObject | undefined;
+    await until(
+      async () => {
+        node = await cluster.get<NodeObject>("node", nodeName);
+        return !(node.spec.taints ?? []).some((taint) => taint.key === startupTaint);
+      },
+      30_000,
+      250,
+    );
+    const condition = node!.status.conditions.find((c) => c.type === "MeshcniReady");
+    expect(condition).toMatchObject({ status: "True", reason: "Ready" });
+    const status = await meshcni.cli("status");
+    expect(status.stderr).toBe("");
+    expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s+0\\.1\\.0\\s+chained in 10-primary\\.conflist`, "m"));
+  });
+
+  it("redirects a meshed pod that started before meshcni was chained, in place, found through containerd's CRI", async () => {
+    expect(earlyBefore).toMatch(/^early dst=/);
+    const ip = await cluster.podIpOf("app=early");
+    await until(async () => (await cluster.connect("client", `${ip}:8080`)).startsWith(proxyInbound), 60_000, 500);
+    expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${await cluster.podIp("client")}`);
+  });
+
+  it("redirects a meshed Deployment as Linkerd's injector writes it: native sidecar and plain container, skip-ports annotations", async () => {
+    const annotations = { "config.linkerd.io/skip-inbound-ports": "9090", "config.linkerd.io/skip-outbound-ports": "443" };
+    await cluster.kubectl(
+      ["apply", "-f", "-"],
+      asList(
+        meshedDeployment("native", { sidecar: "native", annotations }),
+        meshedDeployment("plain", { sidecar: "container", annotations }),
+      ),
+    );
+    await cluster.kubectl(["rollout", "status", "deployment/native", "deployment/plain", "--timeout=90s"]);
+    const client = await cluster.podIp("client");
+    const server = await cluster.podIp("server");
+    for (const app of ["native", "plain"]) {
+      const ip = await cluster.podIpOf(`app=${app}`);
+      const pod = await cluster.podNameOf(`app=${app}`);
+      // Inbound to the app's port reaches the proxy; the skipped inbound port reaches the app.
+      expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${client}`);
+      expect(await cluster.connect("client", `${ip}:9090`)).toBe(`${app}-9090 dst=${ip}:9090 src=${client}`);
+      // Outbound from the app reaches the proxy, whatever the destination (one outside the cluster included)…
+      expect(await cluster.connect(pod, `${server}:8080`)).toBe(`${proxyOutbound} dst=${server}:8080 src=${ip}`);
+      expect(await cluster.connect(pod, "203.0.113.10:80")).toBe(`${proxyOutbound} dst=203.0.113.10:80 src=${ip}`);
+      // …but the skipped outbound port, and the proxy's own connections (UID 2102), go direct.
+      expect(await cluster.connect(pod, `${server}:443`)).toBe(`server-443 dst=${server}:443 src=${ip}`);
+      expect(await cluster.connect(pod, `${server}:8080`, { container: "linkerd-proxy" })).toBe(`server-8080 dst=${server}:8080 src=${ip}`);
+    }
+  });
+
+  it("leaves an unmeshed pod untouched", async () => {
+    const server = await cluster.podIp("server");
+    expect(await cluster.connect("client", `${server}:8080`)).toBe(`server-8080 dst=${server}:8080 src=${await cluster.podIp("client")}`);
+    expect(await cluster.connect("client", "203.0.113.10:80")).toMatch(/^error: /);
+  });
+
+  it("skips, for a control-plane pod, the ports of the real `kubernetes` Service (443 and its targetPort)", async () => {
+    const service = await cluster.get<{ spec: { ports: Array<{ port: number; targetPort: number }> } }>("service", "kubernetes");
+    expect(service.spec.ports).toEqual([expect.objectContaining({ port: 443, targetPort: 6444 })]);
+    await cluster.kubectl(
+      ["apply", "-f", "-"],
+      asList(meshedDeployment("destination", { sidecar: "native", labels: { "linkerd.io/control-plane-component": "destination" } })),
+    );
+    await cluster.kubectl(["rollout", "status", "deployment/destination", "--timeout=90s"]);
+    const pod = await cluster.podNameOf("app=destination");
+    const ip = await cluster.podIpOf("app=destination");
+    const server = await cluster.podIp("server");
+    expect(await cluster.connect(pod, `${server}:443`)).toBe(`server-443 dst=${server}:443 src=${ip}`);
+    expect(await cluster.connect(pod, `${server}:6444`)).toBe(`server-6444 dst=${server}:6444 src=${ip}`);
+    // linkerd-cni's fallback (the Service unreadable) would skip 6443: the real Service does not name it.
+    expect(await cluster.connect(pod, `${server}:6443`)).toBe(`${proxyOutbound} dst=${server}:6443 src=${ip}`);
+    expect(nodeIp).not.toBe(server);
+  });
+
+  it("seed 000: the primary's conflist rewritten in place while pods run is chained again, and the next pod redirected", async () => {
+    writePrimaryConflist();
+    expect(chainTypes()).toEqual(["bridge", "portmap"]);
+    await until(() => chainTypes().at(-1) === "meshcni", 20_000, 100);
+    await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("after-rewrite", { sidecar: "container" })));
+    await cluster.kubectl(["rollout", "status", "deployment/after-rewrite", "--timeout=90s"]);
+    const ip = await cluster.podIpOf("app=after-rewrite");
+    expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${await cluster.podIp("client")}`);
+  });
+});

@@ -1,0 +1,75 @@
+import { execa } from "execa";
+import { until } from "../common.js";
+import { meshcniBinary } from "../network.js";
+import type { RealCluster } from "./cluster.js";
+import { nodeName, paths } from "./layout.js";
+
+/** The flags an operator of this node gives `meshcni manifests`: the node's CNI dirs, netns dir and CRI socket. */
+export const nodeFlags = [
+  ...["--net-dir", paths.cniConfDir, "--bin-dir", paths.cniBinDir],
+  ...["--netns-dir", paths.netnsDir, "--cri-socket", paths.containerdSocket],
+];
+
+/** `meshcni manifests` with the node's flags and these. */
+export async function renderManifests(flags: string[] = []): Promise<string> {
+  return (await execa(meshcniBinary, ["manifests", ...nodeFlags, ...flags])).stdout;
+}
+
+interface PodList {
+  items: Array<{
+    metadata: { name: string; uid: string; deletionTimestamp?: string };
+    spec: { nodeName?: string };
+    status: { podIP?: string; phase?: string; containerStatuses?: Array<{ ready: boolean }> };
+  }>;
+}
+
+/**
+ * meshcni on the cluster as an operator installs it: the manifests applied with kubectl,
+ * then the DaemonSet's rollout awaited (its pod ready: chained, kubeconfig written).
+ */
+export class Meshcni {
+  constructor(
+    readonly cluster: RealCluster,
+    readonly namespace = "meshcni",
+  ) {}
+
+  async deploy(flags: string[] = []): Promise<void> {
+    await this.cluster.kubectl(["apply", "-f", "-"], await renderManifests(["--namespace", this.namespace, ...flags]));
+    await this.rolledOut();
+  }
+
+  async rolledOut(timeoutSeconds = 120): Promise<void> {
+    await this.cluster.kubectl(["-n", this.namespace, "rollout", "status", "daemonset/meshcni", `--timeout=${timeoutSeconds}s`]);
+  }
+
+  /** The agent's pod on the node, once one runs (not one being deleted). */
+  async agentPod(): Promise<PodList["items"][number]> {
+    let pod: PodList["items"][number] | undefined;
+    await until(
+      async () => {
+        const list = await this.cluster.get<PodList>("pods", "-n", this.namespace, "-l", "app.kubernetes.io/name=meshcni");
+        pod = list.items.find((item) => !item.metadata.deletionTimestamp && item.spec.nodeName === nodeName);
+        return pod !== undefined;
+      },
+      60_000,
+      250,
+    );
+    return pod!;
+  }
+
+  /** The agent's JSON log lines (this pod's, and its previous container's when asked). */
+  async log(previous = false): Promise<Array<Record<string, unknown>>> {
+    const pod = await this.agentPod();
+    const args = ["-n", this.namespace, "logs", pod.metadata.name, ...(previous ? ["--previous"] : [])];
+    return (await this.cluster.kubectl(args))
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
+
+  /** `meshcni <command>` run by hand with the cluster admin's kubeconfig, as an operator would. */
+  async cli(...args: string[]): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+    const result = await execa(meshcniBinary, args, { env: { KUBECONFIG: paths.adminKubeconfig }, reject: false });
+    return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
+  }
+}

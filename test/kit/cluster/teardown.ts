@@ -1,0 +1,59 @@
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { execa } from "execa";
+import { CriClient } from "../cri/client.js";
+import { projectRoot } from "../network.js";
+import { removeNodeCgroups, restoreHost, unmountUnder } from "./host.js";
+import { paths } from "./layout.js";
+import { recordedDaemons, runningPid, stopDaemon } from "./processes.js";
+
+/** Where components.sh put each component's binaries. */
+export interface Components {
+  kubernetes: string;
+  etcd: string;
+  containerd: string;
+  "cni-plugins": string;
+}
+
+/** The binaries, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */
+export async function components(): Promise<Components> {
+  const { stdout } = await execa("bash", [join(projectRoot, "build/cluster/components.sh")], { stderr: "inherit" });
+  return Object.fromEntries(stdout.split("\n").map((line) => line.split("=", 2))) as unknown as Components;
+}
+
+/** The order daemons stop in: kubelet first (it would restart what is removed), etcd last. */
+const stopOrder = ["kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager", "containerd", "kube-apiserver", "etcd"];
+
+/** Removes every sandbox through the CRI, as kubelet would (each DEL runs through the chain), while containerd still runs. */
+async function removeSandboxes(): Promise<void> {
+  if (!runningPid("containerd")) return;
+  const client = new CriClient(paths.containerdSocket);
+  try {
+    for (const { id } of await client.listPodSandbox()) {
+      await client.stopPodSandbox(id).catch(() => undefined);
+      await client.removePodSandbox(id).catch(() => undefined);
+    }
+  } catch {
+    // A containerd that does not answer: its shims and mounts are removed below all the same.
+  } finally {
+    client.close();
+  }
+}
+
+/**
+ * Removes everything a cluster (this one or a failed run's) left on the machine: its
+ * daemons, pods and shims, mounts, cgroups, kube-proxy's chains, links and the forward
+ * drop, and its directory. Safe to run when nothing is there.
+ */
+export async function tearDown(bin?: Components): Promise<void> {
+  await stopDaemon("kubelet");
+  await removeSandboxes();
+  for (const name of [...stopOrder, ...recordedDaemons()]) await stopDaemon(name);
+  // Shims outlive containerd: find them by the address they were given.
+  await execa("pkill", ["-9", "-f", `containerd-shim-runc-v2 .*-address ${paths.containerdSocket}`], { reject: false });
+  await removeNodeCgroups();
+  await unmountUnder(paths.dir);
+  if (bin) await execa(join(bin.kubernetes, "kube-proxy"), ["--cleanup"], { reject: false });
+  await restoreHost();
+  rmSync(paths.dir, { recursive: true, force: true });
+}

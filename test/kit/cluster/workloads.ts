@@ -1,0 +1,95 @@
+import { probeImage } from "./images.js";
+import { startupTaint } from "./layout.js";
+
+/** The banners the proxy stand-in answers with: a connection it answers was redirected to it. */
+export const proxyInbound = "proxy-inbound";
+export const proxyOutbound = "proxy-outbound";
+export const proxyUid = 2102;
+
+type Manifest = Record<string, unknown>;
+
+const probe = (name: string, listeners: Record<number, string>, extra: Manifest = {}) => ({
+  name,
+  image: probeImage,
+  imagePullPolicy: "Never",
+  args: ["serve", ...Object.entries(listeners).map(([port, banner]) => `:${port}=${banner}`)],
+  ...extra,
+});
+
+/** The proxy as Linkerd's injector writes it: `linkerd-proxy`, UID 2102, listening on 4143 (inbound) and 4140 (outbound). */
+const proxyContainer = () =>
+  probe("linkerd-proxy", { 4143: proxyInbound, 4140: proxyOutbound }, { securityContext: { runAsUser: proxyUid } });
+
+export interface MeshedOptions {
+  namespace?: string;
+  replicas?: number;
+  /** The proxy as a native sidecar (an initContainer that keeps running) or a plain container. */
+  sidecar: "native" | "container";
+  annotations?: Record<string, string>;
+  labels?: Record<string, string>;
+  /** Tolerates meshcni's startup taint: a pod that may start before meshcni is chained. */
+  early?: boolean;
+}
+
+/** The pod template of a meshed workload: an app answering `<name>` on 8080 and `<name>-9090` on 9090, and the proxy. */
+export function meshedTemplate(name: string, options: MeshedOptions): Manifest {
+  const app = probe("app", { 8080: name, 9090: `${name}-9090` });
+  const proxy = proxyContainer();
+  return {
+    metadata: {
+      labels: { app: name, ...options.labels },
+      annotations: { "linkerd.io/inject": "enabled", ...options.annotations },
+    },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      ...(options.early ? { tolerations: [{ key: startupTaint, operator: "Exists" }] } : {}),
+      ...(options.sidecar === "native"
+        ? { initContainers: [{ ...proxy, restartPolicy: "Always" }], containers: [app] }
+        : { containers: [proxy, app] }),
+    },
+  };
+}
+
+export function meshedDeployment(name: string, options: MeshedOptions): Manifest {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace: options.namespace ?? "default" },
+    spec: {
+      replicas: options.replicas ?? 1,
+      selector: { matchLabels: { app: name } },
+      template: meshedTemplate(name, options),
+    },
+  };
+}
+
+/**
+ * An unmeshed pod answering `<name>-<port>` on each port (8080 and the API server's ports
+ * by default: a control-plane pod's skipped destinations), also the tests' client.
+ */
+export function plainPod(name: string, options: { namespace?: string; ports?: number[]; early?: boolean } = {}): Manifest {
+  const ports = options.ports ?? [8080, 443, 6443, 6444];
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: options.namespace ?? "default", labels: { app: name } },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      ...(options.early ? { tolerations: [{ key: startupTaint, operator: "Exists" }] } : {}),
+      containers: [probe("app", Object.fromEntries(ports.map((port) => [port, `${name}-${port}`])))],
+    },
+  };
+}
+
+/** A PodDisruptionBudget over a workload's pods: at most `maxUnavailable` of them evicted at once. */
+export function disruptionBudget(name: string, maxUnavailable: number, namespace = "default"): Manifest {
+  return {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: { name, namespace },
+    spec: { maxUnavailable, selector: { matchLabels: { app: name } } },
+  };
+}
+
+/** Objects as one `kubectl apply -f -` input. */
+export const asList = (...items: Manifest[]) => JSON.stringify({ apiVersion: "v1", kind: "List", items });
