@@ -84,7 +84,10 @@ export class AuditMonitor {
   changed(pod: V1Pod): void {
     // A pod being deleted is not judged at its every change: the next full sweep reports it.
     if (podsToAudit([pod]).length === 0 || pod.metadata?.deletionTimestamp) return;
-    this.pending.set(podName(pod), performance.now());
+    const now = performance.now();
+    this.pending.set(podName(pod), now);
+    // A replacement becoming ready may be what a PodDisruptionBudget waited for: blocked evictions are tried again with it.
+    for (const blocked of this.memory.blockedPods()) if (!this.pending.has(blocked)) this.pending.set(blocked, now);
     this.kick();
   }
 
@@ -199,7 +202,7 @@ export class AuditMonitor {
       // Throttled: swept again once the server's wait is over.
       if (typeof pod.result === "object" && "throttledMs" in pod.result) this.later(formatPodKey(pod), pod.result.throttledMs);
       // A blocked eviction is retried at every sweep: warned of once, until it is no longer blocked.
-      const repeated = this.memory.blockedAgain(pod.uid, result === "blocked");
+      const repeated = this.memory.blockedAgain(pod.uid, formatPodKey(pod), result === "blocked");
       this.log[repeated ? "debug" : "warn"]("meshed pod without its redirect", {
         ...fields,
         action: pod.action,

@@ -29,8 +29,8 @@ export class SweepMemory {
   private readonly leftAlone = new Map<string, number>();
   private evictions: number[] = [];
   private readonly statuses = new Map<string, { status: PodStatus; unprotected: UnprotectedPod | undefined }>();
-  /** Pods whose eviction a PodDisruptionBudget blocked at the last sweep. */
-  private readonly blocked = new Set<string>();
+  /** Pods whose eviction a PodDisruptionBudget blocked at the last sweep: their keys (namespace/name) by UID. */
+  private readonly blocked = new Map<string, string>();
 
   constructor(private readonly maxEvictionsPerMinute: number) {}
 
@@ -66,11 +66,16 @@ export class SweepMemory {
   }
 
   /** Notes a pod's eviction blocked or not; true when it was blocked already (warned of once, until it is not). */
-  blockedAgain(uid: string, blocked: boolean): boolean {
+  blockedAgain(uid: string, key: string, blocked: boolean): boolean {
     const again = blocked && this.blocked.has(uid);
-    if (blocked) this.blocked.add(uid);
+    if (blocked) this.blocked.set(uid, key);
     else this.blocked.delete(uid);
     return again;
+  }
+
+  /** The pods (namespace/name) whose eviction is blocked: any change on the node may have freed their budget. */
+  blockedPods(): string[] {
+    return [...this.blocked.values()];
   }
 
   /** A pod gone from the node: nothing about it is kept (a refusal for good included). */

@@ -56,6 +56,16 @@ export class RealCluster {
     startDaemon(kubeletSpec(k8s("kubelet")));
     startDaemon(kubeProxySpec(k8s("kube-proxy")));
     await this.waitNodeReady();
+    // The controller manager makes each namespace's default ServiceAccount: no pod is admitted before it.
+    await until(
+      () =>
+        this.kubectl(["get", "serviceaccount", "default"]).then(
+          () => true,
+          () => false,
+        ),
+      60_000,
+      250,
+    );
   }
 
   async down(): Promise<void> {

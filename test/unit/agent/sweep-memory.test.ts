@@ -45,12 +45,22 @@ describe("what the agent remembers across sweeps", () => {
 
   it("tells a blocked eviction seen again from a new one, so it is warned of once", () => {
     const memory = new SweepMemory(2);
-    expect(memory.blockedAgain("b", true)).toBe(false);
-    expect(memory.blockedAgain("b", true)).toBe(true);
-    expect(memory.blockedAgain("b", false)).toBe(false);
-    expect(memory.blockedAgain("b", true)).toBe(false);
+    expect(memory.blockedAgain("b", "shop/b", true)).toBe(false);
+    expect(memory.blockedAgain("b", "shop/b", true)).toBe(true);
+    expect(memory.blockedAgain("b", "shop/b", false)).toBe(false);
+    expect(memory.blockedAgain("b", "shop/b", true)).toBe(false);
     memory.forget("b");
-    expect(memory.blockedAgain("b", true)).toBe(false);
+    expect(memory.blockedAgain("b", "shop/b", true)).toBe(false);
+  });
+
+  it("names the pods whose eviction is blocked, until it is not or they are gone", () => {
+    const memory = new SweepMemory(2);
+    memory.blockedAgain("a", "shop/a", true);
+    memory.blockedAgain("b", "shop/b", true);
+    expect(memory.blockedPods()).toEqual(["shop/a", "shop/b"]);
+    memory.blockedAgain("a", "shop/a", false);
+    memory.forget("b");
+    expect(memory.blockedPods()).toEqual([]);
   });
 
   it("allows at most the evictions per minute", () => {

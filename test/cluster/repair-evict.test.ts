@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
+import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
+import { Meshcni } from "../kit/cluster/meshcni.js";
+import { asList, disruptionBudget, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
+import { isRoot, until } from "../kit/common.js";
+
+interface EventObject {
+  reason: string;
+  action?: string;
+  type: string;
+  message: string;
+  involvedObject: { name: string };
+  reportingComponent?: string;
+}
+
+/**
+ * seed 001 with `--repair evict`: meshed pods that started before meshcni was chained
+ * are evicted through the real Eviction API, one at a time as their PodDisruptionBudget
+ * allows; their replacements start with the redirect.
+ */
+describe.skipIf(!isRoot)("meshcni --repair evict on a real cluster", () => {
+  const cluster = new RealCluster();
+  const meshcni = new Meshcni(cluster);
+  let early: string[] = [];
+
+  beforeAll(async () => {
+    await cluster.up();
+    await cluster.kubectl(
+      ["apply", "-f", "-"],
+      asList(plainPod("client", { early: true }), meshedDeployment("shop", { sidecar: "native", early: true, replicas: 2 })),
+    );
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+    await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=60s"]);
+    // At most one of the two away at a time: the second eviction waits for the first's replacement.
+    await cluster.kubectl(["apply", "-f", "-"], asList(disruptionBudget("shop", 1)));
+    early = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=shop")).items.map((pod) => pod.metadata.name);
+    await meshcni.deploy(["--repair", "evict"]);
+  }, 300_000);
+
+  afterAll(async () => {
+    await cluster.down();
+  }, 120_000);
+
+  it("evicts each early meshed pod through the Eviction API, the budget holding the second back; the replacements are redirected", async () => {
+    expect(early).toHaveLength(2);
+    const current = async () =>
+      (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=shop")).items.filter((pod) => !pod.metadata.deletionTimestamp);
+    await until(
+      async () => {
+        const pods = await current();
+        return pods.length === 2 && pods.every((pod) => !early.includes(pod.metadata.name) && pod.status.phase === "Running");
+      },
+      180_000,
+      1000,
+    );
+    const evictions = auditEvents(agentUser()).filter((event) => event.objectRef?.subresource === "eviction");
+    const answered = evictions.map(describeRequest);
+    expect(answered.filter((line) => line.endsWith(" 201"))).toHaveLength(2);
+    // The budget refused at least once (429 naming the DisruptionBudget): the agent retried rather than forcing.
+    expect(answered.some((line) => line.endsWith(" 429"))).toBe(true);
+    const client = await cluster.podIp("client");
+    for (const pod of await current()) {
+      const ip = pod.status.podIP!;
+      await until(async () => (await cluster.connect("client", `${ip}:8080`)).startsWith(proxyInbound), 30_000, 500);
+      expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${client}`);
+    }
+    // The second was retried when its budget freed (its replacement became ready: a change on the node), not at the
+    // next full sweep: the line saying it was done names how long after that change (only a change-driven sweep does).
+    const evicted = (await meshcni.log()).filter((line) => line.action === "evict" && line.result === "done");
+    expect(evicted.map((line) => line.pod).sort()).toEqual(early.map((name) => `default/${name}`).sort());
+    const held = evictions.find((event) => event.responseStatus?.code === 429)?.objectRef?.name;
+    expect(evicted.find((line) => line.pod === `default/${held}`)).toHaveProperty("detectedMs");
+    const events = (await cluster.get<{ items: EventObject[] }>("events")).items.filter((event) =>
+      early.includes(event.involvedObject.name),
+    );
+    expect(events.filter((event) => event.reason === "MeshRedirectMissing" && event.action === "Evict")).not.toHaveLength(0);
+  }, 240_000);
+});
