@@ -45,8 +45,8 @@ async function syncTaint(api: NodeApi, spec: TaintSpec, present: boolean): Promi
       await api.setNodeTaints(next, resourceVersion);
       return true;
     } catch (error) {
-      // A failed resourceVersion test: 409 Conflict, or 422 naming the JSON patch's failed test (not an admission's denial).
-      const conflict = error instanceof ApiStatusError && (error.code === 409 || (error.code === 422 && /\btest/i.test(error.message)));
+      // The node changed since it was read: 409 Conflict (an admission's denial is a 422, never retried).
+      const conflict = error instanceof ApiStatusError && error.code === 409;
       if (!conflict || attempt === conflictTries) throw error;
     }
   }

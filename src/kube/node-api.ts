@@ -213,15 +213,11 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
       return { taints: node.spec?.taints ?? [], resourceVersion: node.metadata?.resourceVersion ?? "" };
     },
     async setNodeTaints(taints, resourceVersion) {
+      // A merge patch naming the resourceVersion is conditional on it: 409 Conflict when the node changed meanwhile
+      // (a JSON patch's failed "test" is a bare 422 Invalid from kube-apiserver, indistinguishable from a refusal).
       await api.patchNode(
-        {
-          name: nodeName,
-          body: [
-            { op: "test", path: "/metadata/resourceVersion", value: resourceVersion },
-            { op: "add", path: "/spec/taints", value: taints },
-          ],
-        },
-        setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+        { name: nodeName, body: { metadata: { resourceVersion }, spec: { taints } } },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
       );
     },
     async setNodeCondition(condition) {

@@ -135,7 +135,9 @@ function jsonPatch(target: KubeObject, ops: Array<{ op: string; path: string; va
       parent[key] ??= {};
       parent = parent[key] as Record<string, unknown>;
     }
-    if (op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(value)) return `test failed at ${path}`;
+    // kube-apiserver answers a failed test with a bare 422 Invalid, its generic message and no details.
+    if (op === "test" && JSON.stringify(parent[last]) !== JSON.stringify(value))
+      return "the server rejected our request due to an error in our request";
     if (op === "add" || op === "replace") parent[last] = value;
     if (op === "remove") delete parent[last];
   }
@@ -615,10 +617,23 @@ export class FakeApiServer {
       if (!found) return failure(404, "NotFound", `nodes "${name}" not found`);
       if (method === "GET" && !status) return ok(found);
       if (method !== "PATCH") return failure(405, "MethodNotAllowed", `${method} is not supported here`);
-      // The node's status takes a strategic merge (conditions by type); the node itself, the agent's JSON patch.
+      // The node's status takes a strategic merge (conditions by type); the node itself a merge patch (or a JSON patch).
       if (status && !contentType.startsWith("application/strategic-merge-patch+json"))
         return failure(415, "UnsupportedMediaType", "the body of the request was in an unknown format");
-      const patched = status ? nodeStatusPatch(found, body as never) : jsonPatch(found, body as never);
+      const asJsonPatch = contentType.startsWith("application/json-patch+json");
+      // A patch naming metadata.resourceVersion is conditional on it, as in kube-apiserver.
+      const expected = asJsonPatch ? undefined : (body as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
+      if (expected !== undefined && expected !== found.metadata?.resourceVersion)
+        return failure(
+          409,
+          "Conflict",
+          `Operation cannot be fulfilled on nodes "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        );
+      const patched = status
+        ? nodeStatusPatch(found, body as never)
+        : asJsonPatch
+          ? jsonPatch(found, body as never)
+          : (mergePatch(found, body) as KubeObject);
       if (typeof patched === "string") return failure(422, "Invalid", patched);
       const denied = this.admission(who, "UPDATE", "nodes", status ? "status" : "", patched, found);
       if (denied) return denied;
