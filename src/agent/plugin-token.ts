@@ -1,5 +1,5 @@
 import { Backoff } from "../kube/backoff.js";
-import type { Mint } from "../kube/node-api.js";
+import type { Mint } from "../kube/token-request.js";
 
 /** A token for the plugin's ServiceAccount and its life, by this node's clock (ms since the epoch). */
 export interface MintedToken {

@@ -14,14 +14,7 @@ import {
 } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
 import { ApiStatusError, apiError } from "./errors.js";
-
-/** What a TokenRequest gave: the token, how long the server made it valid, the server's clock when it answered, whether it dies with the Node. */
-export interface Mint {
-  token: string;
-  validForMs: number;
-  serverNow: number | undefined;
-  boundToNode: boolean;
-}
+import { type Mint, TokenMinter } from "./token-request.js";
 
 /** What audit and the agent's repair do with the API, for the pods of one node. Its failures are ApiStatusErrors: the Status's words. */
 export interface NodeApi {
@@ -95,50 +88,11 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
   const apps = config.makeApiClient(AppsV1Api);
   const fieldSelector = `spec.nodeName=${nodeName}`;
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
-  // Minted tokens are bound to the Node until the server says it cannot (then never again: one refusal per agent).
-  let nodeBinding = nodeName !== "";
+  const tokens = new TokenMinter(api, nodeName);
   return {
     listPods,
     readPod: (namespace, name) => api.readNamespacedPod({ namespace, name }),
-    async mintToken(namespace, serviceAccount, seconds) {
-      const request = (bound: boolean) =>
-        api.createNamespacedServiceAccountTokenWithHttpInfo({
-          namespace,
-          name: serviceAccount,
-          body: {
-            apiVersion: "authentication.k8s.io/v1",
-            kind: "TokenRequest",
-            spec: {
-              audiences: [],
-              expirationSeconds: seconds,
-              // Dies with the Node (GA in 1.33): a token copied off a node is worth nothing once the node is gone.
-              ...(bound ? { boundObjectRef: { apiVersion: "v1", kind: "Node", name: nodeName } } : {}),
-            },
-          },
-        });
-      let answer: Awaited<ReturnType<typeof request>>;
-      try {
-        answer = await request(nodeBinding);
-      } catch (error) {
-        const failure = apiError(error);
-        // An API server before 1.33 (or without ServiceAccountTokenNodeBinding) binds to pods and secrets only;
-        // a Node the server does not know (an agent given another name) has nothing to bind to.
-        const unbindable =
-          failure instanceof ApiStatusError &&
-          (failure.code === 404 || (failure.code === 422 && failure.message.includes("boundObjectRef")));
-        if (!(nodeBinding && unbindable)) throw failure;
-        nodeBinding = false;
-        answer = await request(false);
-      }
-      const token = answer.data.status?.token;
-      const expires = answer.data.status?.expirationTimestamp;
-      if (!token || !expires) throw new Error(`the API server's TokenRequest answer for ${namespace}/${serviceAccount} has no token`);
-      const serverNow = Date.parse(answer.headers.date ?? "");
-      const granted = new Date(expires).getTime() - serverNow;
-      // Without the server's time, or with a grant past what was asked (+ the Date's rounding), what was asked.
-      const validForMs = granted > 0 && granted <= seconds * 1000 + 2000 ? granted : seconds * 1000;
-      return { token, validForMs, serverNow: Number.isFinite(serverNow) ? serverNow : undefined, boundToNode: nodeBinding };
-    },
+    mintToken: (namespace, serviceAccount, seconds) => tokens.mint(namespace, serviceAccount, seconds),
     async createPodEvent(pod, { reason, action, message, type }) {
       const now = new Date();
       const event: CoreV1Event = {

@@ -656,12 +656,28 @@ export class FakeApiServer {
     if (tokenRequest && method === "POST") {
       const spec = (body as { spec?: { expirationSeconds?: number; boundObjectRef?: { kind?: string; name?: string } } } | undefined)?.spec;
       const seconds = spec?.expirationSeconds ?? 3600;
-      if (seconds < 600) return failure(422, "Invalid", "spec.expirationSeconds: may not specify a duration less than 10 minutes");
+      if (seconds < 600)
+        return failure(
+          422,
+          "Invalid",
+          `TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: ${seconds}: may not specify a duration less than 10 minutes`,
+        );
       let boundNode: MintedToken["boundNode"];
       const bound = spec?.boundObjectRef;
       if (bound) {
-        if (bound.kind !== "Node" || !this.nodeBoundTokens)
-          return failure(422, "Invalid", `spec.boundObjectRef.kind: Unsupported value: "${bound.kind}": supported values: "Pod", "Secret"`);
+        if (bound.kind !== "Node")
+          return failure(
+            422,
+            "Invalid",
+            `spec.boundObjectRef.kind: Unsupported value: "${bound.kind}": supported values: "Pod", "Secret", "Node"`,
+          );
+        // As kube-apiserver answers where the ServiceAccountTokenNodeBinding gate is off (its default before 1.31).
+        if (!this.nodeBoundTokens)
+          return failure(
+            400,
+            "BadRequest",
+            'cannot bind token to a Node object as the "ServiceAccountTokenNodeBinding" feature-gate is disabled',
+          );
         const node = this.nodes.get(bound.name ?? "");
         if (!node) return failure(404, "NotFound", `nodes "${bound.name}" not found`);
         boundNode = { name: bound.name!, uid: String(node.metadata?.uid) };

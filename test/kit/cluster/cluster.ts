@@ -48,8 +48,8 @@ export class RealCluster {
     startDaemon(etcdSpec(join(this.bin.etcd, "etcd")));
     startDaemon(apiserverSpec(k8s("kube-apiserver"), this.options));
     await this.waitApiserver();
-    startDaemon(controllerManagerSpec(k8s("kube-controller-manager")));
-    startDaemon(schedulerSpec(k8s("kube-scheduler")));
+    startDaemon(controllerManagerSpec(k8s("kube-controller-manager"), this.options));
+    startDaemon(schedulerSpec(k8s("kube-scheduler"), this.options));
     startDaemon(containerdSpec(this.bin.containerd));
     await until(() => existsSync(paths.containerdSocket), 30_000, 50);
     for (const archive of await imageArchives()) await this.ctr("images", "import", "--all-platforms", archive);

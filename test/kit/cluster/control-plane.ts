@@ -4,10 +4,14 @@ import { apiserverPort, etcdClientUrl, nodeIp, paths, podCidr, serviceCidr } fro
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
 
-/** How a test wants the control plane: extra kube-apiserver flags (feature gates, an emulated version). */
+/** How a test wants the control plane: an older release emulated by all of it, extra kube-apiserver flags (feature gates). */
 export interface ControlPlaneOptions {
+  /** major.minor: the API server, controller manager and scheduler behave as that release (its APIs, RBAC and gates). */
+  emulatedVersion?: string;
   apiserverArgs?: string[];
 }
+
+const emulation = (options: ControlPlaneOptions) => (options.emulatedVersion ? [`--emulated-version=${options.emulatedVersion}`] : []);
 
 const issuer = "https://kubernetes.default.svc.cluster.local";
 
@@ -66,13 +70,14 @@ export function apiserverSpec(binary: string, options: ControlPlaneOptions): Dae
       `--audit-policy-file=${policy}`,
       `--audit-log-path=${paths.auditLog}`,
       "--audit-log-format=json",
+      ...emulation(options),
       ...(options.apiserverArgs ?? []),
     ],
   };
 }
 
 /** The controller manager: the DaemonSet, token, namespace and garbage collector controllers among the defaults. */
-export function controllerManagerSpec(binary: string): DaemonSpec {
+export function controllerManagerSpec(binary: string, options: ControlPlaneOptions): DaemonSpec {
   const kubeconfig = kubeconfigOf(identities.controllerManager);
   return {
     name: "kube-controller-manager",
@@ -89,11 +94,12 @@ export function controllerManagerSpec(binary: string): DaemonSpec {
       `--service-cluster-ip-range=${serviceCidr}`,
       `--cluster-cidr=${podCidr}`,
       "--allocate-node-cidrs=false",
+      ...emulation(options),
     ],
   };
 }
 
-export function schedulerSpec(binary: string): DaemonSpec {
+export function schedulerSpec(binary: string, options: ControlPlaneOptions): DaemonSpec {
   const kubeconfig = kubeconfigOf(identities.scheduler);
   const config = join(paths.dir, "kube-scheduler.yaml");
   writeFileSync(
@@ -112,6 +118,7 @@ leaderElection: {leaderElect: false}
       "--bind-address=127.0.0.1",
       `--authentication-kubeconfig=${kubeconfig}`,
       `--authorization-kubeconfig=${kubeconfig}`,
+      ...emulation(options),
     ],
   };
 }

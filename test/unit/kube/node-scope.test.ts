@@ -2,7 +2,9 @@ import { join } from "node:path";
 import type { V1Pod, V1Taint } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { unprotectedLabel } from "../../../src/audit/repair.js";
+import { ApiStatusError } from "../../../src/kube/errors.js";
 import { createNodeApi, kubeConfigFrom } from "../../../src/kube/node-api.js";
+import { nodeBindingRefusal } from "../../../src/kube/token-request.js";
 import { defaultManifestOptions } from "../../../src/manifests/options.js";
 import { renderManifests } from "../../../src/manifests/render.js";
 import { FakeApiServer, podObject } from "../../kit/api-server.js";
@@ -103,7 +105,7 @@ describe("the agent's ServiceAccount held to its own node", () => {
     await expect(plugin.readPod("shop", "web")).rejects.toMatchObject({ code: 401 });
   });
 
-  it("mints an unbound token where the server binds to pods and secrets only (before 1.33)", async () => {
+  it("mints an unbound token where the server cannot bind to Nodes (400: the ServiceAccountTokenNodeBinding gate off, before 1.31)", async () => {
     api.nodeBoundTokens = false;
     const node = onNode("n1");
     const minted = await node.mintToken("meshcni", "meshcni-plugin", 600);
@@ -113,5 +115,30 @@ describe("the agent's ServiceAccount held to its own node", () => {
     const before = api.requests.length;
     await node.mintToken("meshcni", "meshcni-plugin", 600);
     expect(api.requests.length - before).toBe(1);
+  });
+
+  it("mints unbound only while the server does not know the Node (404), and bound again once it is registered", async () => {
+    const node = onNode("n-gone");
+    const unbound = await node.mintToken("meshcni", "meshcni-plugin", 600);
+    expect(unbound.boundToNode).toBe(false);
+    api.addNode({ metadata: { name: "n-gone" }, spec: {} });
+    const bound = await node.mintToken("meshcni", "meshcni-plugin", 600);
+    expect(bound.boundToNode).toBe(true);
+    expect(api.minted.get(bound.token)?.boundNode?.name).toBe("n-gone");
+  });
+});
+
+describe("nodeBindingRefusal", () => {
+  const refusal = (code: number, message: string) => nodeBindingRefusal(new ApiStatusError(code, message, undefined));
+  it("reads kube-apiserver's answers to a Node binding it cannot make", () => {
+    expect(refusal(400, 'cannot bind token to a Node object as the "ServiceAccountTokenNodeBinding" feature-gate is disabled')).toBe(
+      "unsupported",
+    );
+    expect(refusal(422, 'spec.boundObjectRef.kind: Unsupported value: "Node": supported values: "Pod", "Secret"')).toBe("unsupported");
+    expect(refusal(404, 'nodes "n1" not found')).toBe("unknown-node");
+    // Other refusals are not about the binding: they are not worked around.
+    expect(refusal(400, "the server rejected our request")).toBeUndefined();
+    expect(refusal(403, "forbidden")).toBeUndefined();
+    expect(refusal(422, "spec.expirationSeconds: Invalid value")).toBeUndefined();
   });
 });

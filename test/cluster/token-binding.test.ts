@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
+import { RealCluster } from "../kit/cluster/cluster.js";
+import { nodeName, startupTaint } from "../kit/cluster/layout.js";
+import { Meshcni } from "../kit/cluster/meshcni.js";
+import { pluginTokenClaims } from "../kit/cluster/tokens.js";
+import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
+import { isRoot, until } from "../kit/common.js";
+
+/**
+ * A cluster as it was before 1.31: a control plane emulating 1.32, the API server's
+ * ServiceAccountTokenNodeBinding gate off (its default before 1.31). It answers a TokenRequest bound to a Node with
+ * 400 BadRequest. The agent must still mint the plugin's token (unbound), get ready and
+ * lift the startup taint, or no pod is ever scheduled on the node.
+ */
+describe.skipIf(!isRoot)("meshcni where the API server cannot bind tokens to Nodes", () => {
+  const cluster = new RealCluster({
+    emulatedVersion: "1.32",
+    apiserverArgs: ["--feature-gates=ServiceAccountTokenNodeBinding=false"],
+  });
+  const meshcni = new Meshcni(cluster);
+
+  beforeAll(async () => {
+    await cluster.up();
+    await meshcni.deploy();
+  }, 300_000);
+
+  afterAll(async () => {
+    await cluster.down();
+  }, 120_000);
+
+  it("falls back to an unbound plugin token on the server's 400, once, gets ready and lifts the taint", async () => {
+    const mints = auditEvents(agentUser()).filter((event) => event.objectRef?.subresource === "token");
+    expect(mints.map(describeRequest).slice(0, 2)).toEqual(["create serviceaccounts/token 400", "create serviceaccounts/token 201"]);
+    const claims = pluginTokenClaims();
+    expect(claims["kubernetes.io"]).not.toHaveProperty("node");
+    expect(claims.sub).toBe("system:serviceaccount:meshcni:meshcni-plugin");
+    await until(
+      async () =>
+        !((await cluster.get<{ spec: { taints?: Array<{ key: string }> } }>("node", nodeName)).spec.taints ?? []).some(
+          (taint) => taint.key === startupTaint,
+        ),
+      30_000,
+      250,
+    );
+  });
+
+  it("starts a meshed pod with its redirect (scheduled only once the taint is lifted)", async () => {
+    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native" })));
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+    const ip = await cluster.podIpOf("app=shop");
+    expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${await cluster.podIp("client")}`);
+  });
+});
