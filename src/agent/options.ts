@@ -6,6 +6,7 @@ import type { InstallOptions } from "../installer/options.js";
 import { type AgentLogLevel, agentLogLevels } from "../log.js";
 import type { PodKey } from "../pod-key.js";
 import { defaultStateDir } from "../state/records.js";
+import { maxPluginTokenSeconds } from "./plugin-token.js";
 import { parseTaint, type TaintSpec } from "./taint.js";
 
 /** What a stop does: `auto` asks whether the agent's DaemonSet is still there (a restart) or gone (an uninstall). */
@@ -92,7 +93,7 @@ Options (environment variable in brackets):
   --log-level LEVEL          ${agentLogLevels.join(", ")} [LOG_LEVEL] (info)
   --plugin-service-account NS/NAME   whose token (minted, TokenRequest) the plugin's kubeconfig holds
                              ([POD_NAMESPACE or meshcni]/meshcni-plugin)
-  --plugin-token-seconds N   the minted token's life, renewed at 80% (3600; at least 600)
+  --plugin-token-seconds N   the minted token's life, renewed at 80% (3600; 600 to 86400)
   --agent-socket PATH        where the plugin asks the agent for pods, on the host; "" turns it off
                              (<state-dir>/agent/plugin.sock; needs --node)
 Own pod (never repaired; its DaemonSet decides --on-stop auto): POD_NAMESPACE and POD_NAME.
@@ -210,8 +211,8 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
       seconds: numberFlag(
         "plugin-token-seconds",
         values["plugin-token-seconds"],
-        (n) => Number.isInteger(n) && n >= 600,
-        "a whole number of seconds, at least 600",
+        (n) => Number.isInteger(n) && n >= 600 && n <= maxPluginTokenSeconds,
+        `a whole number of seconds from 600 to ${maxPluginTokenSeconds}`,
       ),
     },
   };

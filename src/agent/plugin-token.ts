@@ -8,6 +8,9 @@ export interface MintedToken {
   expiresAt: number;
 }
 
+/** The longest life a plugin token may be asked for: the node-scope policy refuses longer ones (src/manifests/policy.ts). */
+export const maxPluginTokenSeconds = 86_400;
+
 /** A minted token is replaced once this share of its life is gone, so the plugin never holds an expired one. */
 const renewAtShare = 0.8;
 /** At most one TokenRequest this often, whatever happens: a few a minute at the very most. */

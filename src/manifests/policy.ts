@@ -1,29 +1,32 @@
 import { conditionType } from "../agent/condition.js";
+import { maxPluginTokenSeconds } from "../agent/plugin-token.js";
 import { unprotectedLabel } from "../audit/repair.js";
 import type { ManifestOptions } from "./options.js";
 
 /** The claim a projected ServiceAccount token carries of the node its pod runs on (Kubernetes ≥ 1.30, on by default). */
 export const nodeNameClaim = "authentication.kubernetes.io/node-name";
 
-/** The startup taint's key, from `key[=value][:Effect]`. */
-const taintKey = (taint: string | undefined) => (taint ? taint.split(/[=:]/)[0]! : "");
+/** The startup taint's key and effect, from `key[=value][:Effect]` (the effect NoSchedule unless said). */
+const taintParts = (taint: string | undefined) => ({
+  key: taint ? taint.split(/[=:]/)[0]! : "",
+  effect: taint?.includes(":") ? taint.slice(taint.lastIndexOf(":") + 1) : "NoSchedule",
+});
 
 /**
  * A ValidatingAdmissionPolicy and its binding that hold the agent's ServiceAccount to its
  * own node, keyed on the node-name claim of its projected token (the pattern of upstream's
  * per-node-update e2e test): a Node patch only on its own Node and only of the startup
- * taint, of its status only the MeshcniReady condition; a pod patch only for a pod on its node, and only of meshcni's label. RBAC grants
- * the verbs cluster-wide (it cannot name "the caller's node"); this policy narrows them.
+ * taint (with its effect), of its status only the MeshcniReady condition; a pod patch only
+ * for a pod on its node, and only of meshcni's label; a plugin token only bound to its own
+ * Node (or unbound, where the server cannot bind to Nodes), valid at most a day. RBAC grants the verbs cluster-wide (it cannot name "the caller's node"); this
+ * policy narrows them. It matches the agent's ServiceAccount by name in any namespace, so a
+ * kustomize overlay that moves the manifests to another namespace keeps it bound.
  * An Eviction does not name its pod's node, so no policy can scope it: it needs the token
  * to be a node's, and stays subject to the pods' PodDisruptionBudgets.
  */
-export function nodeScopePolicy(
-  options: Pick<ManifestOptions, "namespace" | "startupTaint">,
-  serviceAccount: string,
-  labels: Record<string, string>,
-) {
+export function nodeScopePolicy(options: Pick<ManifestOptions, "startupTaint">, serviceAccount: string, labels: Record<string, string>) {
   const policyName = `${serviceAccount}-node-scope`;
-  const key = taintKey(options.startupTaint);
+  const { key, effect } = taintParts(options.startupTaint);
   const unchangedBut = (field: string, except: string) =>
     `(has(object.${field}) ? object.${field} : {}).filter(k, k != '${except}').all(k, k in (has(oldObject.${field}) ? oldObject.${field} : {}) && oldObject.${field}[k] == object.${field}[k]) && ` +
     `(has(oldObject.${field}) ? oldObject.${field} : {}).filter(k, k != '${except}').all(k, k in (has(object.${field}) ? object.${field} : {}))`;
@@ -47,21 +50,39 @@ export function nodeScopePolicy(
       message: `meshcni's agent may change only the startup taint${key ? ` ${key}` : ""} on its Node`,
     },
     {
+      expression: `request.resource.resource != 'nodes' || (has(object.spec.taints) ? object.spec.taints : []).filter(t, t.key == '${key}').all(t, t.effect == '${effect}')`,
+      message: `meshcni's agent may set the startup taint${key ? ` ${key}` : ""} only with its effect ${effect}`,
+    },
+    {
       expression:
-        "request.resource.resource != 'nodes' || request.subResource != 'status' || " +
+        "request.resource.resource != 'nodes' || variables.subresource != 'status' || " +
         `${otherConditions("object")} == ${otherConditions("oldObject")}`,
       message: `meshcni's agent may change only the ${conditionType} condition of its Node's status`,
     },
     {
       expression:
-        "request.resource.resource != 'pods' || request.subResource != '' || (has(oldObject.spec.nodeName) && oldObject.spec.nodeName == variables.node)",
+        "request.resource.resource != 'pods' || variables.subresource != '' || (has(oldObject.spec.nodeName) && oldObject.spec.nodeName == variables.node)",
       message: "meshcni's agent may change only pods on its own node",
     },
     {
       expression:
-        "request.resource.resource != 'pods' || request.subResource != '' || " +
+        "request.resource.resource != 'pods' || variables.subresource != '' || " +
         `(${unchangedBut("metadata.labels", unprotectedLabel)} && ${unchangedBut("metadata.annotations", "")} && object.spec == oldObject.spec)`,
       message: `meshcni's agent may change only the ${unprotectedLabel} label of a pod`,
+    },
+    {
+      expression:
+        // An unbound request reaches admission with an empty boundObjectRef.
+        "variables.subresource != 'token' || !has(object.spec.boundObjectRef) || " +
+        "(!has(object.spec.boundObjectRef.kind) && !has(object.spec.boundObjectRef.name)) || " +
+        "(has(object.spec.boundObjectRef.kind) && object.spec.boundObjectRef.kind == 'Node' && " +
+        "has(object.spec.boundObjectRef.name) && object.spec.boundObjectRef.name == variables.node)",
+      message: "meshcni's agent may mint tokens bound only to its own Node",
+    },
+    {
+      // Not the audience: the server fills in its own before admission, which the policy cannot know.
+      expression: `variables.subresource != 'token' || !has(object.spec.expirationSeconds) || object.spec.expirationSeconds <= ${maxPluginTokenSeconds}`,
+      message: `meshcni's agent may mint tokens valid for at most ${maxPluginTokenSeconds} s`,
     },
   ];
   return [
@@ -74,16 +95,19 @@ export function nodeScopePolicy(
         matchConstraints: {
           resourceRules: [
             { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["nodes", "nodes/status", "pods"] },
-            { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/eviction"] },
+            { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/eviction", "serviceaccounts/token"] },
           ],
         },
         matchConditions: [
           {
             name: "meshcni-agent",
-            expression: `request.userInfo.username == 'system:serviceaccount:${options.namespace}:${serviceAccount}'`,
+            // By name in any namespace: an overlay moving the manifests (kustomize's namespace) cannot unbind it.
+            expression: `request.userInfo.username.startsWith('system:serviceaccount:') && request.userInfo.username.endsWith(':${serviceAccount}')`,
           },
         ],
         variables: [
+          // kube-apiserver leaves subResource out of the request when there is none: reading it would be an error.
+          { name: "subresource", expression: "has(request.subResource) ? request.subResource : ''" },
           {
             name: "node",
             expression: `has(request.userInfo.extra) && '${nodeNameClaim}' in request.userInfo.extra && size(request.userInfo.extra['${nodeNameClaim}']) > 0 ? request.userInfo.extra['${nodeNameClaim}'][0] : ''`,

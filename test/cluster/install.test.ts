@@ -5,6 +5,7 @@ import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeIp, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { primaryConflistPath, writePrimaryConflist } from "../kit/cluster/node.js";
+import { pluginTokenClaims } from "../kit/cluster/tokens.js";
 import { asList, meshedDeployment, plainPod, proxyInbound, proxyOutbound } from "../kit/cluster/workloads.js";
 import { isRoot, until } from "../kit/common.js";
 
@@ -61,6 +62,13 @@ describe.skipIf(!isRoot)("meshcni on a real cluster", () => {
     );
     const condition = node!.status.conditions.find((c) => c.type === "MeshcniReady");
     expect(condition).toMatchObject({ status: "True", reason: "Ready" });
+    // The plugin's token: minted by the real TokenRequest for meshcni-plugin, bound to this Node (it dies with it).
+    const claims = pluginTokenClaims();
+    expect(claims.sub).toBe("system:serviceaccount:meshcni:meshcni-plugin");
+    expect(claims["kubernetes.io"]).toMatchObject({
+      node: { name: nodeName, uid: (await cluster.get<{ metadata: { uid: string } }>("node", nodeName)).metadata.uid },
+    });
+    expect(claims.exp! - claims.iat!).toBe(3600);
     const status = await meshcni.cli("status");
     expect(status.stderr).toBe("");
     expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s+0\\.1\\.0\\s+chained in 10-primary\\.conflist`, "m"));

@@ -52,7 +52,9 @@ export function admit(objects: Json[], request: AdmissionRequest): { code: numbe
   const policies = objects.filter((object) => object.kind === "ValidatingAdmissionPolicy") as unknown as Policy[];
   const bindings = objects.filter((object) => object.kind === "ValidatingAdmissionPolicyBinding") as unknown as Binding[];
   const resource = request.subResource ? `${request.resource.resource}/${request.subResource}` : request.resource.resource;
-  const celRequest = toCel({ ...request, object: undefined, oldObject: undefined });
+  // As kube-apiserver builds it: an empty field (no subresource, no namespace) is absent, and reading it an error.
+  const { object: _object, oldObject: _oldObject, ...fields } = request;
+  const celRequest = toCel(Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== "")));
   for (const binding of bindings) {
     const policy = policies.find((candidate) => candidate.metadata.name === binding.spec.policyName);
     if (!policy || !binding.spec.validationActions.includes("Deny")) continue;

@@ -1,7 +1,11 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import https from "node:https";
 import { join } from "node:path";
-import { parse } from "yaml";
-import { paths } from "./layout.js";
+import { execa } from "execa";
+import { parse, stringify } from "yaml";
+import type { RealCluster } from "./cluster.js";
+import { apiserverUrl, paths } from "./layout.js";
+import type { Meshcni } from "./meshcni.js";
 
 /** A JWT's claims, read without checking its signature (the API server checks it when it is used). */
 export function jwtClaims(token: string): Record<string, unknown> & { sub?: string; exp?: number; iat?: number } {
@@ -18,3 +22,63 @@ export function pluginToken(): string {
 }
 
 export const pluginTokenClaims = () => jwtClaims(pluginToken());
+
+/**
+ * The agent as the API server sees it: the projected ServiceAccount token kubelet wrote
+ * into its pod's volume (read from the node's disk, as root), in a kubeconfig of its own.
+ */
+export class AgentIdentity {
+  private constructor(
+    readonly cluster: RealCluster,
+    readonly kubeconfig: string,
+    readonly token: string,
+  ) {}
+
+  static async of(cluster: RealCluster, meshcni: Meshcni): Promise<AgentIdentity> {
+    const pod = await meshcni.agentPod();
+    const volumes = join(paths.kubeletRoot, "pods", pod.metadata.uid, "volumes/kubernetes.io~projected");
+    const volume = readdirSync(volumes).find((name) => name.startsWith("kube-api-access-"));
+    const token = readFileSync(join(volumes, volume!, "token"), "utf8");
+    const kubeconfig = join(paths.dir, `agent-${pod.metadata.uid}.kubeconfig`);
+    writeFileSync(
+      kubeconfig,
+      stringify({
+        apiVersion: "v1",
+        kind: "Config",
+        clusters: [{ name: "c", cluster: { server: apiserverUrl, "certificate-authority": join(paths.pki, "ca.crt") } }],
+        users: [{ name: "agent", user: { token } }],
+        contexts: [{ name: "c", context: { cluster: "c", user: "agent" } }],
+        "current-context": "c",
+      }),
+    );
+    return new AgentIdentity(cluster, kubeconfig, token);
+  }
+
+  /** One request as the agent makes it (kubectl would GET first, which its RBAC may not allow): the status code and body. */
+  request(method: string, path: string, body: unknown, contentType: string): Promise<{ code: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const url = new URL(path, apiserverUrl);
+      const sent = https.request(
+        url,
+        {
+          method,
+          ca: readFileSync(join(paths.pki, "ca.crt")),
+          headers: { authorization: `Bearer ${this.token}`, "content-type": contentType },
+        },
+        (response) => {
+          let text = "";
+          response.on("data", (chunk: Buffer) => (text += chunk.toString()));
+          response.on("end", () => resolve({ code: response.statusCode ?? 0, body: text }));
+        },
+      );
+      sent.on("error", reject);
+      sent.end(JSON.stringify(body));
+    });
+  }
+
+  /** kubectl with the agent's token: what it printed, or the server's refusal (never throws). */
+  async kubectl(...args: string[]): Promise<string> {
+    const result = await execa(join(this.cluster.bin.kubernetes, "kubectl"), ["--kubeconfig", this.kubeconfig, ...args], { reject: false });
+    return `${result.stdout}${result.stderr}`.trim();
+  }
+}

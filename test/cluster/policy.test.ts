@@ -1,0 +1,103 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RealCluster } from "../kit/cluster/cluster.js";
+import { nodeName, startupTaint } from "../kit/cluster/layout.js";
+import { Meshcni, nodeFlags, renderManifests } from "../kit/cluster/meshcni.js";
+import { AgentIdentity } from "../kit/cluster/tokens.js";
+import { isRoot, until } from "../kit/common.js";
+import { meshcniBinary } from "../kit/network.js";
+
+const otherNode = "node-2";
+const denied = /denied request: meshcni's agent may/;
+
+/**
+ * The node-scope ValidatingAdmissionPolicy, enforced by the real API server against the
+ * agent's real projected token (RBAC grants its verbs cluster-wide; the policy holds them
+ * to its own node): checked as installed, then again after a kustomize overlay moved the
+ * manifests to another namespace.
+ */
+describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
+  const cluster = new RealCluster();
+  const overlayDir = mkdtempSync(join(tmpdir(), "meshcni-overlay-"));
+
+  beforeAll(async () => {
+    await cluster.up();
+    // Another node (never joined: a kubelet-less Node object) and a pod bound to it.
+    await cluster.kubectl(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Node", metadata: { name: otherNode } }));
+    const foreign = {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: "foreign" },
+      spec: { nodeName: otherNode, containers: [{ name: "c", image: "x" }] },
+    };
+    const local = { ...foreign, metadata: { name: "local" }, spec: { ...foreign.spec, nodeName } };
+    await cluster.kubectl(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: [foreign, local] }));
+  }, 300_000);
+
+  afterAll(async () => {
+    await cluster.down();
+    rmSync(overlayDir, { recursive: true, force: true });
+  }, 120_000);
+
+  /** What the agent's token may and may not do, in whatever namespace the manifests were put. */
+  const scenario = async (meshcni: Meshcni) => {
+    const agent = await AgentIdentity.of(cluster, meshcni);
+    // Another Node, a label on its own, the startup taint with another effect, another condition: refused.
+    expect(await agent.kubectl("label", "node", otherNode, "x=y")).toMatch(/its own Node/);
+    expect(await agent.kubectl("label", "node", nodeName, "x=y")).toMatch(denied);
+    expect(await agent.kubectl("taint", "node", nodeName, `${startupTaint}:NoExecute`)).toMatch(/only with its effect NoSchedule/);
+    const condition = async (type: string) => {
+      const patch = { status: { conditions: [{ type, status: "True", reason: "Test", message: "t" }] } };
+      const answer = await agent.request("PATCH", `/api/v1/nodes/${nodeName}/status`, patch, "application/strategic-merge-patch+json");
+      return `${answer.code} ${answer.body}`;
+    };
+    expect(await condition("Ready")).toMatch(/^422 .*may change only the MeshcniReady condition/s);
+    // Another node's pod, or anything but meshcni's label of its own node's pods: refused.
+    expect(await agent.kubectl("label", "pod", "foreign", "meshcni.io/unprotected=true")).toMatch(/only pods on its own node/);
+    expect(await agent.kubectl("label", "pod", "local", "app=other")).toMatch(denied);
+    // A plugin token bound to another Node, for another audience, or for a year: refused.
+    const token = (...args: string[]) => agent.kubectl("create", "token", "meshcni-plugin", "-n", meshcni.namespace, ...args);
+    expect(await token("--bound-object-kind", "Node", "--bound-object-name", otherNode)).toMatch(/bound only to its own Node/);
+    expect(await token("--duration", "8760h")).toMatch(/valid for at most 86400 s/);
+    // Its own taint, condition, pods' label and a token bound to its own Node: allowed.
+    expect(await condition("MeshcniReady")).toMatch(/^200 /);
+    expect(await agent.kubectl("label", "pod", "local", "meshcni.io/unprotected=true")).toMatch(/labeled/);
+    expect(await token("--bound-object-kind", "Node", "--bound-object-name", nodeName, "--duration", "1h")).toMatch(/^ey/);
+    expect(await token("--duration", "1h")).toMatch(/^ey/);
+    expect(await agent.kubectl("taint", "node", nodeName, `${startupTaint}:NoSchedule`)).toMatch(/tainted/);
+    // The agent is ready: it lifts the taint put back.
+    await until(
+      async () => !(await cluster.kubectl(["get", "node", nodeName, "-o", "jsonpath={.spec.taints}"])).includes(startupTaint),
+      30_000,
+      250,
+    );
+    await cluster.kubectl(["label", "pod", "local", "meshcni.io/unprotected-"]);
+  };
+
+  it("holds the agent's token to its own node: denied elsewhere, allowed for its taint, condition, label and token", async () => {
+    const meshcni = new Meshcni(cluster);
+    await meshcni.deploy(["--repair", "label"]);
+    await scenario(meshcni);
+  }, 240_000);
+
+  it("holds it the same after a kustomize overlay moved the manifests to another namespace", async () => {
+    // The install above removed first, as an operator moving it would.
+    await cluster.kubectl(["delete", "-f", "-", "--wait", "--ignore-not-found"], await renderManifests(["--repair", "label"]));
+    const base = join(overlayDir, "base");
+    mkdirSync(base);
+    await execa(meshcniBinary, ["manifests", ...nodeFlags, "--repair", "label", "--output-dir", base]);
+    const overlay = join(overlayDir, "overlay");
+    mkdirSync(overlay);
+    writeFileSync(
+      join(overlay, "kustomization.yaml"),
+      "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: mesh-system\nresources:\n  - ../base\n",
+    );
+    await cluster.kubectl(["apply", "-k", overlay]);
+    const meshcni = new Meshcni(cluster, "mesh-system");
+    await meshcni.rolledOut();
+    await scenario(meshcni);
+  }, 240_000);
+});
