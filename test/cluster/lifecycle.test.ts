@@ -1,0 +1,77 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isRoot, sleep, until } from "../kit/common.js";
+import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
+import { paths } from "../kit/cluster/layout.js";
+import { Meshcni } from "../kit/cluster/meshcni.js";
+import { primaryConflistPath } from "../kit/cluster/node.js";
+import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
+
+const chainTypes = () => (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { plugins: Array<{ type: string }> }).plugins.map((p) => p.type);
+const installed = () => ({
+  chained: chainTypes().at(-1) === "meshcni",
+  binary: existsSync(join(paths.cniBinDir, "meshcni")),
+  kubeconfig: existsSync(join(paths.cniConfDir, "ZZZ-meshcni-kubeconfig")),
+});
+
+/** meshcni's own life on a real node: a rollout, its pod force-deleted, its DaemonSet deleted. */
+describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () => {
+  const cluster = new RealCluster();
+  const meshcni = new Meshcni(cluster);
+
+  beforeAll(async () => {
+    await cluster.up();
+    await meshcni.deploy();
+    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native", replicas: 1 })));
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+  }, 300_000);
+
+  afterAll(async () => {
+    await cluster.down();
+  }, 120_000);
+
+  /** Every running pod of the shop answers inbound through its proxy. */
+  const everyShopPodRedirected = async () => {
+    const client = await cluster.podIp("client");
+    const pods = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=shop")).items.filter(
+      (pod) => pod.status.phase === "Running" && !pod.metadata.deletionTimestamp,
+    );
+    const answers = await Promise.all(pods.map((pod) => cluster.connect("client", `${pod.status.podIP}:8080`)));
+    expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${pod.status.podIP}:8080 src=${client}`));
+    return pods.length;
+  };
+
+  it("rollout restart: every pod started while the agent was replaced runs with its redirect", async () => {
+    const before = (await meshcni.agentPod()).metadata.name;
+    await cluster.kubectl(["-n", "meshcni", "rollout", "restart", "daemonset/meshcni"]);
+    // Pods start through the whole rollout: before the old agent stops, while none runs, after the new one is up.
+    for (let replicas = 2; replicas <= 7; replicas++) {
+      await cluster.kubectl(["scale", "deployment/shop", `--replicas=${replicas}`]);
+      await sleep(700);
+    }
+    await meshcni.rolledOut();
+    expect((await meshcni.agentPod()).metadata.name).not.toBe(before);
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=120s"]);
+    expect(await everyShopPodRedirected()).toBe(7);
+    expect(installed()).toEqual({ chained: true, binary: true, kubeconfig: true });
+  }, 240_000);
+
+  it("agent pod force-deleted: nothing is uninstalled, and the pods started meanwhile are redirected", async () => {
+    const before = (await meshcni.agentPod()).metadata.name;
+    await cluster.kubectl(["-n", "meshcni", "delete", "pod", before, "--force", "--grace-period=0"]);
+    await cluster.kubectl(["scale", "deployment/shop", "--replicas=9"]);
+    await until(async () => (await meshcni.agentPod()).metadata.name !== before, 60_000, 250);
+    expect(installed()).toEqual({ chained: true, binary: true, kubeconfig: true });
+    await meshcni.rolledOut();
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=120s"]);
+    expect(await everyShopPodRedirected()).toBe(9);
+  }, 240_000);
+
+  it("DaemonSet deleted: uninstalled (entry, binary, kubeconfig gone); running pods keep their redirect", async () => {
+    await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
+    await until(() => !installed().chained && !installed().binary && !installed().kubeconfig, 60_000, 250);
+    expect(chainTypes()).toEqual(["bridge", "portmap"]);
+    expect(await everyShopPodRedirected()).toBe(9);
+  }, 120_000);
+});
