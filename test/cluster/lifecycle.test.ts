@@ -1,14 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isRoot, sleep, until } from "../kit/common.js";
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
 import { paths } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { primaryConflistPath } from "../kit/cluster/node.js";
 import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
+import { isRoot, sleep, until } from "../kit/common.js";
 
-const chainTypes = () => (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { plugins: Array<{ type: string }> }).plugins.map((p) => p.type);
+const chainTypes = () =>
+  (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { plugins: Array<{ type: string }> }).plugins.map((p) => p.type);
 const installed = () => ({
   chained: chainTypes().at(-1) === "meshcni",
   binary: existsSync(join(paths.cniBinDir, "meshcni")),
