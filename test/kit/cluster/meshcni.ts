@@ -15,6 +15,16 @@ export async function renderManifests(flags: string[] = []): Promise<string> {
   return (await execa(meshcniBinary, ["manifests", ...nodeFlags, ...flags])).stdout;
 }
 
+/** The netconf template of rendered manifests with the plugin logging every invocation (debug) to `file` on the host. */
+export function withPluginLog(manifests: string, file: string): string {
+  const edited = manifests.replace(
+    /( *)"log_level": "info",/,
+    (_line, indent: string) => `${indent}"log_level": "debug",\n${indent}"log_file": ${JSON.stringify(file)},`,
+  );
+  if (edited === manifests) throw new Error("no log_level in the rendered netconf template");
+  return edited;
+}
+
 interface PodList {
   items: Array<{
     metadata: { name: string; uid: string; deletionTimestamp?: string };
@@ -33,8 +43,9 @@ export class Meshcni {
     readonly namespace = "meshcni",
   ) {}
 
-  async deploy(flags: string[] = []): Promise<void> {
-    await this.cluster.kubectl(["apply", "-f", "-"], await renderManifests(["--namespace", this.namespace, ...flags]));
+  /** Applies the manifests rendered with these flags, after `edit` (an operator's change to them), and awaits the rollout. */
+  async deploy(flags: string[] = [], edit: (manifests: string) => string = (manifests) => manifests): Promise<void> {
+    await this.cluster.kubectl(["apply", "-f", "-"], edit(await renderManifests(["--namespace", this.namespace, ...flags])));
     await this.rolledOut();
   }
 
