@@ -1,81 +1,29 @@
-import { errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
-import { Backoff } from "./backoff.js";
-import { ApiStatusError } from "./errors.js";
+import { Backoff, sleep } from "./backoff.js";
+import { listAll } from "./list-pages.js";
 import type { WatchEvent } from "./transport.js";
+import { EndedError, endOf, type ReflectorSource, type ReflectorTiming, type WatchEnd } from "./watch-ends.js";
 
-/** One page of a list: the items as the server sent them, its resourceVersion, the token for the next page. */
-export interface ListPage {
-  items: unknown[];
-  resourceVersion: string;
-  continue: string | undefined;
-}
-
-/** Where a reflector's objects come from: a paged list and a watch of one kind, and what to keep of each object. */
-export interface ReflectorSource<T> {
-  /** What it watches, for logs and metrics: "pods", "namespaces", "node". */
-  name: string;
-  list(page: { limit: number; continue: string | undefined }, signal: AbortSignal): Promise<ListPage>;
-  /** Resolves when the server ends the watch, rejects when it fails; `onHeaders` when the server accepted it. */
-  watch(
-    query: { resourceVersion: string; timeoutSeconds: number },
-    signal: AbortSignal,
-    onEvent: (event: WatchEvent) => void,
-    onHeaders: () => void,
-  ): Promise<void>;
-  /** Only what meshcni reads of an object (client-go's transform): the store holds nothing else. */
-  transform(object: unknown): T & { metadata?: { resourceVersion?: string } };
-  key(object: T): string;
-}
-
-/**
- * Why a watch ended: it ran its time (expired); the server ended it early (closed), sent an
- * ERROR event (error), said the resourceVersion is too old (gone); it went silent past its
- * deadline (silent); the server throttled (429) or failed the request (failed).
- */
-export type WatchEnd = "expired" | "closed" | "error" | "gone" | "silent" | "throttled" | "failed";
-export const watchEnds: readonly WatchEnd[] = ["expired", "closed", "error", "gone", "silent", "throttled", "failed"];
-
-export interface ReflectorTiming {
-  /** Each watch asks for a timeoutSeconds in [this, 2 × this), as client-go does (its 5 minutes). */
-  watchTimeoutSeconds: number;
-  /** The back-off after an early end: from the first delay, doubling to the cap (1 s to 30 s). */
-  backoffMs?: { first: number; cap: number };
-  now(): number;
-  random(): number;
-}
-
-/** Half client-go's 500: the peak of a relist is about a page of objects (see collectGarbage). */
-const pageSize = 250;
-const listTimeoutMs = 60_000;
 /** The server sends a bookmark about once a minute: silence longer than this means the cache may be behind. */
 const maxStaleMs = 90_000;
 /** A watch down (between two) longer than this: changes may be missed until it is back. */
 const maxDownMs = 5000;
 
-class EndedError extends Error {
-  constructor(
-    readonly end: WatchEnd,
-    message: string,
-    readonly retryAfterMs?: number,
-  ) {
-    super(message);
-  }
-}
-
 /**
  * A cache of one kind of object kept current by list and watch, as client-go's reflector
  * keeps a store: every watch bounded (timeoutSeconds), bookmarked, resumed from the last
  * resourceVersion seen; any early end backed off with jitter (reset after a watch that ran
- * its time), Retry-After honoured, a 410 relisted (in pages); a watch silent past its
- * deadline torn down. It knows its freshness, says once when it fails and when it recovers,
- * and its stop aborts whatever is in flight.
+ * its time), Retry-After honoured, a 410 relisted at once; a watch silent past its deadline
+ * torn down. It knows its freshness, says once when it fails and when it recovers, and its
+ * stop aborts whatever is in flight.
  */
 export class Reflector<T> {
   private readonly store = new Map<string, T & { metadata?: { resourceVersion?: string } }>();
   private resourceVersion = "";
   private synced = false;
   private connected = false;
+  /** Listed or watching since the stream last broke: only a break of a whole stream sets downSince (retries never do). */
+  private whole = false;
   private lastHeardAt = Number.NEGATIVE_INFINITY;
   private downSince = Number.NEGATIVE_INFINITY;
   private failures = 0;
@@ -111,13 +59,12 @@ export class Reflector<T> {
   }
 
   /**
-   * Whether the store can stand for the API: listed, and its watch either up and heard from
-   * (an event or a bookmark) within the last 90 s (shorter with a shorter watch timeout),
-   * or down for less than 5 s.
+   * Whether the store can stand for the API: listed (again, after a 410), and its watch up and heard from
+   * (an event, a bookmark) within 90 s (less with a shorter watch timeout), or broken for less than 5 s.
    */
   fresh(): boolean {
     const now = this.timing.now();
-    if (!this.synced) return false;
+    if (!this.synced || !this.resourceVersion) return false;
     return this.connected ? now - this.lastHeardAt < this.staleAfterMs() : now - this.downSince < Math.min(maxDownMs, this.staleAfterMs());
   }
 
@@ -132,6 +79,7 @@ export class Reflector<T> {
 
   private async loop(): Promise<void> {
     const signal = this.stopping.signal;
+    let goneInARow = 0;
     while (!signal.aborted) {
       const timeoutSeconds = Math.floor(this.timing.watchTimeoutSeconds * (1 + this.timing.random()));
       const started = this.timing.now();
@@ -144,9 +92,16 @@ export class Reflector<T> {
         end = endOf(error);
       } finally {
         this.connected = false;
-        this.downSince = this.timing.now();
+        if (this.whole) this.downSince = this.timing.now();
+        this.whole = false;
       }
       if (end.end === "gone") this.resourceVersion = "";
+      // The store is stale from a 410 on: relisted at once (a second 410 in a row backs off, as a list failing does).
+      goneInARow = end.end === "gone" ? goneInARow + 1 : 0;
+      if (goneInARow === 1) {
+        this.hooks.ended?.("gone");
+        continue;
+      }
       // A watch that ran (most of) its time is how watches end: the next starts at once.
       const lasted = this.timing.now() - started >= Math.min(30_000, timeoutSeconds * 900);
       this.hooks.ended?.(lasted && end.end === "closed" ? "expired" : end.end);
@@ -173,23 +128,12 @@ export class Reflector<T> {
 
   /** Lists in pages, each transformed as it comes, then replaces the store: what is gone is removed, what changed is told. */
   private async relist(signal: AbortSignal): Promise<void> {
-    const listed = new Map<string, T & { metadata?: { resourceVersion?: string } }>();
-    let page: ListPage | undefined;
-    do {
-      page = await this.source.list(
-        { limit: pageSize, continue: page?.continue },
-        AbortSignal.any([signal, AbortSignal.timeout(listTimeoutMs)]),
-      );
-      for (const item of page.items) {
-        const object = this.source.transform(item);
-        listed.set(this.source.key(object), object);
-      }
-      collectGarbage();
-    } while (page.continue);
+    const { listed, resourceVersion } = await listAll(this.source, signal);
     for (const [key, object] of this.store) if (!listed.has(key)) this.remove(key, object);
     for (const object of listed.values()) this.put(object);
-    this.resourceVersion = page.resourceVersion;
+    this.resourceVersion = resourceVersion;
     this.synced = true;
+    this.whole = true;
     this.lastHeardAt = this.timing.now();
   }
 
@@ -229,6 +173,7 @@ export class Reflector<T> {
         },
         () => {
           this.connected = true;
+          this.whole = true;
           heard();
         },
       );
@@ -272,35 +217,4 @@ export class Reflector<T> {
   private remove(key: string, object: T): void {
     if (this.store.delete(key)) this.hooks.remove?.(object);
   }
-}
-
-/** How a failed list or watch request counts: throttled (429, with its Retry-After), gone (410), failed (anything else). */
-function endOf(error: unknown): EndedError {
-  const code = error instanceof ApiStatusError ? error.code : (error as { code?: unknown } | null)?.code;
-  const retryAfter = error instanceof ApiStatusError ? error.retryAfterMs : undefined;
-  if (code === 429) return new EndedError("throttled", errorMessage(error), retryAfter);
-  if (code === 410) return new EndedError("gone", errorMessage(error));
-  return new EndedError("failed", errorMessage(error), retryAfter);
-}
-
-/**
- * A page of a list is ~1 MB of JSON whose objects the transform drops: collected at once
- * (Bun's synchronous GC, a few ms a page), a 30,000-namespace relist never holds more than
- * a page of them, where the heap would otherwise grow by all of them first.
- */
-function collectGarbage(): void {
-  (globalThis as { Bun?: { gc(force: boolean): void } }).Bun?.gc(true);
-}
-
-/** Waits, or less when `signal` aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done);
-  });
 }

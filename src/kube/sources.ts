@@ -1,6 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
-import type { ListPage, ReflectorSource } from "./reflector.js";
 import { getJson, streamWatch } from "./transport.js";
+import type { ListPage, ReflectorSource } from "./watch-ends.js";
 
 /**
  * A reflector's source for one collection of the API (`path`, narrowed by `query`, e.g. a

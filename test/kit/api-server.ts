@@ -174,7 +174,7 @@ export class FakeApiServer {
   /** What watches of a path get instead of events (see WatchFault). */
   readonly watchFaults = new Map<string, WatchFault>();
   /** While set and not past `until` (this.now()), requests whose path matches are answered 429 with Retry-After. */
-  throttle: { until: number; retryAfterSeconds: number; path: RegExp } | undefined;
+  throttle: { until: number; retryAfterSeconds: number; path: RegExp; listsOnly?: boolean } | undefined;
   /** The watch cache: windows, timeouts, bookmarks. */
   readonly watches = new WatchHub();
   readonly events: KubeObject[] = [];
@@ -420,7 +420,12 @@ export class FakeApiServer {
     // Its own clock, as its answers' Date says it.
     res.setHeader("date", new Date(this.now()).toUTCString());
     this.requests.push({ method, path, query, authorized, who, body, at: performance.now() });
-    if (this.throttle && this.now() < this.throttle.until && this.throttle.path.test(path)) {
+    if (
+      this.throttle &&
+      this.now() < this.throttle.until &&
+      this.throttle.path.test(path) &&
+      !(this.throttle.listsOnly && query.watch === "true")
+    ) {
       const { retryAfterSeconds } = this.throttle;
       const throttled = failure(429, "TooManyRequests", "Too many requests, please try again later.");
       res

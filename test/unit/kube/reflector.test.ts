@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { kubeConfigFrom } from "../../../src/kube/node-api.js";
-import { Reflector, type WatchEnd } from "../../../src/kube/reflector.js";
+import { Reflector } from "../../../src/kube/reflector.js";
 import { apiSource } from "../../../src/kube/sources.js";
+import type { WatchEnd } from "../../../src/kube/watch-ends.js";
 import { FakeApiServer } from "../../kit/api-server.js";
 import { sleep, until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
@@ -129,6 +130,40 @@ describe("the reflector", () => {
     await until(() => annotation("during") === "seen", 5000);
     expect(ends).toContain("gone");
     expect(lists().length).toBe(2);
+  });
+
+  it("stops standing for the API a grace after its stream broke, however often the retries fail meanwhile", async () => {
+    api.addNamespace({ metadata: { name: "shop" } });
+    // Back-off from 100 ms: several retries fall within the grace (here 1 s: the watches' timeout), none renews it.
+    start({ first: 100, cap: 200 });
+    await until(() => reflector!.fresh() && watches().length >= 1, 3000);
+    const before = api.requests.length;
+    api.faults.set("/api/v1/namespaces", { status: 500 });
+    api.restart();
+    const brokeAt = performance.now();
+    await until(() => !reflector!.fresh(), 3000);
+    expect(performance.now() - brokeAt).toBeLessThan(1500);
+    expect(api.requests.length - before).toBeGreaterThanOrEqual(3);
+    api.faults.delete("/api/v1/namespaces");
+    await until(() => reflector!.fresh(), 3000);
+  });
+
+  it("is stale from a 410 on until it has listed again, and lists at once (no back-off)", async () => {
+    api.addNamespace({ metadata: { name: "shop" } });
+    // A relist that waited for the back-off (2 s) would come long after the 0.5 s allowed below.
+    start({ first: 2000, cap: 2000 });
+    await until(() => reflector!.fresh() && watches().length >= 1, 3000);
+    // The relist is throttled for a while: the store, missing whatever changed, must not stand for the API meanwhile.
+    api.throttle = { until: Date.now() + 1500, retryAfterSeconds: 1, path: /^\/api\/v1\/namespaces$/, listsOnly: true };
+    const listsBefore = lists().length;
+    // The watch running now ends at its timeout (1 s); its resume is refused as too old (HTTP 410).
+    api.watchFaults.set("/api/v1/namespaces", { status: 410 });
+    await until(() => ends.includes("gone"), 3000);
+    api.watchFaults.delete("/api/v1/namespaces");
+    expect(reflector!.fresh()).toBe(false);
+    await until(() => lists().length > listsBefore, 500);
+    // Throttled, the relist waits as the server asks (and backs off): fresh once it went through.
+    await until(() => reflector!.fresh(), 6000);
   });
 
   it("honours Retry-After while the server throttles it", async () => {

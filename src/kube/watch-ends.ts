@@ -1,0 +1,63 @@
+import { errorMessage } from "../errors.js";
+import { ApiStatusError } from "./errors.js";
+import type { WatchEvent } from "./transport.js";
+
+/** One page of a list: the items as the server sent them, its resourceVersion, the token for the next page. */
+export interface ListPage {
+  items: unknown[];
+  resourceVersion: string;
+  continue: string | undefined;
+}
+
+/** Where a reflector's objects come from: a paged list and a watch of one kind, and what to keep of each object. */
+export interface ReflectorSource<T> {
+  /** What it watches, for logs and metrics: "pods", "namespaces", "node". */
+  name: string;
+  list(page: { limit: number; continue: string | undefined }, signal: AbortSignal): Promise<ListPage>;
+  /** Resolves when the server ends the watch, rejects when it fails; `onHeaders` when the server accepted it. */
+  watch(
+    query: { resourceVersion: string; timeoutSeconds: number },
+    signal: AbortSignal,
+    onEvent: (event: WatchEvent) => void,
+    onHeaders: () => void,
+  ): Promise<void>;
+  /** Only what meshcni reads of an object (client-go's transform): the store holds nothing else. */
+  transform(object: unknown): T & { metadata?: { resourceVersion?: string } };
+  key(object: T): string;
+}
+
+/**
+ * Why a watch ended: it ran its time (expired); the server ended it early (closed), sent an
+ * ERROR event (error), said the resourceVersion is too old (gone); it went silent past its
+ * deadline (silent); the server throttled (429) or failed the request (failed).
+ */
+export type WatchEnd = "expired" | "closed" | "error" | "gone" | "silent" | "throttled" | "failed";
+
+export interface ReflectorTiming {
+  /** Each watch asks for a timeoutSeconds in [this, 2 × this), as client-go does (its 5 minutes). */
+  watchTimeoutSeconds: number;
+  /** The back-off after an early end: from the first delay, doubling to the cap (1 s to 30 s). */
+  backoffMs?: { first: number; cap: number };
+  now(): number;
+  random(): number;
+}
+
+/** A watch's end, as the reflector's loop reads it. */
+export class EndedError extends Error {
+  constructor(
+    readonly end: WatchEnd,
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+/** How a failed list or watch request counts: throttled (429, with its Retry-After), gone (410), failed (anything else). */
+export function endOf(error: unknown): EndedError {
+  const code = error instanceof ApiStatusError ? error.code : (error as { code?: unknown } | null)?.code;
+  const retryAfter = error instanceof ApiStatusError ? error.retryAfterMs : undefined;
+  if (code === 429) return new EndedError("throttled", errorMessage(error), retryAfter);
+  if (code === 410) return new EndedError("gone", errorMessage(error));
+  return new EndedError("failed", errorMessage(error), retryAfter);
+}
