@@ -41,7 +41,7 @@ const plan = planRules(
   "ipv4",
 );
 const restoreText = renderApply(plan, parseNatTable(""));
-const perRuleLines = [
+export const perRuleLines = [
   ...Object.keys(plan.chains).map((chain) => `-N ${chain}`),
   ...Object.entries(plan.chains).flatMap(([chain, rules]) => rules.map((args) => `-A ${chain} ${args.join(" ")}`)),
   ...plan.jumps.map((jump) => `-A ${jump.from} ${jump.args.join(" ")}`),
@@ -138,10 +138,11 @@ function writersMemoryMb(agentPid: number | undefined): { count: number; peakRss
 }
 
 /** linkerd-cni's pattern as a Go program of ours (bench/baselines/linkerd-pattern), built with Debian's Go, offline. */
-async function buildGoPattern(): Promise<void> {
+export async function buildGoPattern(): Promise<string> {
   await execa("go", ["build", "-o", goPattern, join(import.meta.dirname, "baselines/linkerd-pattern/main.go")], {
     env: { ...process.env, GOCACHE: join(projectRoot, ".cache/go-build"), GOPROXY: "off", GOFLAGS: "" },
   });
+  return goPattern;
 }
 
 export async function benchPlugin(): Promise<PluginBench> {
