@@ -175,6 +175,8 @@ export class FakeApiServer {
   readonly watchFaults = new Map<string, WatchFault>();
   /** While set and not past `until` (this.now()), requests whose path matches are answered 429 with Retry-After. */
   throttle: { until: number; retryAfterSeconds: number; path: RegExp; listsOnly?: boolean } | undefined;
+  /** Until when (this.now()) a restarted server's authorizer refuses every token (see restart()). */
+  private authorizationWarmupUntil = 0;
   /** The watch cache: windows, timeouts, bookmarks. */
   readonly watches = new WatchHub();
   readonly events: KubeObject[] = [];
@@ -341,8 +343,13 @@ export class FakeApiServer {
     this.watches.record({ version: ++this.version, kind: "Node", type: "DELETED", object: found });
   }
 
-  /** As a restarted API server: every connection reset, a new watch cache (resumes from before it get 410). */
-  restart(): void {
+  /**
+   * As a restarted API server: every connection reset, a new watch cache (resumes from
+   * before it get 410), and for `authorizationWarmupMs` every token but the admin's
+   * refused with 403, as kube-apiserver's RBAC authorizer does until its caches have synced.
+   */
+  restart(options: { authorizationWarmupMs?: number } = {}): void {
+    this.authorizationWarmupUntil = this.now() + (options.authorizationWarmupMs ?? 0);
     for (const res of this.hanging) res.destroy();
     this.hanging.clear();
     this.version++;
@@ -431,6 +438,11 @@ export class FakeApiServer {
       res
         .writeHead(429, { "content-type": "application/json", "retry-after": String(retryAfterSeconds) })
         .end(JSON.stringify(throttled.body));
+      return;
+    }
+    if (authorized && this.now() < this.authorizationWarmupUntil) {
+      const forbidden = failure(403, "Forbidden", `${path} is forbidden: the authorizer's caches have not synced yet`);
+      res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
       return;
     }
     if (authorized && who !== "agent" && !allowedBy(this.serviceAccountRules.get(who) ?? [], authorizationOf(method, path, query))) {

@@ -166,6 +166,19 @@ describe("the reflector", () => {
     await until(() => reflector!.fresh(), 6000);
   });
 
+  it("recovers from a restarted server that refuses every token (403) until its authorizer has synced, as kube-apiserver does", async () => {
+    api.addNamespace({ metadata: { name: "shop" } });
+    start();
+    await until(() => reflector!.fresh() && watches().length >= 1, 3000);
+    const restartedAt = performance.now();
+    api.restart({ authorizationWarmupMs: 800 });
+    api.addNamespace({ metadata: { name: "after", annotations: { kept: "seen" } } });
+    await until(() => reflector!.fresh() && annotation("after") === "seen", 6000);
+    // It asked while the authorizer refused (its back-off from 200 ms), and did not give up.
+    const refused = [...watches(), ...lists()].filter((request) => request.at > restartedAt && request.at < restartedAt + 800);
+    expect(refused.length).toBeGreaterThan(0);
+  });
+
   it("honours Retry-After while the server throttles it", async () => {
     api.throttle = { until: Date.now() + 2500, retryAfterSeconds: 2, path: /^\/api\/v1\/namespaces$/ };
     start();
