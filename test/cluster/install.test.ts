@@ -1,10 +1,10 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeIp, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
-import { primaryConflistPath, writePrimaryConflist } from "../kit/cluster/node.js";
+import { chainedTypes, writePrimaryConflist } from "../kit/cluster/node.js";
 import { pluginTokenClaims } from "../kit/cluster/tokens.js";
 import { asList, meshedDeployment, plainPod, proxyInbound, proxyOutbound } from "../kit/cluster/workloads.js";
 import { isRoot, until } from "../kit/common.js";
@@ -13,9 +13,6 @@ interface NodeObject {
   spec: { taints?: Array<{ key: string; effect: string }> };
   status: { conditions: Array<{ type: string; status: string; reason: string; message: string }> };
 }
-
-const chainTypes = () =>
-  (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { plugins: Array<{ type: string }> }).plugins.map((p) => p.type);
 
 /**
  * meshcni installed on a real single-node cluster as an operator installs it (`meshcni
@@ -48,7 +45,7 @@ describe.skipIf(!isRoot)("meshcni on a real cluster", () => {
   }, 120_000);
 
   it("gets ready: chains itself last, lifts the startup taint, writes MeshcniReady; meshcni status says so", async () => {
-    expect(chainTypes()).toEqual(["bridge", "portmap", "meshcni"]);
+    expect(chainedTypes()).toEqual(["bridge", "portmap", "meshcni"]);
     for (const file of ["ZZZ-meshcni-kubeconfig"]) expect(existsSync(join(paths.cniConfDir, file))).toBe(true);
     expect(existsSync(join(paths.cniBinDir, "meshcni"))).toBe(true);
     let node: NodeObject | undefined;
@@ -134,8 +131,8 @@ describe.skipIf(!isRoot)("meshcni on a real cluster", () => {
 
   it("seed 000: the primary's conflist rewritten in place while pods run is chained again, and the next pod redirected", async () => {
     writePrimaryConflist();
-    expect(chainTypes()).toEqual(["bridge", "portmap"]);
-    await until(() => chainTypes().at(-1) === "meshcni", 20_000, 100);
+    expect(chainedTypes()).toEqual(["bridge", "portmap"]);
+    await until(() => chainedTypes().at(-1) === "meshcni", 20_000, 100);
     await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("after-rewrite", { sidecar: "container" })));
     await cluster.kubectl(["rollout", "status", "deployment/after-rewrite", "--timeout=90s"]);
     const ip = await cluster.podIpOf("app=after-rewrite");

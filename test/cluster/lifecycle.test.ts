@@ -1,17 +1,15 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
 import { paths } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
-import { primaryConflistPath } from "../kit/cluster/node.js";
+import { chainedTypes } from "../kit/cluster/node.js";
 import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
 import { isRoot, sleep, until } from "../kit/common.js";
 
-const chainTypes = () =>
-  (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { plugins: Array<{ type: string }> }).plugins.map((p) => p.type);
 const installed = () => ({
-  chained: chainTypes().at(-1) === "meshcni",
+  chained: chainedTypes().at(-1) === "meshcni",
   binary: existsSync(join(paths.cniBinDir, "meshcni")),
   kubeconfig: existsSync(join(paths.cniConfDir, "ZZZ-meshcni-kubeconfig")),
 });
@@ -72,7 +70,7 @@ describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () =
   it("DaemonSet deleted: uninstalled (entry, binary, kubeconfig gone); running pods keep their redirect", async () => {
     await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
     await until(() => !installed().chained && !installed().binary && !installed().kubeconfig, 60_000, 250);
-    expect(chainTypes()).toEqual(["bridge", "portmap"]);
+    expect(chainedTypes()).toEqual(["bridge", "portmap"]);
     expect(await everyShopPodRedirected()).toBe(9);
   }, 120_000);
 });

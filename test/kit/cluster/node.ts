@@ -168,3 +168,7 @@ export function writePrimaryConflist(cniVersion?: string): void {
   mkdirSync(dirname(primaryConflistPath), { recursive: true });
   writeFileSync(primaryConflistPath, `${JSON.stringify(primaryConflist(cniVersion), null, 2)}\n`);
 }
+
+/** The plugin types the primary's conflist chains now, in order. */
+export const chainedTypes = () =>
+  (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { plugins: Array<{ type: string }> }).plugins.map((plugin) => plugin.type);
