@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
+import { parseTaint } from "../agent/taint.js";
 import { repairPolicies } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { numberFlag, oneOf } from "../flags.js";
@@ -109,12 +110,15 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
   } catch (error) {
     throw new Error(`--netconf: ${errorMessage(error)}`);
   }
+  const startupTaint = values["startup-taint"] || undefined;
+  // The agent's own reading: a taint it would refuse (and crash-loop on) is refused here.
+  if (startupTaint) parseTaint(startupTaint);
   return {
     namespace: values.namespace,
     image: values.image,
     logLevel,
     repair: oneOf("repair", values.repair, repairPolicies),
-    startupTaint: values["startup-taint"] || undefined,
+    startupTaint,
     netDir: values["net-dir"],
     binDir: values["bin-dir"],
     netnsDir: values["netns-dir"],

@@ -1,16 +1,11 @@
 import { conditionType } from "../agent/condition.js";
 import { maxPluginTokenSeconds } from "../agent/plugin-token.js";
+import { parseTaint } from "../agent/taint.js";
 import { unprotectedLabel } from "../audit/repair.js";
 import type { ManifestOptions } from "./options.js";
 
 /** The claim a projected ServiceAccount token carries of the node its pod runs on (Kubernetes ≥ 1.30, on by default). */
 export const nodeNameClaim = "authentication.kubernetes.io/node-name";
-
-/** The startup taint's key and effect, from `key[=value][:Effect]` (the effect NoSchedule unless said). */
-const taintParts = (taint: string | undefined) => ({
-  key: taint ? taint.split(/[=:]/)[0]! : "",
-  effect: taint?.includes(":") ? taint.slice(taint.lastIndexOf(":") + 1) : "NoSchedule",
-});
 
 /**
  * A ValidatingAdmissionPolicy and its binding that hold the agent's ServiceAccount to its
@@ -18,15 +13,18 @@ const taintParts = (taint: string | undefined) => ({
  * per-node-update e2e test): a Node patch only on its own Node and only of the startup
  * taint (with its effect), of its status only the MeshcniReady condition; a pod patch only
  * for a pod on its node, and only of meshcni's label; a plugin token only bound to its own
- * Node (or unbound, where the server cannot bind to Nodes), valid at most a day. RBAC grants the verbs cluster-wide (it cannot name "the caller's node"); this
- * policy narrows them. It matches the agent's ServiceAccount by name in any namespace, so a
- * kustomize overlay that moves the manifests to another namespace keeps it bound.
+ * Node (or unbound, where the server cannot bind to Nodes), valid at most a day. RBAC
+ * grants the verbs cluster-wide (it cannot name "the caller's node"); this policy narrows
+ * them. It matches the agent's ServiceAccount by name in any namespace, so a kustomize
+ * overlay that moves the manifests to another namespace keeps it bound.
  * An Eviction does not name its pod's node, so no policy can scope it: it needs the token
  * to be a node's, and stays subject to the pods' PodDisruptionBudgets.
  */
 export function nodeScopePolicy(options: Pick<ManifestOptions, "startupTaint">, serviceAccount: string, labels: Record<string, string>) {
   const policyName = `${serviceAccount}-node-scope`;
-  const { key, effect } = taintParts(options.startupTaint);
+  // The agent's own reading of the flag: the policy allows exactly the taint it sets.
+  const taint = options.startupTaint ? parseTaint(options.startupTaint) : undefined;
+  const key = taint?.key ?? "";
   const unchangedBut = (field: string, except: string) =>
     `(has(object.${field}) ? object.${field} : {}).filter(k, k != '${except}').all(k, k in (has(oldObject.${field}) ? oldObject.${field} : {}) && oldObject.${field}[k] == object.${field}[k]) && ` +
     `(has(oldObject.${field}) ? oldObject.${field} : {}).filter(k, k != '${except}').all(k, k in (has(object.${field}) ? object.${field} : {}))`;
@@ -50,8 +48,8 @@ export function nodeScopePolicy(options: Pick<ManifestOptions, "startupTaint">, 
       message: `meshcni's agent may change only the startup taint${key ? ` ${key}` : ""} on its Node`,
     },
     {
-      expression: `request.resource.resource != 'nodes' || (has(object.spec.taints) ? object.spec.taints : []).filter(t, t.key == '${key}').all(t, t.effect == '${effect}')`,
-      message: `meshcni's agent may set the startup taint${key ? ` ${key}` : ""} only with its effect ${effect}`,
+      expression: `request.resource.resource != 'nodes' || (has(object.spec.taints) ? object.spec.taints : []).filter(t, t.key == '${key}').all(t, t.effect == '${taint?.effect ?? ""}')`,
+      message: `meshcni's agent may set the startup taint${key ? ` ${key}` : ""} only with its effect ${taint?.effect ?? ""}`,
     },
     {
       expression:

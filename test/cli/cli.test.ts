@@ -64,6 +64,11 @@ describe("meshcni's command line", () => {
     [["manifests", "--repair", "delete"], 'meshcni manifests: --repair must be one of redirect, evict, label, none, not "delete"'],
     [["manifests", "--netconf", "proxy-uid"], 'meshcni manifests: --netconf must be KEY=VALUE, not "proxy-uid"'],
     [["manifests", "--metrics-port"], "meshcni manifests: Option '--metrics-port <value>' argument missing"],
+    // A taint the agent would refuse at start, crash-looping the DaemonSet.
+    [
+      ["manifests", "--startup-taint", "meshcni.io/not-ready:Sometimes"],
+      'meshcni manifests: --startup-taint must look like key[=value][:NoSchedule|PreferNoSchedule|NoExecute], not "meshcni.io/not-ready:Sometimes"',
+    ],
   ])("refuses %j: one line on stderr, exit 2, nothing on stdout", (args, message) => {
     const result = meshcni(...args);
     expect(result.status).toBe(2);
