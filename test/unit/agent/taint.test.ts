@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { parseTaint, TaintKeeper } from "../../../src/agent/taint.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
 import type { NodeApi } from "../../../src/kube/node-api.js";
-import { createLogger } from "../../../src/log.js";
 import { until } from "../../kit/common.js";
+import { memoryLogger } from "../../kit/fake-node.js";
 
 describe("startup taint", () => {
   it("reads kubectl's key[=value][:Effect]", () => {
@@ -36,7 +36,7 @@ describe("TaintKeeper", () => {
   const lifted = async (answers: Array<ApiStatusError | undefined>) => {
     const { node, api } = fakeNode(answers);
     const retries: number[] = [];
-    const keeper = new TaintKeeper(spec, false, createLogger({ level: "error" }), () => retries.push(node.writes));
+    const keeper = new TaintKeeper(spec, false, memoryLogger([]), () => retries.push(node.writes));
     keeper.follow(api, true, undefined);
     await until(() => node.writes > 0 && (node.taints.length === 0 || retries.length > 0), 2000);
     return { node, retries };
