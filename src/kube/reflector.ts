@@ -2,12 +2,7 @@ import type { Logger } from "../log.js";
 import { Backoff, sleep } from "./backoff.js";
 import { listAll } from "./list-pages.js";
 import type { WatchEvent } from "./transport.js";
-import { EndedError, endOf, type ReflectorSource, type ReflectorTiming, type WatchEnd } from "./watch-ends.js";
-
-/** The server sends a bookmark about once a minute: silence longer than this means the cache may be behind. */
-const maxStaleMs = 90_000;
-/** A watch down (between two) longer than this: changes may be missed until it is back. */
-const maxDownMs = 5000;
+import { EndedError, endOf, maxDownMs, maxStaleMs, type ReflectorSource, type ReflectorTiming, type WatchEnd } from "./watch-ends.js";
 
 /**
  * A cache of one kind of object kept current by list and watch, as client-go's reflector
@@ -95,8 +90,8 @@ export class Reflector<T> {
         if (this.whole) this.downSince = this.timing.now();
         this.whole = false;
       }
+      // Stale from a 410 on (no resourceVersion), relisted at once; a second 410 in a row backs off as a failed list does.
       if (end.end === "gone") this.resourceVersion = "";
-      // The store is stale from a 410 on: relisted at once (a second 410 in a row backs off, as a list failing does).
       goneInARow = end.end === "gone" ? goneInARow + 1 : 0;
       if (goneInARow === 1) {
         this.hooks.ended?.("gone");
@@ -137,13 +132,13 @@ export class Reflector<T> {
     this.lastHeardAt = this.timing.now();
   }
 
-  /** One watch from the last resourceVersion: how it ended (it resolves with the end; a failed request rejects). */
+  /** One watch from the last resourceVersion: how it ended (resolves with the end; a failed request rejects). */
   private async watchOnce(timeoutSeconds: number, signal: AbortSignal): Promise<EndedError> {
     const watch = new AbortController();
     const stop = () => watch.abort();
     signal.addEventListener("abort", stop);
-    // Nothing heard, not even a bookmark, for the watch's own time and a margin: the connection is dead.
-    const silenceMs = timeoutSeconds * 1000 + Math.min(30_000, timeoutSeconds * 500);
+    // Dead: nothing heard for the watch's time and a margin, or (bookmarks seen) past the staleness bound.
+    let silenceMs = timeoutSeconds * 1000 + Math.min(30_000, timeoutSeconds * 500);
     let silent = false;
     let deadline: NodeJS.Timeout | undefined;
     const arm = () => {
@@ -164,6 +159,7 @@ export class Reflector<T> {
         { resourceVersion: this.resourceVersion, timeoutSeconds },
         watch.signal,
         (event) => {
+          if (event.type === "BOOKMARK") silenceMs = Math.min(silenceMs, this.staleAfterMs());
           heard();
           const failure = this.apply(event);
           if (failure) {

@@ -42,6 +42,11 @@ export interface ReflectorTiming {
   random(): number;
 }
 
+/** The server sends a bookmark about once a minute: silence longer than this means the cache may be behind. */
+export const maxStaleMs = 90_000;
+/** A stream broken longer than this: changes may be missed until it is back. */
+export const maxDownMs = 5000;
+
 /** A watch's end, as the reflector's loop reads it. */
 export class EndedError extends Error {
   constructor(

@@ -144,6 +144,15 @@ export class WatchHub {
     }
   }
 
+  /** Every open watch goes half-open (a failover): its connection stays, nothing more comes on it, not even its end. */
+  goSilent(): void {
+    for (const watcher of [...this.watchers]) {
+      this.watchers.delete(watcher);
+      for (const timer of watcher.timers) clearTimeout(timer);
+      this.hold(watcher.res);
+    }
+  }
+
   /** How many watches are open now, by kind. */
   openNow(kind: WatchKind): number {
     return [...this.watchers].filter((watcher) => watcher.kind === kind).length;

@@ -121,6 +121,34 @@ describe("the reflector", () => {
     await until(() => reflector!.fresh() && annotation("shop") === "new", 5000);
   });
 
+  it("takes a watch that had bookmarks and then went quiet for dead once its bookmarks are overdue, not at the watch's own end", async () => {
+    api.addNamespace({ metadata: { name: "shop" } });
+    // Watches of 6 s (each asks 6 s: random is 0): dead silence is taken after 6 + 3 s, overdue bookmarks after 6 s.
+    const config = kubeConfigFrom(api.writeKubeconfig());
+    reflector = new Reflector<Namespace>(
+      apiSource<Namespace>({
+        name: "namespaces",
+        config: () => config,
+        path: "/api/v1/namespaces",
+        query: {},
+        transform: (object) => object as Namespace,
+        key: (namespace) => namespace.metadata.name,
+      }),
+      { watchTimeoutSeconds: 6, backoffMs: { first: 200, cap: 2000 }, now: () => performance.now(), random: () => 0 },
+      memoryLogger(logs),
+      { ended: (end) => void ends.push(end) },
+    );
+    reflector.start();
+    await until(() => reflector!.fresh() && watches().length === 1, 3000);
+    await sleep(500); // a bookmark or two (every 300 ms)
+    const quietAt = performance.now();
+    api.watches.goSilent();
+    await until(() => ends.includes("silent"), 10_000, 20);
+    expect(performance.now() - quietAt).toBeLessThan(7500);
+    expect(logs.filter((entry) => entry.message.includes("ended early (silent)"))).toHaveLength(1);
+    await until(() => watches().length === 2, 3000);
+  }, 20_000);
+
   it("relists after 410 Gone (a restarted server's new window), losing no change", async () => {
     api.addNamespace({ metadata: { name: "shop" } });
     start();
