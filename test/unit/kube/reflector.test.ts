@@ -24,7 +24,7 @@ describe("the reflector", () => {
   const watches = () => api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === "true");
   const lists = () => api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === undefined);
 
-  const start = (backoffMs = { first: 200, cap: 2000 }) => {
+  const start = (backoffMs = { first: 200, cap: 2000 }, watchTimeoutSeconds = 1) => {
     const config = kubeConfigFrom(api.writeKubeconfig());
     reflector = new Reflector<Namespace>(
       apiSource<Namespace>({
@@ -40,7 +40,7 @@ describe("the reflector", () => {
         },
         key: (namespace) => namespace.metadata.name,
       }),
-      { watchTimeoutSeconds: 1, backoffMs, now: () => performance.now(), random: () => 0 },
+      { watchTimeoutSeconds, backoffMs, now: () => performance.now(), random: () => 0 },
       memoryLogger(logs),
       { ended: (end) => void ends.push(end) },
     );
@@ -124,21 +124,7 @@ describe("the reflector", () => {
   it("takes a watch that had bookmarks and then went quiet for dead once its bookmarks are overdue, not at the watch's own end", async () => {
     api.addNamespace({ metadata: { name: "shop" } });
     // Watches of 6 s (each asks 6 s: random is 0): dead silence is taken after 6 + 3 s, overdue bookmarks after 6 s.
-    const config = kubeConfigFrom(api.writeKubeconfig());
-    reflector = new Reflector<Namespace>(
-      apiSource<Namespace>({
-        name: "namespaces",
-        config: () => config,
-        path: "/api/v1/namespaces",
-        query: {},
-        transform: (object) => object as Namespace,
-        key: (namespace) => namespace.metadata.name,
-      }),
-      { watchTimeoutSeconds: 6, backoffMs: { first: 200, cap: 2000 }, now: () => performance.now(), random: () => 0 },
-      memoryLogger(logs),
-      { ended: (end) => void ends.push(end) },
-    );
-    reflector.start();
+    start(undefined, 6);
     await until(() => reflector!.fresh() && watches().length === 1, 3000);
     await sleep(500); // a bookmark or two (every 300 ms)
     const quietAt = performance.now();
