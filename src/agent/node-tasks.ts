@@ -1,20 +1,16 @@
-import type { V1Node } from "@kubernetes/client-node";
 import type { PodStatus } from "../audit/classify.js";
 import type { SweepRequest } from "../audit/contract.js";
 import { buildInfo } from "../build-info.js";
 import type { Readiness } from "../installer/readiness.js";
 import type { NodeApi } from "../kube/node-api.js";
-import { Reflector } from "../kube/reflector.js";
-import { apiSource } from "../kube/sources.js";
-import type { ReflectorSource, ReflectorTiming } from "../kube/watch-ends.js";
 import type { Logger } from "../log.js";
-import { apiServerService, namespaceFields, podFields, serviceDecisionFields } from "../mesh/pod.js";
-import { type PodKey, podName } from "../pod-key.js";
-import { ConditionKeeper, conditionType, nodeCondition } from "./condition.js";
+import type { PodKey } from "../pod-key.js";
+import { ConditionKeeper, nodeCondition } from "./condition.js";
 import type { AgentClient } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
 import { AuditMonitor } from "./monitor.js";
 import { NodeCache } from "./node-cache.js";
+import { type NodeReflectors, startNodeReflectors } from "./node-reflectors.js";
 import type { AgentOptions } from "./options.js";
 import { answerAsk, type PluginServer, servePlugin, type Writing } from "./plugin-server.js";
 import { TaintKeeper } from "./taint.js";
@@ -26,18 +22,6 @@ import { AgentWriter, WriterPool } from "./writer.js";
  * Each costs ~7 MB idle, ~12 MB after such a burst (anonymous memory; the rest is the binary's pages).
  */
 const writerCount = 2;
-
-/** What the agent reads of its node: the taints and its own condition (and the uid and version, for its cache). */
-function nodeFields(node: V1Node): V1Node {
-  const { name, uid, resourceVersion } = node.metadata ?? {};
-  return {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: { name, uid, resourceVersion },
-    spec: { taints: node.spec?.taints ?? [] },
-    status: { conditions: (node.status?.conditions ?? []).filter((condition) => condition.type === conditionType) },
-  } as V1Node;
-}
 
 /**
  * What the agent does through the API for its node: keep the node's pods, every namespace
@@ -54,7 +38,7 @@ export class NodeTasks {
   private readiness: Readiness | undefined;
   /** The node's meshed pods by status as the last sweeps found them, and how many they left unprotected (undefined: no sweep yet). */
   private sweeps: { counts: Record<PodStatus, number>; unprotected: PodKey[] } | undefined;
-  private reflectors: ReturnType<NodeTasks["startReflectors"]> | undefined;
+  private reflectors: NodeReflectors | undefined;
   private server: Promise<PluginServer | undefined> | undefined;
   private writer: WriterPool | undefined;
 
@@ -75,7 +59,16 @@ export class NodeTasks {
     this.client = client;
     this.readiness = readiness;
     if (!client) return;
-    this.reflectors ??= this.startReflectors();
+    this.reflectors ??= startNodeReflectors({
+      node: this.node,
+      watchTimeoutSeconds: this.options.watchTimeoutSeconds,
+      config: () => this.currentClient().config,
+      log: this.log,
+      metrics: this.metrics,
+      podChanged: (pod) => this.monitor?.changed(pod),
+      podRemoved: (pod) => this.monitor?.removed(pod),
+      nodeChanged: () => this.followNode(),
+    });
     this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces, this.reflectors.service));
     if (readiness.ready && !this.monitor) {
       this.monitor = this.createMonitor();
@@ -100,61 +93,6 @@ export class NodeTasks {
     const node = this.reflectors?.node.get(this.node);
     this.taint?.follow(this.client.api, this.readiness.ready, node);
     this.condition.follow(this.client.api, nodeCondition(this.readiness, this.sweeps, buildInfo.version), node);
-  }
-
-  private startReflectors() {
-    const timing: ReflectorTiming = {
-      watchTimeoutSeconds: this.options.watchTimeoutSeconds,
-      now: () => performance.now(),
-      random: Math.random,
-    };
-    const reflector = <T>(source: ReflectorSource<T>, hooks: { change?(object: T): void; remove?(object: T): void } = {}) => {
-      const started = new Reflector(source, timing, this.log, {
-        ...hooks,
-        ended: (cause) => this.metrics.watchRestarts.inc({ watch: source.name, cause }),
-      });
-      this.metrics.cacheAges.set(source.name, () => started.ageSeconds());
-      started.start();
-      return started;
-    };
-    const source = <T>(
-      name: string,
-      path: string,
-      query: Record<string, string>,
-      transform: (object: never) => T,
-      key: (object: T) => string,
-    ) =>
-      apiSource<T>({
-        name,
-        config: () => this.currentClient().config,
-        path,
-        query,
-        transform: transform as ReflectorSource<T>["transform"],
-        key,
-      });
-    const pods = reflector(source("pods", "/api/v1/pods", { fieldSelector: `spec.nodeName=${this.node}` }, podFields, podName), {
-      change: (pod) => this.monitor?.changed(pod),
-      remove: (pod) => this.monitor?.removed(pod),
-    });
-    const namespaces = reflector(
-      source("namespaces", "/api/v1/namespaces", {}, namespaceFields, (namespace) => namespace.metadata?.name ?? ""),
-    );
-    // One object: the ports control-plane pods skip (linkerd-cni reads them at each ADD).
-    const { namespace, name } = apiServerService;
-    const service = reflector(
-      source(
-        "service",
-        `/api/v1/namespaces/${namespace}/services`,
-        { fieldSelector: `metadata.name=${name}` },
-        serviceDecisionFields,
-        (found) => `${found.metadata?.namespace}/${found.metadata?.name}`,
-      ),
-    );
-    const node = reflector(
-      source("node", "/api/v1/nodes", { fieldSelector: `metadata.name=${this.node}` }, nodeFields, (node) => node.metadata?.name ?? ""),
-      { change: () => this.followNode() },
-    );
-    return { pods, namespaces, service, node };
   }
 
   /** Answers the plugin on its socket from the caches while they are fresh, else through the current client. */
