@@ -1,7 +1,6 @@
 import {
   chmodSync,
   closeSync,
-  constants,
   copyFileSync,
   fstatSync,
   fsyncSync,
@@ -11,7 +10,6 @@ import {
   readlinkSync,
   readSync,
   renameSync,
-  type Stats,
   unlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -29,55 +27,6 @@ export function sha256(content: string | Buffer): string {
 
 /** Random hex from Web Crypto (a global, so node:crypto stays unloaded). */
 const randomHex = (bytes: number) => Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
-
-/** What a stat says a file is, for messages: "a fifo", "a directory"… */
-export function fileKind(stat: Stats): string {
-  if (stat.isFIFO()) return "a fifo";
-  if (stat.isDirectory()) return "a directory";
-  if (stat.isSocket()) return "a socket";
-  if (stat.isCharacterDevice() || stat.isBlockDevice()) return "a device";
-  return "a regular file";
-}
-
-/** A file that is not what the caller may read or write: never opened in a way that blocks. */
-export class FileKindError extends Error {
-  constructor(
-    readonly path: string,
-    readonly kind: string,
-  ) {
-    super(`${path} is ${kind}, not a regular file`);
-    this.name = "FileKindError";
-  }
-}
-
-/** Opens a path without ever blocking (a fifo opens at once) and without following a final symlink when asked. */
-export function openNonBlocking(path: string, flags: number, mode?: number): number {
-  return openSync(path, flags | constants.O_NONBLOCK, mode);
-}
-
-/**
- * Reads a regular file, at most `maxBytes`: a fifo, device or directory named by a
- * config (a kubeconfig, a token) is refused rather than read, so no input can hang the
- * plugin on an open or a read.
- */
-export function readRegularFile(path: string, maxBytes = 4 << 20): string {
-  const fd = openNonBlocking(path, constants.O_RDONLY);
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) throw new FileKindError(path, fileKind(stat));
-    if (stat.size > maxBytes) throw new Error(`${path} is larger than ${maxBytes} bytes`);
-    const buffer = Buffer.alloc(stat.size);
-    let read = 0;
-    while (read < stat.size) {
-      const count = readSync(fd, buffer, read, stat.size - read, null);
-      if (count === 0) break;
-      read += count;
-    }
-    return buffer.subarray(0, read).toString("utf8");
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /** Removes a file; one already gone is fine. Unlike Bun's rmSync it reports the real errno (EPERM, not EFAULT). */
 export function removeFile(path: string): void {

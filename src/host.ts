@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { readRegularFile, writeAtomic } from "./files.js";
+import { readRegularFile } from "./file-open.js";
+import { writeAtomic } from "./files.js";
 import { binaryName, namedBinaries } from "./iptables/binaries.js";
 import { type Detection, detectBackend, type SaveProbe } from "./iptables/detect.js";
 import { binaryAvailable, createIptablesRunner, hostSaveProbe } from "./iptables/exec.js";

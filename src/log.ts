@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, renameSync, writeSync } from "node:fs";
 import { errnoCode, errorMessage } from "./errors.js";
-import { FileKindError, fileKind, openNonBlocking } from "./files.js";
+import { FileKindError, fileKind, openNonBlocking } from "./file-open.js";
 
 const levels = { debug: 10, info: 20, warn: 30, warning: 30, error: 40 } as const;
 export type LogLevel = keyof typeof levels;

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { KubeConfig } from "@kubernetes/client-node";
 import { errnoCode, errorMessage } from "../errors.js";
-import { readRegularFile } from "../files.js";
+import { readRegularFile } from "../file-open.js";
 import { type ApiEndpoint, renderKubeconfig, syncKubeconfig } from "../installer/kubeconfig.js";
 import { createNodeApi, type NodeApi } from "../kube/node-api.js";
 import type { Logger, StandingProblems } from "../log.js";

@@ -6,7 +6,7 @@
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
-import { readRegularFile } from "../files.js";
+import { readRegularFile } from "../file-open.js";
 import { isJsonObject, type JsonObject } from "../json.js";
 
 export interface ConfigFile {

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
-import { readRegularFile, writeAtomic } from "../files.js";
+import { readRegularFile } from "../file-open.js";
+import { writeAtomic } from "../files.js";
 
 /** What a kubeconfig is made of: a token, the CA, and (ApiEndpoint) the API's address. */
 export interface ServiceAccount {

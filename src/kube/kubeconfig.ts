@@ -1,7 +1,7 @@
 import { dirname, isAbsolute, join } from "node:path";
 import * as v from "valibot";
 import { errnoCode, errorMessage } from "../errors.js";
-import { readRegularFile } from "../files.js";
+import { readRegularFile } from "../file-open.js";
 import { describeIssuePath } from "../schema.js";
 
 /**

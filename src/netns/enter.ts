@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, statSync } from "node:fs";
 import { errnoCode } from "../errors.js";
-import { fileKind, openNonBlocking } from "../files.js";
+import { fileKind, openNonBlocking } from "../file-open.js";
 import { EINVAL, libc, SyscallError } from "../libc.js";
 
 const CLONE_NEWNET = 0x40000000;

@@ -1,7 +1,8 @@
 import { mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import * as v from "valibot";
-import { readRegularFile, removeFile, sha256, sweepAbandoned, writeAtomic } from "../files.js";
+import { readRegularFile } from "../file-open.js";
+import { removeFile, sha256, sweepAbandoned, writeAtomic } from "../files.js";
 import type { PodKey } from "../pod-key.js";
 import type { RulePlan } from "../redirect/plan.js";
 import { type Backend, backends } from "../redirect/redirector.js";
