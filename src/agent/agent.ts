@@ -1,14 +1,12 @@
 import type { Server } from "node:http";
-import { join } from "node:path";
-import { brokenConfigReason, isConfigName } from "../cni/config-dir.js";
+import { isConfigName } from "../cni/config-dir.js";
 import { errorMessage, withTimeout } from "../errors.js";
-import { fightWindowMs } from "../installer/fight.js";
 import { Installation } from "../installer/install.js";
-import type { NetDirPlan } from "../installer/netdir.js";
 import type { Readiness } from "../installer/readiness.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { Credentials } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
+import { NetDirReporter } from "./netdir-report.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
 import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
@@ -32,6 +30,7 @@ export class NodeAgent {
   private readonly credentials: Credentials;
   private readonly nodeTasks: NodeTasks | undefined;
   private readonly problems: StandingProblems;
+  private readonly reporter: NetDirReporter;
   private server: Server | undefined;
   private stopped = false;
   private lastReconcileAt: number;
@@ -58,6 +57,7 @@ export class NodeAgent {
       (eventAt) => this.reconcile(eventAt),
       log,
     );
+    this.reporter = new NetDirReporter(this.installation.paths.netDir, log, metrics, this.problems, this.watcher, now);
     this.credentials = new Credentials(
       options,
       this.installation.paths.kubeconfig,
@@ -131,7 +131,7 @@ export class NodeAgent {
       return;
     }
     try {
-      for (const file of this.installation.uninstall()) this.removedEntry(file, "uninstalling");
+      for (const file of this.installation.uninstall()) this.reporter.removedEntry(file, "uninstalling");
       this.log.info("uninstalled", { why });
     } catch (error) {
       this.log.error("could not uninstall everything", { error: errorMessage(error) });
@@ -146,7 +146,7 @@ export class NodeAgent {
     this.learnDaemonSet();
     try {
       const plan = this.installation.syncNetDir();
-      if (plan) this.report(plan, eventAt);
+      if (plan) this.reporter.report(plan, eventAt);
       this.problems.set("netdir-io", undefined);
     } catch (error) {
       this.problems.set("netdir-io", `cannot update the CNI config dir, retrying at each event and resync: ${errorMessage(error)}`, {
@@ -169,53 +169,6 @@ export class NodeAgent {
     this.nodeTasks?.follow(this.credentials.client, readiness);
   }
 
-  /** Says what the installer did with the net dir (log, metrics) and schedules what it asks for: a retry, a back-off. */
-  private report(plan: NetDirPlan & { writtenOverMs?: number }, eventAt: number | undefined): void {
-    const { netDir } = this.installation.paths;
-    if (plan.kind === "wait") {
-      this.log.debug("the active config is not valid yet, retrying shortly", { file: plan.file });
-      this.watcher.schedule(eventAt, plan.retryInMs);
-      return;
-    }
-    if (plan.kind === "broken") {
-      this.problems.set("netdir", brokenConfigReason(plan.file, plan.reason));
-      return;
-    }
-    this.problems.set("netdir", undefined);
-    for (const { name } of plan.removals) this.removedEntry(name, `${plan.active} is the active config`);
-    if (plan.fight) {
-      const { file, holdMs, started } = plan.fight;
-      if (started) {
-        this.metrics.fights.inc();
-        this.log.warn(
-          `another agent keeps removing meshcni's entry from ${join(netDir, file)} (${started.rechains} times in ${fightWindowMs / 1000} s); ` +
-            `backing off ${started.backoffMs / 1000} s. Is a CNI that owns the config dir exclusively running (e.g. Cilium with cni.exclusive=true)?`,
-        );
-      }
-      this.watcher.schedule(undefined, holdMs);
-    }
-    const { write } = plan;
-    if (!write) return;
-    if (write.duplicates) this.log.warn("replaced duplicate meshcni entries with one", { file: write.name });
-    const rechain = write.cause !== "chain";
-    // From the event that woke it; else (a resync or a token's wake got there first) from the file's own write time.
-    const latencyMs = !rechain
-      ? undefined
-      : eventAt !== undefined
-        ? this.now() - eventAt
-        : plan.writtenOverMs !== undefined
-          ? Math.max(0, Date.now() - plan.writtenOverMs)
-          : undefined;
-    if (rechain) this.metrics.rechains.inc({ cause: write.cause });
-    if (latencyMs !== undefined) this.metrics.rechainDuration.observe(latencyMs / 1000);
-    this.log.info(rechain ? "re-chained meshcni" : "chained meshcni", {
-      file: join(netDir, write.name),
-      ...(rechain ? { cause: write.cause } : {}),
-      ...(write.replaces ? { wrapped: write.replaces } : {}),
-      ...(latencyMs === undefined ? {} : { latencyMs: Math.round(latencyMs * 10) / 10 }),
-    });
-  }
-
   /** Reads the agent's own pod for its DaemonSet, once, in the background; a failure is tried again at the next reconcile. */
   private learnDaemonSet(): void {
     const { self } = this.options;
@@ -234,9 +187,5 @@ export class NodeAgent {
       .finally(() => {
         this.learningDaemonSet = false;
       });
-  }
-
-  private removedEntry(name: string, why: string): void {
-    this.log.info("removed meshcni's entry", { file: join(this.installation.paths.netDir, name), why });
   }
 }
