@@ -7,6 +7,9 @@ import type { ManifestOptions } from "./options.js";
 /** The claim a projected ServiceAccount token carries of the node its pod runs on (Kubernetes ≥ 1.30, on by default). */
 export const nodeNameClaim = "authentication.kubernetes.io/node-name";
 
+/** Namespaces whose pods are never meshed: no eviction there, whatever a token asks. */
+const systemNamespaces = ["kube-system", "kube-public", "kube-node-lease"];
+
 /**
  * A ValidatingAdmissionPolicy and its binding that hold the agent's ServiceAccount to its
  * own node, keyed on the node-name claim of its projected token (the pattern of upstream's
@@ -17,8 +20,9 @@ export const nodeNameClaim = "authentication.kubernetes.io/node-name";
  * grants the verbs cluster-wide (it cannot name "the caller's node"); this policy narrows
  * them. It matches the agent's ServiceAccount by name in any namespace, so a kustomize
  * overlay that moves the manifests to another namespace keeps it bound.
- * An Eviction does not name its pod's node, so no policy can scope it: it needs the token
- * to be a node's, and stays subject to the pods' PodDisruptionBudgets.
+ * An Eviction does not name its pod's node, so no policy can scope it to one: it needs the
+ * token to be a node's, the pod's own grace period, a namespace outside the system ones,
+ * and stays subject to the pods' PodDisruptionBudgets.
  */
 export function nodeScopePolicy(options: Pick<ManifestOptions, "startupTaint">, serviceAccount: string, labels: Record<string, string>) {
   const policyName = `${serviceAccount}-node-scope`;
@@ -67,6 +71,14 @@ export function nodeScopePolicy(options: Pick<ManifestOptions, "startupTaint">, 
         "request.resource.resource != 'pods' || variables.subresource != '' || " +
         `(${unchangedBut("metadata.labels", unprotectedLabel)} && ${unchangedBut("metadata.annotations", "")} && object.spec == oldObject.spec)`,
       message: `meshcni's agent may change only the ${unprotectedLabel} label of a pod`,
+    },
+    {
+      expression: "variables.subresource != 'eviction' || !has(object.deleteOptions) || !has(object.deleteOptions.gracePeriodSeconds)",
+      message: "meshcni's agent may evict a pod only with the pod's own grace period",
+    },
+    {
+      expression: `variables.subresource != 'eviction' || !(request.namespace in [${systemNamespaces.map((name) => `'${name}'`).join(", ")}])`,
+      message: `meshcni's agent may not evict pods of ${systemNamespaces.join(", ")} (they are never meshed)`,
     },
     {
       expression:

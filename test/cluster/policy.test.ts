@@ -34,7 +34,8 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
       spec: { nodeName: otherNode, containers: [{ name: "c", image: "x" }] },
     };
     const local = { ...foreign, metadata: { name: "local" }, spec: { ...foreign.spec, nodeName } };
-    await cluster.kubectl(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: [foreign, local] }));
+    const system = { ...foreign, metadata: { name: "system", namespace: "kube-system" } };
+    await cluster.kubectl(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "List", items: [foreign, local, system] }));
   }, 300_000);
 
   afterAll(async () => {
@@ -58,6 +59,19 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
     // Another node's pod, or anything but meshcni's label of its own node's pods: refused.
     expect(await agent.kubectl("label", "pod", "foreign", "meshcni.io/unprotected=true")).toMatch(/only pods on its own node/);
     expect(await agent.kubectl("label", "pod", "local", "app=other")).toMatch(denied);
+    // An eviction with a grace period of its own choosing, or of a system namespace's pod: refused.
+    const evict = async (namespace: string, name: string, deleteOptions?: object) => {
+      const body = {
+        apiVersion: "policy/v1",
+        kind: "Eviction",
+        metadata: { name, namespace },
+        ...(deleteOptions ? { deleteOptions } : {}),
+      };
+      const answer = await agent.request("POST", `/api/v1/namespaces/${namespace}/pods/${name}/eviction`, body, "application/json");
+      return `${answer.code} ${answer.body}`;
+    };
+    expect(await evict("default", "local", { gracePeriodSeconds: 0 })).toMatch(/^422 .*only with the pod's own grace period/s);
+    expect(await evict("kube-system", "system", {})).toMatch(/^422 .*may not evict pods of kube-system/s);
     // A plugin token bound to another Node, for another audience, or for a year: refused.
     const token = (...args: string[]) => agent.kubectl("create", "token", "meshcni-plugin", "-n", meshcni.namespace, ...args);
     expect(await token("--bound-object-kind", "Node", "--bound-object-name", otherNode)).toMatch(/bound only to its own Node/);
@@ -77,18 +91,18 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
     await cluster.kubectl(["label", "pod", "local", "meshcni.io/unprotected-"]);
   };
 
-  it("holds the agent's token to its own node: denied elsewhere, allowed for its taint, condition, label and token", async () => {
+  it("holds the agent's token to its own node: denied elsewhere, allowed for its taint, condition, label and token; no eviction with a grace period of its own or in a system namespace", async () => {
     const meshcni = new Meshcni(cluster);
-    await meshcni.deploy(["--repair", "label"]);
+    await meshcni.deploy(["--repair", "evict"]);
     await scenario(meshcni);
   }, 240_000);
 
   it("holds it the same after a kustomize overlay moved the manifests to another namespace", async () => {
     // The install above removed first, as an operator moving it would.
-    await cluster.kubectl(["delete", "-f", "-", "--wait", "--ignore-not-found"], await renderManifests(["--repair", "label"]));
+    await cluster.kubectl(["delete", "-f", "-", "--wait", "--ignore-not-found"], await renderManifests(["--repair", "evict"]));
     const base = join(overlayDir, "base");
     mkdirSync(base);
-    await execa(meshcniBinary, ["manifests", ...nodeFlags, "--repair", "label", "--output-dir", base]);
+    await execa(meshcniBinary, ["manifests", ...nodeFlags, "--repair", "evict", "--output-dir", base]);
     const overlay = join(overlayDir, "overlay");
     mkdirSync(overlay);
     writeFileSync(
