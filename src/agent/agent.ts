@@ -2,7 +2,7 @@ import type { Server } from "node:http";
 import { isConfigName } from "../cni/config-dir.js";
 import { errorMessage, withTimeout } from "../errors.js";
 import { Installation } from "../installer/install.js";
-import type { Readiness } from "../installer/readiness.js";
+import { type Readiness, withProblem } from "../installer/readiness.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { Credentials } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
@@ -69,7 +69,7 @@ export class NodeAgent {
     metrics.tokenLeft.seconds = () => this.credentials.pluginTokenSecondsLeft();
     const retry = () => this.watcher.schedule(undefined, 1000);
     this.nodeTasks = options.node
-      ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, log, metrics, retry)
+      ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, log, metrics, retry, now)
       : undefined;
   }
 
@@ -153,7 +153,11 @@ export class NodeAgent {
         level: "error",
       });
     }
-    const readiness = checkReadiness(this.installation, this.options.serviceAccountDir);
+    const readiness = withProblem(
+      checkReadiness(this.installation, this.options.serviceAccountDir),
+      "PolicyNotBound",
+      this.nodeTasks?.scopeProblem(),
+    );
     // Logged when it changes, reasons included: the probe itself answers only "not ready".
     if (
       readiness.ready !== this.readiness.ready ||

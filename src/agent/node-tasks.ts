@@ -13,6 +13,7 @@ import { NodeCache } from "./node-cache.js";
 import { type NodeReflectors, startNodeReflectors } from "./node-reflectors.js";
 import type { AgentOptions } from "./options.js";
 import { answerAsk, type PluginServer, servePlugin, type Writing } from "./plugin-server.js";
+import { ScopeCheck } from "./scope-check.js";
 import { TaintKeeper } from "./taint.js";
 import { AgentWriter, WriterPool } from "./writer.js";
 
@@ -41,6 +42,7 @@ export class NodeTasks {
   private reflectors: NodeReflectors | undefined;
   private server: Promise<PluginServer | undefined> | undefined;
   private writer: WriterPool | undefined;
+  private readonly scope: ScopeCheck;
 
   constructor(
     private readonly node: string,
@@ -50,15 +52,23 @@ export class NodeTasks {
     private readonly log: Logger,
     private readonly metrics: AgentMetrics,
     retry: () => void,
+    now: () => number,
   ) {
     this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, retry);
     this.condition = new ConditionKeeper(log);
+    this.scope = new ScopeCheck(log, retry, now);
+  }
+
+  /** Why the agent's token is not held to its node (the node-scope policy does not bind it); undefined: it is, or not known yet. */
+  scopeProblem(): string | undefined {
+    return this.scope.problem();
   }
 
   follow(client: AgentClient | undefined, readiness: Readiness): void {
     this.client = client;
     this.readiness = readiness;
     if (!client) return;
+    this.scope.follow(client);
     this.reflectors ??= startNodeReflectors({
       node: this.node,
       watchTimeoutSeconds: this.options.watchTimeoutSeconds,

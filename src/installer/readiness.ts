@@ -40,3 +40,9 @@ export function checkInstalled(options: InstallOptions, template: Template): Rea
   }
   return { ready: problems.length === 0, reasons: problems.map(([, reason]) => reason), cause: problems[0]?.[0], active };
 }
+
+/** Readiness with one more problem (none: as it is); its cause leads only when it is the first. */
+export function withProblem(readiness: Readiness, cause: string, reason: string | undefined): Readiness {
+  if (reason === undefined) return readiness;
+  return { ...readiness, ready: false, reasons: [...readiness.reasons, reason], cause: readiness.cause ?? cause };
+}

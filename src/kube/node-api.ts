@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import {
+  AdmissionregistrationV1Api,
   AppsV1Api,
   CoreV1Api,
   type CoreV1Event,
@@ -52,6 +53,14 @@ export interface NodeApi {
   setNodeTaints(taints: V1Taint[], resourceVersion: string): Promise<void>;
   /** Sets one condition on the node's status (a strategic merge by type: the others are left as they are). */
   setNodeCondition(condition: V1NodeCondition): Promise<void>;
+  /**
+   * Whether an admission policy holds this client to its node: a dry run (nothing stored)
+   * of a status patch no policy of meshcni's allows, a condition of another type. Refused
+   * by a ValidatingAdmissionPolicy: "bound"; accepted where the server serves such
+   * policies: "unbound"; accepted where it does not (before 1.30): "unsupported". Any other
+   * failure throws.
+   */
+  probeNodeScope(): Promise<"bound" | "unbound" | "unsupported">;
 }
 
 export type DaemonSetState = "present" | "deleted" | "denied";
@@ -86,6 +95,7 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
 function rawNodeApi(config: KubeConfig, nodeName: string, component: string): NodeApi {
   const api = config.makeApiClient(CoreV1Api);
   const apps = config.makeApiClient(AppsV1Api);
+  const admission = config.makeApiClient(AdmissionregistrationV1Api);
   const fieldSelector = `spec.nodeName=${nodeName}`;
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
   const tokens = new TokenMinter(api, nodeName);
@@ -179,6 +189,22 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
         { name: nodeName, body: { status: { conditions: [condition] } } },
         setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
       );
+    },
+    async probeNodeScope() {
+      const probe = { type: "MeshcniPolicyProbe", status: "True", reason: "Probe", message: "a dry run: never stored" };
+      try {
+        await api.patchNodeStatus(
+          { name: nodeName, body: { status: { conditions: [probe] } }, dryRun: "All" },
+          setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
+        );
+      } catch (error) {
+        const failure = apiError(error);
+        if (failure instanceof ApiStatusError && failure.code === 422 && failure.message.includes("ValidatingAdmissionPolicy"))
+          return "bound";
+        throw failure;
+      }
+      const served = await admission.getAPIResources();
+      return served.resources.some((resource) => resource.name === "validatingadmissionpolicies") ? "unbound" : "unsupported";
     },
   };
 }

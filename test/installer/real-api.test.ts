@@ -100,7 +100,11 @@ describe("the agent against an API server that behaves like a real one", () => {
   });
 
   it("on a quiet cluster runs watch after watch with timeoutSeconds and bookmarks: no relist, no warning, a few requests a minute", async () => {
+    api.addNode({ metadata: { name: "n1" }, spec: {}, status: { conditions: [] } });
     await start();
+    // Once each: the node-scope policy asked (a dry run accepted, then discovery), the node's condition set.
+    await host.waitFor(async () => api.requests.some((request) => request.path === "/apis/admissionregistration.k8s.io/v1"), 5_000);
+    await host.waitFor(async () => api.nodeConditions("n1").some((held) => held.message?.endsWith("0 meshed pods: 0 protected")), 15_000);
     const before = api.requests.length;
     await sleep(12_000);
     const watches = api.requests.slice(before).filter((request) => request.query.watch === "true");
@@ -200,6 +204,20 @@ describe("the agent against an API server that behaves like a real one", () => {
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n1" };
     await start(["--startup-taint", "meshcni.io/not-ready"]);
     await host.waitFor(() => taints().length === 0, 10_000);
+  });
+
+  it("says not ready, PolicyNotBound in its Node's condition, when a renamed ServiceAccount slips past the node-scope policy", async () => {
+    api.admissionPolicies = renderManifests(defaultManifestOptions).filter((object) => object.kind.startsWith("ValidatingAdmissionPolicy"));
+    api.addNode({ metadata: { name: "n1" }, spec: {}, status: { conditions: [] } });
+    // A kustomize namePrefix: system:serviceaccount:meshcni:staging-meshcni, which the policy does not match.
+    api.agentUser = { username: "system:serviceaccount:meshcni:staging-meshcni", node: "n1" };
+    writeFileSync(host.path("10-calico.conflist"), calico);
+    await host.startWithApi(api, ["--node", "n1", "--watch-timeout-seconds", "2"]);
+    const condition = () => api.nodeConditions("n1").find((held) => held.type === "MeshcniReady");
+    await host.waitFor(() => condition()?.reason === "PolicyNotBound", 10_000);
+    expect(condition()).toMatchObject({ status: "False", message: expect.stringContaining("kustomize namePrefix") });
+    expect((await host.readyz()).status).toBe(503);
+    expect(host.logs.filter((line) => line.level === "error" && String(line.msg).includes("does not hold"))).toHaveLength(1);
   });
 
   it.each([

@@ -196,6 +196,11 @@ export class FakeApiServer {
   agentUser: { username: string; node: string | undefined } = { username: "system:serviceaccount:meshcni:meshcni", node: undefined };
   /** ValidatingAdmissionPolicies and their bindings it enforces on every write (see admit). */
   admissionPolicies: Array<Record<string, unknown>> = [];
+  /**
+   * Whether discovery lists ValidatingAdmissionPolicies (a 1.30+ server) or not (an older
+   * one); unset: whether the test loaded policies (one that loads none models an older server).
+   */
+  servesAdmissionPolicies: boolean | undefined;
   /** The longest life this server grants a minted token, whatever is asked (a cluster's --service-account-max-token-expiration). */
   maxTokenSeconds = Number.POSITIVE_INFINITY;
   /** The clock token expiry is judged by (ms since the epoch). */
@@ -616,6 +621,20 @@ export class FakeApiServer {
       const found = this.services.get(`${service[1]}/${service[2]}`);
       return found ? ok(found) : failure(404, "NotFound", `services "${service[2]}" not found`);
     }
+    if (path === "/apis/admissionregistration.k8s.io/v1" && method === "GET") {
+      // Discovery, as a 1.30+ server answers it (ValidatingAdmissionPolicy GA), or an older one.
+      const resource = (name: string, kind: string) => ({
+        name,
+        singularName: "",
+        namespaced: false,
+        kind,
+        verbs: ["get", "list", "watch"],
+      });
+      const resources = [resource("validatingwebhookconfigurations", "ValidatingWebhookConfiguration")];
+      if (this.servesAdmissionPolicies ?? this.admissionPolicies.length > 0)
+        resources.push(resource("validatingadmissionpolicies", "ValidatingAdmissionPolicy"));
+      return ok({ kind: "APIResourceList", apiVersion: "v1", groupVersion: "admissionregistration.k8s.io/v1", resources });
+    }
     const daemonSet = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
     if (daemonSet && method === "GET") {
       const found = this.daemonSets.get(`${daemonSet[1]}/${daemonSet[2]}`);
@@ -654,6 +673,8 @@ export class FakeApiServer {
       if (typeof patched === "string") return failure(422, "Invalid", patched);
       const denied = this.admission(who, "UPDATE", "nodes", status ? "status" : "", patched, found);
       if (denied) return denied;
+      // A dry run goes through admission and is answered, never stored.
+      if (query.dryRun === "All") return ok(patched);
       const stored = this.stamp(patched);
       this.nodes.set(name, stored);
       this.watches.record({ version: this.version, kind: "Node", type: "MODIFIED", object: stored });

@@ -40,7 +40,15 @@ describe("the agent's node tasks", () => {
       ...["--node", "n1", "--host-root", join(dir, "host"), "--startup-taint", "meshcni.io/not-ready"],
       ...["--audit-seconds", "60", "--watch-timeout-seconds", "1"],
     ];
-    tasks = new NodeTasks("n1", parseAgentOptions(argv, env, script), socket(), memoryLogger(logs), metrics, () => undefined);
+    tasks = new NodeTasks(
+      "n1",
+      parseAgentOptions(argv, env, script),
+      socket(),
+      memoryLogger(logs),
+      metrics,
+      () => undefined,
+      () => performance.now(),
+    );
     return tasks;
   };
   /** Whether the agent answered from its cache (an error answer: no). */

@@ -117,6 +117,31 @@ describe("the agent's ServiceAccount held to its own node", () => {
     expect(api.requests.length - before).toBe(1);
   });
 
+  it("knows whether the policy binds it: refused under it, accepted when the ServiceAccount is renamed, unsupported before 1.30", async () => {
+    const status = () => JSON.stringify(api.nodes.get("n1")?.status);
+    const before = status();
+    await expect(onNode("n1").probeNodeScope()).resolves.toBe("bound");
+    // A stolen token of another node's agent is held too: refused as "only its own Node".
+    api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n2" };
+    await expect(onNode("n1").probeNodeScope()).resolves.toBe("bound");
+    // A kustomize namePrefix: the policy matches nobody, and the server serves policies.
+    api.agentUser = { username: "system:serviceaccount:meshcni:staging-meshcni", node: "n1" };
+    await expect(onNode("n1").probeNodeScope()).resolves.toBe("unbound");
+    const policies = api.admissionPolicies;
+    api.admissionPolicies = [];
+    try {
+      await expect(onNode("n1").probeNodeScope()).resolves.toBe("unsupported");
+      api.servesAdmissionPolicies = true;
+      await expect(onNode("n1").probeNodeScope()).resolves.toBe("unbound");
+    } finally {
+      api.admissionPolicies = policies;
+      api.servesAdmissionPolicies = undefined;
+    }
+    // Dry runs all: nothing stored.
+    expect(status()).toBe(before);
+    await expect(onNode("n3").probeNodeScope()).rejects.toMatchObject({ code: 404 });
+  });
+
   it("mints unbound only while the server does not know the Node (404), and bound again once it is registered", async () => {
     const node = onNode("n-gone");
     const unbound = await node.mintToken("meshcni", "meshcni-plugin", 600);
