@@ -114,4 +114,27 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
     await meshcni.rolledOut();
     await scenario(meshcni);
   }, 240_000);
+
+  it("says not ready, PolicyNotBound in its Node's condition, after an overlay renamed its ServiceAccount past the policy", async () => {
+    await cluster.kubectl(["delete", "-k", join(overlayDir, "overlay"), "--wait", "--ignore-not-found"]);
+    const renamed = join(overlayDir, "renamed");
+    mkdirSync(renamed);
+    writeFileSync(
+      join(renamed, "kustomization.yaml"),
+      "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamePrefix: staging-\nresources:\n  - ../base\n",
+    );
+    await cluster.kubectl(["apply", "-k", renamed]);
+    // Not ready for two reasons: the policy, and the plugin's ServiceAccount renamed too (the agent mints for meshcni-plugin).
+    const condition = async () =>
+      cluster.kubectl(["get", "node", nodeName, "-o", 'jsonpath={.status.conditions[?(@.type=="MeshcniReady")].message}']);
+    await until(async () => (await condition()).includes("does not hold this agent's ServiceAccount to its node"), 120_000, 500);
+    expect(await cluster.kubectl(["get", "node", nodeName, "-o", 'jsonpath={.status.conditions[?(@.type=="MeshcniReady")].status}'])).toBe(
+      "False",
+    );
+    // The agent's token, unheld, could label any Node: the condition is all that stands between that and nobody knowing.
+    const meshcni = new Meshcni(cluster);
+    const agent = await AgentIdentity.of(cluster, meshcni);
+    expect(await agent.kubectl("label", "node", otherNode, "x=y", "--dry-run=server")).toMatch(/labeled/);
+    await cluster.kubectl(["delete", "-k", renamed, "--wait", "--ignore-not-found"]);
+  }, 240_000);
 });
