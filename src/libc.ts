@@ -58,6 +58,8 @@ export interface Libc {
   /** Receives one datagram without blocking; undefined when there is none (EAGAIN). */
   receive(fd: number, buffer: Uint8Array): number | undefined;
   close(fd: number): void;
+  /** Takes an exclusive flock(2) on `fd` without waiting: false while another open file holds it. */
+  tryLock(fd: number): boolean;
 }
 
 let loaded: Libc | undefined;
@@ -74,6 +76,7 @@ export async function libc(): Promise<Libc> {
     sendto: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i64_fast },
     recv: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i64_fast },
     close: { args: [FFIType.i32], returns: FFIType.i32 },
+    flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
     __errno_location: { args: [], returns: FFIType.ptr },
   });
   const errno = () => read.i32(symbols.__errno_location()!, 0);
@@ -86,6 +89,7 @@ export async function libc(): Promise<Libc> {
   const kernel = new Uint8Array(12);
   kernel[0] = 16;
   const MSG_DONTWAIT = 0x40;
+  const [LOCK_EX, LOCK_NB] = [2, 4];
   loaded = {
     setns: (fd, nstype) => void checked("setns", symbols.setns(fd, nstype)),
     socket: (domain, type, protocol) => checked("socket", symbols.socket(domain, type, protocol)),
@@ -111,6 +115,14 @@ export async function libc(): Promise<Libc> {
       }
     },
     close: (fd) => void checked("close", symbols.close(fd)),
+    tryLock(fd) {
+      for (;;) {
+        if (symbols.flock(fd, LOCK_EX | LOCK_NB) === 0) return true;
+        const code = errno();
+        if (code === EAGAIN) return false;
+        if (code !== EINTR) throw new SyscallError("flock", code);
+      }
+    },
   };
   return loaded;
 }

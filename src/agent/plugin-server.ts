@@ -10,10 +10,12 @@ import { hostPaths } from "../host.js";
 import { agentTimeoutMs } from "../kube/agent-connection.js";
 import { describeApiFailure } from "../kube/errors.js";
 import { type Logger, pluginLogger } from "../log.js";
+import { parseNetConf } from "../mesh/netconf.js";
 import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../mesh/pod.js";
 import { logUnmeshed } from "../plugin/apply.js";
 import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
+import { outsideScope, type WriteScope } from "./write-scope.js";
 import type { WriteOutcome } from "./writer.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
@@ -26,6 +28,8 @@ export interface Lookup {
 /** Where the agent carries out ADD's decisions and DELs (its writer), or nothing: the plugin then writes. */
 export interface Writing {
   hostRoot: string;
+  /** The paths its writers keep to (write-scope.ts). */
+  scope: WriteScope;
   write(ask: WriteAsk, deadline: number): Promise<WriteOutcome>;
 }
 
@@ -50,6 +54,11 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
     if (!ask.apply || !writing || !("decided" in answer) || answer.decided.settings.simulate) return answer;
     const { containerId, ifname, netns, netnsId } = ask.apply;
     const { pod, plans, settings } = answer.decided;
+    const outside = outsideScope(writing.scope, { stateDir: settings.stateDir, logFile: settings.logFile, netns });
+    if (outside) {
+      log.warn("the plugin writes the redirect itself: the agent could not", { pod: `${pod.namespace}/${pod.name}`, reason: outside });
+      return answer;
+    }
     if (plans.length === 0) {
       // Nothing to write: the plugin's line, written here (the writer's round trip would be most of this ADD).
       const pluginLog = pluginLogger(settings.logLevel, settings.logFile, hostPaths(writing.hostRoot), { command: "ADD", containerId });
@@ -70,6 +79,14 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
     if (!writing) return { error: "this agent does not write" };
     // Without the identity of the netns the plugin saw, the writer could take another for it, or one it cannot see for gone.
     if (netns && !netnsId) return { error: "a netns without its identity" };
+    let outside: string | undefined;
+    try {
+      const conf = parseNetConf(netconf);
+      outside = outsideScope(writing.scope, { stateDir: conf.state_dir, logFile: conf.log_file, netns });
+    } catch (error) {
+      outside = `its netconf: ${errorMessage(error)}`;
+    }
+    if (outside) return { error: `the agent does not remove it: ${outside}` };
     const outcome = await writing.write(
       { verb: "DEL", hostRoot: writing.hostRoot, target: { containerId, ifname, netns }, ...(netnsId ? { netnsId } : {}), netconf },
       deadline,

@@ -31,7 +31,9 @@ export interface Target {
 /**
  * Writes the plans into the pod's netns (every family, or none: see Redirector.apply),
  * between a record saying the ADD began and one saying it is done (for `meshcni audit`);
- * a failure takes out what it wrote and the record. The prepared redirector is closed.
+ * a failure takes out what it wrote and puts back the record there was. Under the
+ * attachment's lock: a writer of the agent's that fails late undoes only its own write,
+ * never one a plugin that stopped waiting for it made. The prepared redirector is closed.
  */
 export async function writeRedirect(
   target: Target,
@@ -43,29 +45,37 @@ export async function writeRedirect(
 ): Promise<void> {
   swept(records.sweep(), deps);
   const redirector = await preparing;
+  const attachment = { containerID: target.containerId, ifname: target.ifname };
   try {
-    await deps.inNetns(target.netns, async () => {
-      const record = { pod, ...target, backend: redirector.backend, plans };
-      // Recorded before the netns is touched: an ADD killed midway leaves a record saying so.
-      records.write({ ...record, state: "adding" });
-      let changed: Family[] = [];
-      try {
-        changed = await redirector.apply(plans);
-        for (const plan of plans) {
-          deps.log.info(changed.includes(plan.family) ? "redirect applied" : "redirect already in place", {
-            pod: formatPodKey(pod),
-            family: plan.family,
-            backend: redirector.backend,
-          });
+    const release = await records.lock(attachment);
+    try {
+      const before = records.read(attachment);
+      await deps.inNetns(target.netns, async () => {
+        const record = { pod, ...target, backend: redirector.backend, plans };
+        // Recorded before the netns is touched: an ADD killed midway leaves a record saying so.
+        records.write({ ...record, state: "adding" });
+        let changed: Family[] = [];
+        try {
+          changed = await redirector.apply(plans);
+          for (const plan of plans) {
+            deps.log.info(changed.includes(plan.family) ? "redirect applied" : "redirect already in place", {
+              pod: formatPodKey(pod),
+              family: plan.family,
+              backend: redirector.backend,
+            });
+          }
+          records.write({ ...record, state: "added" });
+        } catch (error) {
+          // A failed ADD changes nothing: an IPv4-only redirect would let IPv6 bypass the proxy.
+          await redirector.remove(changed);
+          if (before) records.write(before);
+          else records.remove(attachment);
+          throw error;
         }
-        records.write({ ...record, state: "added" });
-      } catch (error) {
-        // A failed ADD changes nothing: an IPv4-only redirect would let IPv6 bypass the proxy.
-        await redirector.remove(changed);
-        records.remove({ containerID: target.containerId, ifname: target.ifname });
-        throw error;
-      }
-    });
+      });
+    } finally {
+      release();
+    }
   } finally {
     redirector.close();
   }

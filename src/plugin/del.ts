@@ -1,3 +1,5 @@
+import { CniError } from "../cni/errors.js";
+import { errorMessage } from "../errors.js";
 import { NetnsGoneError, OwnNetnsError } from "../netns/enter.js";
 import { swept } from "./apply.js";
 import { familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector } from "./request.js";
@@ -13,12 +15,24 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<und
   if (conf.linkerd.simulate) return;
   const records = deps.records(conf.state_dir);
   swept(records.sweep(), deps);
-  const others = records.forContainer(env.containerId).filter((record) => record.ifname !== env.ifname && record.netns === env.netns);
-  if (!env.netns) deps.log.info("no CNI_NETNS: the netns is gone, nothing to remove");
-  else if (others.length > 0)
-    deps.log.info("keeping the redirect: other attachments of this netns remain", { ifnames: others.map((record) => record.ifname) });
-  else await removeRules(request, deps);
-  records.remove({ containerID: env.containerId, ifname: env.ifname });
+  const attachment = { containerID: env.containerId, ifname: env.ifname };
+  // After any write of this attachment still in hand (an agent's writer the plugin stopped waiting for).
+  const release = await records.lock(attachment).catch((error: unknown) => {
+    // Held past its bound: the runtime tries again. A lock file that cannot be had at all must not keep a pod in teardown.
+    if (error instanceof CniError) throw error;
+    deps.log.warn("removing without the attachment's lock", { reason: errorMessage(error) });
+    return () => undefined;
+  });
+  try {
+    const others = records.forContainer(env.containerId).filter((record) => record.ifname !== env.ifname && record.netns === env.netns);
+    if (!env.netns) deps.log.info("no CNI_NETNS: the netns is gone, nothing to remove");
+    else if (others.length > 0)
+      deps.log.info("keeping the redirect: other attachments of this netns remain", { ifnames: others.map((record) => record.ifname) });
+    else await removeRules(request, deps);
+    records.remove(attachment);
+  } finally {
+    release();
+  }
 }
 
 async function removeRules(request: PluginRequest, deps: PluginDeps): Promise<void> {

@@ -6,6 +6,7 @@ import { removeFile, sha256, sweepAbandoned, writeAtomic } from "../files.js";
 import type { PodKey } from "../pod-key.js";
 import type { RulePlan } from "../redirect/plan.js";
 import { type Backend, backends } from "../redirect/redirector.js";
+import { lockAttachment } from "./attachment-lock.js";
 import { rulePlanSchema } from "./plan-schema.js";
 
 /**
@@ -51,7 +52,14 @@ export interface RecordStore {
   collect(valid: Attachment[]): number;
   /** Removes what killed plugin processes left here (temp files, lock files); returns their names. */
   sweep(): string[];
+  /** The attachment's record, if it has a readable one. */
+  read(attachment: Attachment): AttachmentRecord | undefined;
+  /** Holds the attachment for one writer of its rules and record (see lockAttachment); returns what releases it. */
+  lock(attachment: Attachment): Promise<() => void>;
 }
+
+/** How long a write waits for another of the same attachment: past the agent's writer's own limit (15 s), which kills it. */
+export const attachmentLockWaitMs = 20_000;
 
 // Records written before the state and before the fingerprint was dropped still parse.
 const recordSchema = v.object({
@@ -130,5 +138,7 @@ export function fileRecordStore(stateDir: string): RecordStore {
       return stale.length;
     },
     sweep: () => [...sweepAbandoned(dir), ...sweepAbandoned(locksDir(stateDir))],
+    read: (attachment) => read(fileName(attachment))[0],
+    lock: (attachment) => lockAttachment(locksDir(stateDir), fileName(attachment), attachmentLockWaitMs),
   };
 }

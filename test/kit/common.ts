@@ -56,6 +56,6 @@ export function meshcniNetconf(
   };
 }
 
-/** The agent's template as a test gives it: meshcni with the test's state dir. */
-export const agentTemplate = (stateDir: string) =>
-  JSON.stringify({ type: "meshcni", state_dir: stateDir, kubernetes: { kubeconfig: kubeconfigPlaceholder } });
+/** The agent's template as a test gives it: meshcni with the test's state dir (and whatever else it adds). */
+export const agentTemplate = (stateDir: string, extra: Record<string, unknown> = {}) =>
+  JSON.stringify({ type: "meshcni", state_dir: stateDir, kubernetes: { kubeconfig: kubeconfigPlaceholder }, ...extra });

@@ -67,6 +67,7 @@ export class FakeKernel {
 
   libc(): Libc {
     return {
+      tryLock: () => true,
       setns: () => undefined,
       socket: () => {
         this.opened++;

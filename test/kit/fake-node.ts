@@ -99,6 +99,8 @@ export class FakeNode {
   /** Services by `namespace/name` (the `kubernetes` one, for control-plane pods). */
   readonly services = new Map<string, V1Service>();
   readonly records = new Map<string, AttachmentRecord>();
+  /** The attachments' locks: each the promise its last taker resolves on release. */
+  private readonly locks = new Map<string, Promise<void>>();
   readonly logs: LogEntry[] = [];
   /** Each API read, as `pod ns/name` or `namespace name`. */
   readonly apiReads: string[] = [];
@@ -265,6 +267,17 @@ export class FakeNode {
       list: () => mine().map(([, record]) => record),
       forContainer: (containerID) => mine().flatMap(([, record]) => (record.containerId === containerID ? [record] : [])),
       sweep: () => [],
+      read: ({ containerID, ifname }) => this.records.get(key(containerID, ifname)),
+      lock: async ({ containerID, ifname }) => {
+        // One holder per attachment, the next waiting for it: the flock of the state dir's lock files.
+        const name = key(containerID, ifname);
+        const held = this.locks.get(name) ?? Promise.resolve();
+        let release!: () => void;
+        const mine = held.then(() => new Promise<void>((resolve) => (release = resolve)));
+        this.locks.set(name, mine);
+        await held;
+        return () => release();
+      },
       collect: (valid) => {
         const keep = new Set(valid.map(({ containerID, ifname }) => key(containerID, ifname)));
         const stale = mine().filter(([name]) => !keep.has(name));

@@ -1,11 +1,11 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness, askAgent } from "../kit/agent.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
-import { agentTemplate, isRoot, podArgs, until } from "../kit/common.js";
+import { agentTemplate, isRoot, podArgs, sleep, until } from "../kit/common.js";
 import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
 
 const node = "node-s";
@@ -61,16 +61,46 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
   /** Whether the agent's writer logged this line for this container (the plugin's own lines, written by the agent). */
   const agentLogged = (msg: string, containerId: string) => host.logs.some((line) => line.msg === msg && line.containerId === containerId);
 
+  /** A netns dir of the runtime's (--netns-dir) besides /var/run/netns, where a test hides a netns from the agent. */
+  const hiddenNetnsDir = () => join(net.dir, "netns");
+  /** The plugin's log file, as the agent's own netconf entry names it. */
+  const pluginLog = () => join(net.stateDir, "plugin.log");
+  /** While this file exists, the agent's next legacy restore of a redirect takes it, waits 2.5 s (past the plugin's wait) and dies (no answer: the write fails). */
+  const slowFailure = () => join(net.dir, "writer-fails-late");
+
   beforeAll(async () => {
     await api.start();
     api.addNode({ metadata: { name: node } });
+    const fakeBin = join(net.dir, "agent-bin");
+    mkdirSync(fakeBin, { recursive: true });
+    const restore = join(fakeBin, "iptables-legacy-restore");
+    writeFileSync(
+      restore,
+      [
+        "#!/bin/sh",
+        'input="$(cat)"',
+        // Only a restore that writes the redirect (not one that reads or probes).
+        `case "$input" in *PROXY_INIT_REDIRECT*) if rm ${slowFailure()} 2>/dev/null; then sleep 2.5; kill -9 $$; fi;; esac`,
+        'printf "%s\\n" "$input" | exec /usr/sbin/iptables-legacy-restore "$@"',
+        "",
+      ].join("\n"),
+    );
+    chmodSync(restore, 0o755);
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
     await host.startWithApi(
       api,
-      ["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir, "--audit-seconds", "60"],
-      {
-        POD_NAMESPACE: "meshcni",
-      },
+      [
+        "--template",
+        agentTemplate(net.stateDir, { log_file: pluginLog() }),
+        "--node",
+        node,
+        "--state-dir",
+        net.stateDir,
+        "--audit-seconds",
+        "60",
+        ...["--netns-dir", "/var/run/netns", "--netns-dir", hiddenNetnsDir()],
+      ],
+      { POD_NAMESPACE: "meshcni", PATH: `${fakeBin}:${process.env.PATH}` },
     );
     await host.waitFor(async () => (await host.readyz()).status === 200, 10_000);
     await host.waitFor(() => host.logs.some((line) => line.msg === "answering the plugin"), 5000);
@@ -147,8 +177,8 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
       await cached(name);
       const netns = await net.addNetns(name);
       // The agent sees an empty file or a fifo at this path; the plugin, the netns bound over it in a mount namespace of its own.
-      const hiddenPath = join(net.stateDir, `${name}-netns`);
-      mkdirSync(net.stateDir, { recursive: true });
+      const hiddenPath = join(hiddenNetnsDir(), `${name}-netns`);
+      mkdirSync(hiddenNetnsDir(), { recursive: true });
       if (name === "hidden") writeFileSync(hiddenPath, "");
       else await execa("mkfifo", [hiddenPath]);
       const wrap = [
@@ -213,6 +243,31 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     },
   );
 
+  it("a write of the agent's that fails after the plugin stopped waiting undoes nothing the plugin then wrote itself", async () => {
+    const name = "late-writer";
+    api.addPod(podObject("shop", name, { proxy: "container", nodeName: node }));
+    await cached(name);
+    const linkerd = { ...(entry.linkerd as Record<string, unknown>), "iptables-mode": "legacy" };
+    writeFileSync(slowFailure(), "");
+    const { result, netns } = await addPod(name, `uid-shop-${name}`, { linkerd });
+    expect(result.exitCode, result.stdout + result.stderr).toBe(0);
+    expect(result.stderr).toContain("no answer within 2000 ms");
+    expect(existsSync(slowFailure())).toBe(false);
+    // The agent's write has failed by now (it was 2.5 s) or fails soon: either way, what the plugin wrote stays.
+    await until(
+      () =>
+        host.logs.some((line) => line.msg === "the plugin writes the redirect itself: the agent could not" && line.pod === `shop/${name}`),
+      5000,
+    ).catch(() => {
+      throw new Error(JSON.stringify(host.logs.slice(-8)));
+    });
+    await sleep(500);
+    expect(record(`c-${name}`)).toMatchObject({ state: "added", backend: "legacy" });
+    expect(await natRules(netns, "legacy")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    const env = pluginEnv(net.netnsPath(netns), `c-${name}`, podArgs("shop", name), { CNI_COMMAND: "DEL" });
+    expect((await invokePlugin(env, { cniVersion: "1.0.0", name: "primary", ...entry, linkerd })).exitCode).toBe(0);
+  });
+
   it("DEL through the agent keeps the rules while another attachment of the container is recorded in the netns (Multus)", async () => {
     api.addPod(podObject("shop", "multi", { proxy: "container", nodeName: node }));
     await cached("multi");
@@ -240,21 +295,21 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     api.addPod(podObject("shop", "unlogged", { nodeName: node }));
     await cached("logged");
     await cached("unlogged", "uid-shop-unlogged");
-    const logFile = join(net.stateDir, "plugin.log");
     const written = await writes("ADD", "done");
-    const plain = await addPod("unlogged", "uid-shop-unlogged", { log_file: logFile });
+    const plain = await addPod("unlogged", "uid-shop-unlogged");
     expect(plain.result.exitCode, plain.result.stdout).toBe(0);
     expect(plain.result.json).toEqual({ cniVersion: "1.0.0" });
-    const meshed = await addPod("logged", "uid-shop-logged", { log_file: logFile });
+    const meshed = await addPod("logged", "uid-shop-logged");
     expect(meshed.result.exitCode, meshed.result.stdout).toBe(0);
     // Only the meshed pod went through the writer.
     expect(await writes("ADD", "done")).toBe(written + 1);
     const env = pluginEnv(net.netnsPath(meshed.netns), "c-logged", podArgs("shop", "logged"), { CNI_COMMAND: "DEL" });
-    expect((await invokePlugin(env, { cniVersion: "1.0.0", name: "primary", ...entry, log_file: logFile })).exitCode).toBe(0);
-    const lines = readFileSync(logFile, "utf8")
+    expect((await invokePlugin(env, { cniVersion: "1.0.0", name: "primary", ...entry })).exitCode).toBe(0);
+    const lines = readFileSync(pluginLog(), "utf8")
       .trim()
       .split("\n")
-      .map((line) => JSON.parse(line) as { msg: string; command: string; containerId: string });
+      .map((line) => JSON.parse(line) as { msg: string; command: string; containerId: string })
+      .filter(({ containerId }) => containerId === "c-unlogged" || containerId === "c-logged");
     expect(lines.map(({ msg, command, containerId }) => `${command} ${containerId} ${msg}`)).toEqual([
       "ADD c-unlogged pod is not meshed: no redirect",
       "ADD c-logged redirect applied",
@@ -262,23 +317,41 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
     ]);
   });
 
-  it("a log_file the agent cannot write (its directory not there): said once, the ADDs written all the same", async () => {
-    const logFile = join(net.stateDir, "not-mounted", "plugin.log");
-    const before = host.logs.length;
-    for (const name of ["unlogged-1", "unlogged-2", "unlogged-3", "unlogged-4"]) {
-      api.addPod(podObject("shop", name, { proxy: "container", nodeName: node }));
-      await cached(name);
-      const { result, netns } = await addPod(name, `uid-shop-${name}`, { log_file: logFile });
-      expect(result.exitCode, result.stdout).toBe(0);
-      expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+  it("a caller on its socket naming another log file or state dir: the agent writes nothing there (a file of 10 MiB is not rotated)", async () => {
+    api.addPod(podObject("shop", "hostile", { proxy: "container", nodeName: node }));
+    await cached("hostile");
+    // What a root container with the socket's directory mounted could aim at: a binary past the log's rotation size.
+    const victim = join(net.dir, "calico");
+    writeFileSync(victim, Buffer.alloc(11 << 20, 1));
+    const netns = await net.addNetns("hostile");
+    const path = net.netnsPath(netns);
+    const { dev, ino } = statSync(path);
+    const written = await writes("ADD", "done");
+    const stdin = (changes: Record<string, unknown>) =>
+      JSON.stringify({ cniVersion: "1.0.0", name: "primary", ...entry, ...changes, prevResult: { cniVersion: "1.0.0" } });
+    for (const changes of [{ log_file: victim }, { state_dir: join(net.dir, "elsewhere") }]) {
+      const answer = await askAgent(socket(), {
+        get: "decision",
+        netconf: stdin(changes),
+        namespace: "shop",
+        name: "hostile",
+        uid: "uid-shop-hostile",
+        apply: { containerId: "c-hostile", ifname: "eth0", netns: path, netnsId: { dev, ino } },
+      });
+      expect(answer).toHaveProperty("decided");
     }
-    await host.waitFor(() =>
-      host.logs.slice(before).some((line) => line.msg === "redirect applied" && line.containerId === "c-unlogged-4"),
+    expect(await writes("ADD", "done")).toBe(written);
+    expect(statSync(victim).size).toBe(11 << 20);
+    expect(existsSync(`${victim}.1`)).toBe(false);
+    expect(existsSync(join(net.dir, "elsewhere"))).toBe(false);
+    expect(await natRules(netns, "nft")).toEqual([]);
+    const reasons = host.logs.filter(
+      (line) => line.msg === "the plugin writes the redirect itself: the agent could not" && line.pod === "shop/hostile",
     );
-    const warnings = host.logs.slice(before).filter((line) => line.msg === "not writing the log file" && line.file === logFile);
-    // Once per writer process (there are two), not once per ADD.
-    expect(warnings.length).toBeGreaterThanOrEqual(1);
-    expect(warnings.length).toBeLessThanOrEqual(2);
+    expect(reasons.map((line) => line.reason)).toEqual([
+      `the log file ${victim} is not the agent's own (${pluginLog()})`,
+      `the state dir ${join(net.dir, "elsewhere")} is not the agent's own (${net.stateDir})`,
+    ]);
   });
 
   it("its writers killed: the next ADD starts one again and is written by the agent", async () => {

@@ -98,6 +98,7 @@ describe("the agent carries out what it decides when asked to", () => {
       asked,
       writing: {
         hostRoot: "/host",
+        scope: { stateDir: "/run/x", logFile: undefined, netnsDirs: ["/run/netns"] },
         write: async (ask: unknown) => {
           asked.push(ask);
           return outcome;
@@ -140,6 +141,35 @@ describe("the agent carries out what it decides when asked to", () => {
     expect(await answerAsk(ask(netconf({ simulate: true })), cache, lookup, memoryLogger([]), unused.writing)).toHaveProperty("decided");
     expect(await answerAsk(ask(netconf({ "proxy-uid": "x" })), cache, lookup, memoryLogger([]), unused.writing)).toHaveProperty("refused");
     expect(unused.asked).toEqual([]);
+  });
+
+  it("writes only to its own state dir and log file, and only into a netns in the runtime's netns dirs: else the plugin writes", async () => {
+    const { asked, writing } = writer({ done: true });
+    const withConf = (changes: Record<string, unknown>, netns = apply.netns) => ({
+      ...ask(JSON.stringify({ ...JSON.parse(netconf()), ...changes })),
+      apply: { ...apply, netns },
+    });
+    const lines: LogEntry[] = [];
+    const answers = [
+      await answerAsk(withConf({ log_file: "/opt/cni/bin/calico" }), cache, lookup, memoryLogger(lines), writing),
+      await answerAsk(withConf({ state_dir: "/etc" }), cache, lookup, memoryLogger(lines), writing),
+      await answerAsk(withConf({}, "/run/netns/../../proc/1/ns/net"), cache, lookup, memoryLogger(lines), writing),
+      await answerAsk(withConf({}, "/proc/1/ns/net"), cache, lookup, memoryLogger(lines), writing),
+    ];
+    for (const answer of answers) expect(answer).toHaveProperty("decided");
+    expect(asked).toEqual([]);
+    expect(lines.filter((line) => line.level === "warn").map((line) => line.fields?.reason)).toEqual([
+      "the log file /opt/cni/bin/calico is not the agent's own (none)",
+      "the state dir /etc is not the agent's own (/run/x)",
+      "the netns /run/netns/../../proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
+      "the netns /proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
+    ]);
+    const del = { get: "del" as const, containerId: "c1", ifname: "eth0", netns: apply.netns, netnsId: apply.netnsId };
+    const foreign = JSON.stringify({ ...JSON.parse(netconf()), log_file: "/opt/cni/bin/calico" });
+    expect(await answerAsk({ ...del, netconf: foreign }, cache, lookup, memoryLogger([]), writing)).toEqual({
+      error: "the agent does not remove it: the log file /opt/cni/bin/calico is not the agent's own (none)",
+    });
+    expect(asked).toEqual([]);
   });
 
   it("DEL: written by its writer; refused without the identity of a named netns, or without a writer", async () => {

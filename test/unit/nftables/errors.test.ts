@@ -50,6 +50,7 @@ describe("the kernel's refusals", () => {
     ];
     const replies: Uint8Array[] = [];
     const kernel: Libc = {
+      tryLock: () => true,
       setns: () => undefined,
       socket: () => 3,
       setsockoptInt: () => undefined,

@@ -97,6 +97,18 @@ describe("ADD", () => {
     expect(node.records.size).toBe(0);
   });
 
+  it("a failed ADD of an attachment already written undoes only its own write: the earlier rules and record stay", async () => {
+    await add(pluginRequest("ADD", { pod: ["shop", "web"] }), node.deps());
+    const [before] = [...node.records.values()];
+    const rules = node.rules(netns);
+    node.failRestore.ipv6 = "ip6tables-restore: line 2 failed";
+    await expect(add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), node.deps())).rejects.toThrow(
+      IptablesError,
+    );
+    expect(node.rules(netns)).toEqual(rules);
+    expect([...node.records.values()]).toEqual([expect.objectContaining({ state: "added", plans: before!.plans })]);
+  });
+
   it("rolls every family back when the record cannot be written", async () => {
     node.failRecordWrites = true;
     await expect(add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), node.deps())).rejects.toThrow(
