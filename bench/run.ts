@@ -5,6 +5,7 @@ import { benchAgentMemory } from "./agent-memory.js";
 import { benchAudit } from "./audit.js";
 import { benchCluster } from "./cluster.js";
 import { benchCri } from "./cri.js";
+import { benchFreshness } from "./freshness.js";
 import { benchInstaller } from "./installer.js";
 import { benchPlugin } from "./plugin.js";
 
@@ -17,6 +18,7 @@ if (!only || only === "plugin") await benchPlugin();
 if (!only || only === "installer") await benchInstaller();
 if (!only || only === "agent-memory") await benchAgentMemory();
 if (!only || only === "agent-api") await benchAgentApi();
+if (!only || only === "freshness") await benchFreshness();
 if (!only || only === "audit") await benchAudit();
 if (!only || only === "cri") await benchCri();
 if (!only || only === "cluster") await benchCluster();
