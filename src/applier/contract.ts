@@ -26,13 +26,17 @@ const writeRequestSchema = v.variant("verb", [
     plans: v.array(rulePlanSchema),
     settings: decidedSettingsSchema,
   }),
-  v.object({
-    ...common,
-    verb: v.literal("DEL"),
-    /** Absent: the plugin found no netns (DEL's may be gone); only the record is removed. */
-    netnsId: v.optional(netnsIdSchema),
-    netconf: v.string(),
-  }),
+  v.pipe(
+    v.object({
+      ...common,
+      verb: v.literal("DEL"),
+      /** Absent only with no netns named: the plugin found none (DEL's may be gone); only the record is removed. */
+      netnsId: v.optional(netnsIdSchema),
+      netconf: v.string(),
+    }),
+    // Without the identity of the netns the plugin saw, the writer could take another for it.
+    v.check((del) => del.target.netns === "" || del.netnsId !== undefined, "a DEL naming a netns must carry its identity (netnsId)"),
+  ),
 ]);
 
 const writeReplySchema = v.union([
