@@ -60,6 +60,8 @@ export interface Libc {
   close(fd: number): void;
   /** Takes an exclusive flock(2) on `fd` without waiting: false while another open file holds it. */
   tryLock(fd: number): boolean;
+  /** Who is at the other end of a unix socket (SO_PEERCRED): its pid (0 when outside this PID namespace), uid and gid. */
+  peerCredentials(fd: number): { pid: number; uid: number; gid: number };
 }
 
 let loaded: Libc | undefined;
@@ -77,6 +79,7 @@ export async function libc(): Promise<Libc> {
     recv: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i64_fast },
     close: { args: [FFIType.i32], returns: FFIType.i32 },
     flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+    getsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
     __errno_location: { args: [], returns: FFIType.ptr },
   });
   const errno = () => read.i32(symbols.__errno_location()!, 0);
@@ -90,6 +93,7 @@ export async function libc(): Promise<Libc> {
   kernel[0] = 16;
   const MSG_DONTWAIT = 0x40;
   const [LOCK_EX, LOCK_NB] = [2, 4];
+  const [SOL_SOCKET, SO_PEERCRED] = [1, 17];
   loaded = {
     setns: (fd, nstype) => void checked("setns", symbols.setns(fd, nstype)),
     socket: (domain, type, protocol) => checked("socket", symbols.socket(domain, type, protocol)),
@@ -122,6 +126,14 @@ export async function libc(): Promise<Libc> {
         if (code === EAGAIN) return false;
         if (code !== EINTR) throw new SyscallError("flock", code);
       }
+    },
+    peerCredentials(fd) {
+      // struct ucred: pid, uid, gid (32 bits each).
+      const ucred = new Int32Array(3);
+      const length = new Uint32Array([ucred.byteLength]);
+      checked("getsockopt", symbols.getsockopt(fd, SOL_SOCKET, SO_PEERCRED, ptr(ucred), ptr(length)));
+      if (length[0] !== ucred.byteLength) throw new SyscallError("getsockopt", EINVAL);
+      return { pid: ucred[0]!, uid: ucred[1]! >>> 0, gid: ucred[2]! >>> 0 };
     },
   };
   return loaded;

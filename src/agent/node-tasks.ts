@@ -1,3 +1,4 @@
+import type { AgentAsk } from "../agent-socket.js";
 import type { PodStatus } from "../audit/classify.js";
 import type { SweepRequest } from "../audit/contract.js";
 import { buildInfo } from "../build-info.js";
@@ -13,7 +14,9 @@ import { AuditMonitor } from "./monitor.js";
 import { NodeCache } from "./node-cache.js";
 import { type NodeReflectors, startNodeReflectors } from "./node-reflectors.js";
 import type { AgentOptions } from "./options.js";
-import { answerAsk, type PluginServer, servePlugin, type Writing } from "./plugin-server.js";
+import { type PeerCheck, rootPeersOnly } from "./peer.js";
+import { answerAsk, type Writing } from "./plugin-server.js";
+import { type PluginServer, servePlugin } from "./plugin-socket.js";
 import { ScopeCheck } from "./scope-check.js";
 import { TaintKeeper } from "./taint.js";
 import { writeScopeOf } from "./write-scope.js";
@@ -55,6 +58,8 @@ export class NodeTasks {
     private readonly metrics: AgentMetrics,
     retry: () => void,
     now: () => number,
+    /** Who may ask on the plugin's socket (root only; tests run without the FFI it needs). */
+    private readonly peerCheck: () => Promise<PeerCheck> = rootPeersOnly,
   ) {
     this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, retry);
     this.condition = new ConditionKeeper(log);
@@ -135,13 +140,14 @@ export class NodeTasks {
             },
           };
     try {
-      const server = await servePlugin(this.socketPath, async (ask) => {
+      const answer = async (ask: AgentAsk) => {
         const verb = ask.get === "decision" ? "ADD" : ask.get === "del" ? "DEL" : undefined;
         const timer = verb && this.metrics.answers.startTimer({ verb });
-        const answer = await answerAsk(ask, cache, lookup, this.log, writing);
+        const answered = await answerAsk(ask, cache, lookup, this.log, writing);
         timer?.();
-        return answer;
-      });
+        return answered;
+      };
+      const server = await servePlugin(this.socketPath, answer, await this.peerCheck(), this.log);
       this.log.info("answering the plugin", { socket: this.socketPath });
       return server;
     } catch (error) {

@@ -1,11 +1,7 @@
-import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
-import { createServer, type Socket } from "node:net";
-import { dirname } from "node:path";
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
-import { parseAsk } from "../agent-schema.js";
-import { type AgentAnswer, type AgentAsk, maxLineBytes } from "../agent-socket.js";
+import type { AgentAnswer, AgentAsk } from "../agent-socket.js";
 import type { WriteAsk } from "../applier/contract.js";
-import { errnoCode, errorMessage } from "../errors.js";
+import { errorMessage } from "../errors.js";
 import { hostPaths } from "../host.js";
 import { agentTimeoutMs } from "../kube/agent-connection.js";
 import { describeApiFailure } from "../kube/errors.js";
@@ -112,68 +108,4 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
   } catch (error) {
     return { error: describeApiFailure(error).cause };
   }
-}
-
-/** The plugin's socket, served: closing it ends the connections open on it too. */
-export interface PluginServer {
-  close(): Promise<void>;
-}
-
-/**
- * Serves the plugin on a unix socket at `path`, in a directory only root may enter (0700),
- * the socket itself 0600. A socket left by an earlier agent is replaced; any other file
- * there is refused. Closing it drops the connections still open: a plugin stopped midway
- * (or one waiting for an answer) must not hold the agent's stop; a plugin whose answer is
- * dropped does the work itself.
- */
-export async function servePlugin(path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>): Promise<PluginServer> {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  chmodSync(dirname(path), 0o700);
-  try {
-    if (!lstatSync(path).isSocket()) throw new Error(`${path} exists and is no socket: not replacing it`);
-    unlinkSync(path);
-  } catch (error) {
-    if (errnoCode(error) !== "ENOENT") throw error;
-  }
-  const connections = new Set<Socket>();
-  const server = createServer((connection) => {
-    connections.add(connection);
-    connection.once("close", () => connections.delete(connection));
-    let buffered = "";
-    let replies = Promise.resolve();
-    connection.setEncoding("utf8");
-    connection.on("error", () => connection.destroy());
-    connection.on("data", (chunk: string) => {
-      buffered += chunk;
-      if (buffered.length > maxLineBytes) return connection.destroy();
-      for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-        const line = buffered.slice(0, end);
-        buffered = buffered.slice(end + 1);
-        let ask: AgentAsk;
-        try {
-          ask = parseAsk(line);
-        } catch (error) {
-          connection.end(`${JSON.stringify({ error: `not a question: ${errorMessage(error)}` })}\n`);
-          return;
-        }
-        // In the order asked: a cached answer must not overtake one still waiting on the API.
-        replies = replies.then(async () => {
-          const reply = await answer(ask);
-          if (connection.writable) connection.write(`${JSON.stringify(reply)}\n`);
-        });
-      }
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(path, () => resolve());
-  });
-  chmodSync(path, 0o600);
-  return {
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const connection of connections) connection.destroy();
-      }),
-  };
 }

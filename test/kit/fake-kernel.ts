@@ -68,6 +68,7 @@ export class FakeKernel {
   libc(): Libc {
     return {
       tryLock: () => true,
+      peerCredentials: () => ({ pid: 1, uid: 0, gid: 0 }),
       setns: () => undefined,
       socket: () => {
         this.opened++;

@@ -115,10 +115,60 @@ describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
 
   it("writes its socket into the plugin's entry; the socket is root's alone", async () => {
     expect(entry.agent_socket).toBe(socket());
-    const { statSync } = await import("node:fs");
     expect(statSync(socket()).mode & 0o777).toBe(0o600);
     expect(statSync(join(net.stateDir, "agent")).mode & 0o777).toBe(0o700);
   });
+
+  it("answers root's processes only, by the kernel's word (SO_PEERCRED), whatever the socket's modes let through", async () => {
+    const ask = JSON.stringify({ get: "namespace", name: "shop" });
+    // A caller that is not root, as one would be with the socket's directory mounted into its container.
+    const asNobody = ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/python3", "-c"];
+    // Prints what the agent answered: b'' when it closed the connection (a send into it closed: the same).
+    const client = [
+      "import socket,sys",
+      "s=socket.socket(socket.AF_UNIX)",
+      "s.connect(sys.argv[1])",
+      "s.settimeout(3)",
+      "try:",
+      '  s.sendall(sys.argv[2].encode()+b"\\n")',
+      "  print(repr(s.recv(4096)))",
+      "except (BrokenPipeError, ConnectionResetError):",
+      "  print(repr(b''))",
+    ].join("\n");
+    const opened = [net.dir, net.stateDir, join(net.stateDir, "agent")].map((dir) => [dir, statSync(dir).mode & 0o777] as const);
+    for (const [dir] of opened) chmodSync(dir, 0o755);
+    chmodSync(socket(), 0o666);
+    try {
+      const nobody = await execa("setpriv", [...asNobody, client, socket(), ask]);
+      expect(nobody.stdout).toBe("b''");
+      const root = await execa("/usr/bin/python3", ["-c", client, socket(), ask]);
+      expect(root.stdout).toMatch(/^b'\{"/);
+    } finally {
+      for (const [dir, mode] of opened) chmodSync(dir, mode);
+      chmodSync(socket(), 0o600);
+    }
+    const refusals = host.logs.filter((line) => line.msg === "refused a caller on the plugin's socket");
+    expect(refusals.map((line) => line.reason)).toEqual([expect.stringMatching(/^uid 65534 \(pid \d+\) is not root$/)]);
+  });
+
+  it("holds at most 256 connections at once and closes one idle for 5 s", async () => {
+    const { connect } = await import("node:net");
+    const opened = Array.from({ length: 260 }, () => {
+      const connection = connect(socket());
+      const closed = new Promise<number>((resolve) => connection.once("close", () => resolve(performance.now())));
+      connection.on("error", () => undefined);
+      return { connection, closed };
+    });
+    const started = performance.now();
+    const closedAt = await Promise.all(opened.map(({ closed }) => closed));
+    const early = closedAt.filter((at) => at - started < 2000);
+    expect(early.length).toBe(4);
+    // The others, asking nothing, closed by the agent once idle for 5 s (none after 8).
+    expect(closedAt.every((at) => at - started >= 4500 || early.includes(at))).toBe(true);
+    expect(Math.max(...closedAt) - started).toBeLessThan(8000);
+    // And it still answers.
+    expect(await askAgent(socket(), { get: "namespace", name: "nowhere" })).toEqual({ error: "404 Not Found" });
+  }, 15_000);
 
   it("ADD of a meshed pod asks the agent: no API request at all, the redirect in place", async () => {
     api.addPod(

@@ -5,10 +5,17 @@ import { join } from "node:path";
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { NodeCache } from "../../../src/agent/node-cache.js";
-import { answerAsk, servePlugin } from "../../../src/agent/plugin-server.js";
+import { answerAsk } from "../../../src/agent/plugin-server.js";
+import { servePlugin } from "../../../src/agent/plugin-socket.js";
+import type { AgentAnswer, AgentAsk } from "../../../src/agent-socket.js";
+import { createLogger } from "../../../src/log.js";
 import { podName } from "../../../src/pod-key.js";
 import { podObject } from "../../kit/api-server.js";
 import { memoryLogger } from "../../kit/fake-node.js";
+
+/** The plugin's socket served to anyone (the peer check needs the compiled binary's FFI: test/netns has it). */
+const serve = (path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>) =>
+  servePlugin(path, answer, () => undefined, createLogger({ level: "error" }));
 
 describe("the agent's answers to the plugin", () => {
   const log = memoryLogger([]);
@@ -139,7 +146,7 @@ describe("the agent's answers to the plugin", () => {
   it("answers on its socket in the order asked, a slow answer before a fast one", async () => {
     const dir = mkdtempSync(join(tmpdir(), "meshcni-socket-"));
     const path = join(dir, "agent", "plugin.sock");
-    const server = await servePlugin(path, async (ask) => {
+    const server = await serve(path, async (ask) => {
       if (ask.get === "pod") await new Promise((resolve) => setTimeout(resolve, 50));
       return { object: ask.get, cached: ask.get === "namespace" };
     });

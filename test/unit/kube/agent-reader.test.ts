@@ -4,14 +4,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { servePlugin } from "../../../src/agent/plugin-server.js";
-import type { AgentAsk } from "../../../src/agent-socket.js";
-import { AgentUnavailableError } from "../../../src/agent-socket.js";
+import { servePlugin } from "../../../src/agent/plugin-socket.js";
+import { type AgentAnswer, type AgentAsk, AgentUnavailableError } from "../../../src/agent-socket.js";
 import { createAgentReader } from "../../../src/kube/agent-reader.js";
 import { AnswerError } from "../../../src/kube/answers.js";
+import { createLogger } from "../../../src/log.js";
 import { decisionFields } from "../../../src/mesh/pod.js";
 import { nodeConnector } from "../../kit/agent.js";
 import { podObject } from "../../kit/api-server.js";
+
+/** The plugin's socket served to anyone (the peer check needs the compiled binary's FFI: test/netns has it). */
+const serve = (path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>) =>
+  servePlugin(path, answer, () => undefined, createLogger({ level: "error" }));
 
 /** The plugin's side of the agent's socket: what it asks, and what it makes of each kind of answer. */
 describe("the agent reader", () => {
@@ -48,7 +52,7 @@ describe("the agent reader", () => {
   });
 
   it("asks for the pod (with the runtime's UID) and its namespace on one connection, checking each answer as an API answer", async () => {
-    server = await servePlugin(socket, async (ask) => {
+    server = await serve(socket, async (ask) => {
       asked.push(ask);
       return ask.get === "pod"
         ? { object: decisionFields(podObject(ask.namespace, ask.name, { proxy: "container" }) as V1Pod), cached: true }
@@ -67,7 +71,7 @@ describe("the agent reader", () => {
   });
 
   it("fails closed on an answer about another pod: an AnswerError, not a reason to ask the API instead", async () => {
-    server = await servePlugin(socket, async () => ({
+    server = await serve(socket, async () => ({
       object: decisionFields(podObject("shop", "other") as V1Pod),
       cached: true,
     }));
@@ -79,7 +83,7 @@ describe("the agent reader", () => {
   });
 
   it("says the agent is unavailable when it names an error, answers garbage, closes, or says nothing in time", async () => {
-    server = await servePlugin(socket, async () => ({ error: "401 Unauthorized: the API server refused" }));
+    server = await serve(socket, async () => ({ error: "401 Unauthorized: the API server refused" }));
     const refused = await createAgentReader(socket, 1000, nodeConnector);
     await expect(refused.readPod("shop", "web")).rejects.toThrow(
       new AgentUnavailableError(socket, "401 Unauthorized: the API server refused"),

@@ -51,6 +51,7 @@ describe("the kernel's refusals", () => {
     const replies: Uint8Array[] = [];
     const kernel: Libc = {
       tryLock: () => true,
+      peerCredentials: () => ({ pid: 1, uid: 0, gid: 0 }),
       setns: () => undefined,
       socket: () => 3,
       setsockoptInt: () => undefined,

@@ -1,0 +1,26 @@
+import type { Socket } from "node:net";
+import { errorMessage } from "../errors.js";
+import { libc } from "../libc.js";
+
+/** Whether a caller on the plugin's socket may ask: undefined yes, else why not. */
+export type PeerCheck = (connection: Socket) => string | undefined;
+
+/**
+ * Only root may ask (the plugin runs as root: the runtime execs it), by the kernel's word
+ * for who connected (SO_PEERCRED), whatever the socket's file mode lets through: a mount of
+ * its directory into another container, or a mode changed by hand.
+ */
+export async function rootPeersOnly(): Promise<PeerCheck> {
+  const { peerCredentials } = await libc();
+  return (connection) => {
+    // Bun's and Node's unix sockets both keep their descriptor here.
+    const fd = (connection as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+    if (typeof fd !== "number" || fd < 0) return "its descriptor is unknown, so its credentials are";
+    try {
+      const { uid, pid } = peerCredentials(fd);
+      return uid === 0 ? undefined : `uid ${uid} (pid ${pid || "outside the agent's PID namespace"}) is not root`;
+    } catch (error) {
+      return `its credentials cannot be read: ${errorMessage(error)}`;
+    }
+  };
+}
