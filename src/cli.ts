@@ -25,11 +25,11 @@ Commands (meshcni help COMMAND, or COMMAND --help, for each one's options):
 /** Each command's usage text and entry, loaded only when used: a pod start loads none of them. */
 const commands: Record<string, { usage: () => Promise<string>; run: (argv: string[]) => Promise<number> | number }> = {
   install: {
-    usage: async () => (await import("./agent/options.js")).agentUsage,
+    usage: async () => (await import("./agent/usage.js")).agentUsage,
     run: async (argv) => (await import("./agent/main.js")).runInstall(argv),
   },
   ready: {
-    usage: async () => (await import("./agent/options.js")).agentUsage,
+    usage: async () => (await import("./agent/usage.js")).agentUsage,
     run: async (argv) => (await import("./agent/main.js")).runReady(argv),
   },
   audit: {

@@ -7,7 +7,7 @@ import { errorMessage } from "../errors.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { formatPodKey, type PodKey, podName } from "../pod-key.js";
 import type { SweepOptions } from "./options.js";
-import { actedMemoryMs, SweepMemory, type UnprotectedPod } from "./sweep-memory.js";
+import { SweepMemory, type UnprotectedPod } from "./sweep-memory.js";
 
 export interface MonitorOptions {
   /** The meshcni binary whose `sweep` runs each pass. */
@@ -137,12 +137,12 @@ export class AuditMonitor {
       this.problems.set("audit", "the audit waits for the agent's credentials", { level: "error" });
       return;
     }
-    const { skipUids, evictionsLeft } = this.memory.limits(Date.now());
+    const { excludeNamespaces, evictNamespaces } = sweep;
     const request: SweepRequest = {
       node,
       pods: [...(batch?.keys() ?? [])],
       policy: sweep.repair,
-      limits: { excludeNamespaces: sweep.excludeNamespaces, skipUids, evictionsLeft, retryMinutes: actedMemoryMs / 60_000 },
+      limits: { excludeNamespaces, evictNamespaces, ...this.memory.limits(Date.now()) },
       ...(self ? { self } : {}),
       ...withView(view()),
       dirs,

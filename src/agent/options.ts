@@ -27,6 +27,8 @@ export interface SweepOptions {
   repair: RepairPolicy;
   maxEvictionsPerMinute: number;
   excludeNamespaces: string[];
+  /** With evict: the only namespaces it evicts in; undefined: any (the node-scope policy keeps it out of the system ones). */
+  evictNamespaces: string[] | undefined;
   auditSeconds: number;
   /** Where the runtime keeps pod netns, as the host sees them. */
   netnsDirs: string[];
@@ -61,46 +63,6 @@ export interface AgentOptions {
   pluginToken: { serviceAccount: { namespace: string; name: string }; seconds: number };
 }
 
-export const agentUsage = `meshcni install [options]   run the node agent (DaemonSet container)
-meshcni ready [options]     exit 0 when the binary, kubeconfig and chain entry are in place
-
-Options (environment variable in brackets):
-  --host-root DIR            where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] (/host)
-  --net-dir DIR              the host's CNI config dir [DEST_CNI_NET_DIR] (/etc/cni/net.d)
-  --bin-dir DIR              the host's CNI bin dir [DEST_CNI_BIN_DIR] (/opt/cni/bin)
-  --kubeconfig-name NAME     kubeconfig file in the net dir [KUBECONFIG_FILE_NAME] (ZZZ-meshcni-kubeconfig)
-  --template JSON            the plugin's netconf entry [CNI_NETWORK_CONFIG]
-  --template-file PATH       the same, from a file [CNI_NETWORK_CONFIG_FILE]
-  --service-account-dir DIR  token and ca.crt (/var/run/secrets/kubernetes.io/serviceaccount)
-  --source-binary PATH       the binary to install (this executable)
-  --listen [HOST]:PORT       /readyz, /healthz and /metrics; no HOST: every address; "" turns it off
-                             [MESHCNI_LISTEN] (127.0.0.1:9911; the DaemonSet's: :9911)
-  --resync-seconds N         re-check everything this often, besides watching (10)
-  --watch-timeout-seconds N  each watch of the API asks to end after N to 2N s, then resumes (300)
-  --on-stop MODE             on SIGTERM: auto (uninstall only when the agent's DaemonSet is gone or
-                             being deleted; a restart or rollout keeps everything), keep, uninstall (auto)
-  --node NAME                this node [NODE_NAME]; without it, no audit and no taint
-  --repair POLICY            unprotected meshed pods: ${repairPolicies.join(", ")} (redirect)
-  --max-evictions-per-minute N   with --repair evict, at most this many per minute on the node (2)
-  --repair-exclude-namespaces NS,NS   never act on pods of these namespaces
-  --audit-seconds N          audit every pod of the node this often, besides the watch (60)
-  --state-dir DIR            the plugin's state_dir on the host (${defaultStateDir})
-  --netns-dir DIR            where the runtime keeps pod netns on the host (repeatable; /var/run/netns)
-  --cri-socket PATH          the container runtime's CRI socket on the host, asked for each pod's netns
-                             (auto: containerd's or CRI-O's default, the first there; "": none)
-  --startup-taint TAINT      remove key[=value][:Effect] from this node once ready ("": none)
-  --restore-taint            put the startup taint back while not ready
-  --log-level LEVEL          ${agentLogLevels.join(", ")} [LOG_LEVEL] (info)
-  --plugin-service-account NS/NAME   whose token (minted, TokenRequest) the plugin's kubeconfig holds
-                             ([POD_NAMESPACE or meshcni]/meshcni-plugin)
-  --plugin-token-seconds N   the minted token's life, renewed at 80% (3600; 600 to 86400)
-  --agent-socket PATH        where the plugin asks the agent for pods, on the host; "" turns it off
-                             (<state-dir>/agent/plugin.sock; needs --node)
-Own pod (never repaired; its DaemonSet decides --on-stop auto): POD_NAMESPACE and POD_NAME.
-API address: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PROTOCOL (https);
-KUBE_CA_FILE overrides the CA, SKIP_TLS_VERIFY=true skips verification.
-`;
-
 /** HOST:PORT (an IPv6 host in brackets; no host: every address, IPv6 and IPv4), or "" for none. */
 export function parseListen(text: string): AgentOptions["listen"] {
   if (text === "") return undefined;
@@ -110,6 +72,13 @@ export function parseListen(text: string): AgentOptions["listen"] {
   if (at < 0 || !(port >= 0 && port <= 65535)) throw new Error(`--listen must be HOST:PORT, not ${JSON.stringify(text)}`);
   return { host, port };
 }
+
+/** NS,NS as a list of names (spaces and empty entries dropped). */
+const namespaceList = (text: string) =>
+  text
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
 
 function serviceAccountOf(text: string): AgentOptions["pluginToken"]["serviceAccount"] {
   const match = /^([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253})$/.exec(text);
@@ -139,6 +108,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
       repair: { type: "string", default: "redirect" },
       "max-evictions-per-minute": { type: "string", default: "2" },
       "repair-exclude-namespaces": { type: "string", default: "" },
+      "evict-namespaces": { type: "string", default: "" },
       "audit-seconds": { type: "string", default: "60" },
       "state-dir": { type: "string", default: defaultStateDir },
       "netns-dir": { type: "string", multiple: true, default: ["/var/run/netns"] },
@@ -196,10 +166,8 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
         (n) => Number.isInteger(n) && n >= 0,
         "a whole number",
       ),
-      excludeNamespaces: values["repair-exclude-namespaces"]
-        .split(",")
-        .map((name) => name.trim())
-        .filter(Boolean),
+      excludeNamespaces: namespaceList(values["repair-exclude-namespaces"]),
+      evictNamespaces: values["evict-namespaces"] ? namespaceList(values["evict-namespaces"]) : undefined,
       auditSeconds: numberFlag("audit-seconds", values["audit-seconds"], positive, "a positive number"),
       netnsDirs: values["netns-dir"],
       criSocket: values["cri-socket"],

@@ -35,10 +35,11 @@ export class SweepMemory {
   constructor(private readonly maxEvictionsPerMinute: number) {}
 
   /** The UIDs a sweep must leave alone, and how many evictions it may make. */
-  limits(now: number): { skipUids: string[]; evictionsLeft: number } {
+  limits(now: number): { skipUids: string[]; evictionsLeft: number; retryMinutes: number } {
     for (const [uid, until] of this.leftAlone) if (until <= now) this.leftAlone.delete(uid);
     this.evictions = this.evictions.filter((at) => now - at < 60_000);
-    return { skipUids: [...this.leftAlone.keys()], evictionsLeft: Math.max(0, this.maxEvictionsPerMinute - this.evictions.length) };
+    const evictionsLeft = Math.max(0, this.maxEvictionsPerMinute - this.evictions.length);
+    return { skipUids: [...this.leftAlone.keys()], evictionsLeft, retryMinutes: actedMemoryMs / 60_000 };
   }
 
   /** Takes in a sweep's report (of every pod when `full`); returns the node's counts by status. */

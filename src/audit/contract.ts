@@ -22,6 +22,8 @@ const sweepRequestSchema = v.object({
   limits: v.object({
     /** Namespaces whose pods are never acted on. */
     excludeNamespaces: v.array(v.string()),
+    /** With evict: the only namespaces it evicts in (absent: any). */
+    evictNamespaces: v.optional(v.array(v.string())),
     /** Pods acted on recently (by earlier sweeps): reported, left alone. */
     skipUids: v.array(v.string()),
     evictionsLeft: count,

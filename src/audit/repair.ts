@@ -20,6 +20,8 @@ export const unprotectedLabel = "meshcni.io/unprotected";
 export interface RepairLimits {
   self: PodKey | undefined;
   excludeNamespaces: ReadonlySet<string>;
+  /** With evict: the only namespaces it evicts in (the operator's --evict-namespaces); undefined: any. */
+  evictNamespaces?: ReadonlySet<string> | undefined;
   /** Pods acted on recently (by the agent's earlier sweeps): reported, left alone. */
   skipUids: ReadonlySet<string>;
   evictionsLeft: number;
@@ -33,7 +35,8 @@ function hasController(pod: V1Pod): boolean {
  * What to do about an unprotected pod, or why to leave it: never the agent's own pod, a
  * pod being deleted, one already labelled (the label outlives an agent restart), one
  * acted on recently, or one in an excluded namespace. `evict` needs a controller to
- * recreate the pod, else it labels; past the eviction budget it waits for a later sweep.
+ * recreate the pod, else it labels; outside the namespaces evictions are allowed in, it
+ * leaves the pod; past the eviction budget it waits for a later sweep.
  */
 export function repairAction(pod: V1Pod, policy: RepairPolicy, limits: RepairLimits): RepairAction | { skip: string } {
   const key = podKeyOf(pod);
@@ -44,6 +47,10 @@ export function repairAction(pod: V1Pod, policy: RepairPolicy, limits: RepairLim
   if (limits.excludeNamespaces.has(key.namespace)) return { skip: `namespace ${key.namespace} is excluded from repair` };
   if (policy !== "evict") return policy;
   if (!hasController(pod)) return "label";
+  if (limits.evictNamespaces && !limits.evictNamespaces.has(key.namespace))
+    return {
+      skip: `meshcni does not evict in namespace ${key.namespace} (not in --evict-namespaces): restart the pod to get the redirect`,
+    };
   return limits.evictionsLeft > 0 ? "evict" : { skip: "the eviction rate limit is reached: a later sweep evicts it" };
 }
 

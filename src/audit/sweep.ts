@@ -116,6 +116,7 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
   const limits: RepairLimits = {
     self: request.self,
     excludeNamespaces: new Set(request.limits.excludeNamespaces),
+    evictNamespaces: request.limits.evictNamespaces && new Set(request.limits.evictNamespaces),
     skipUids: new Set(request.limits.skipUids),
     evictionsLeft: request.limits.evictionsLeft,
   };

@@ -2,12 +2,13 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { parseTaint } from "../agent/taint.js";
-import { repairPolicies } from "../audit/repair.js";
+import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { numberFlag, oneOf } from "../flags.js";
 import { agentLogLevels } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
 import { defaultManifestOptions as defaults, type ManifestOptions } from "./options.js";
+import { systemNamespaces } from "./policy.js";
 import { manifestFiles, manifestsYaml } from "./yaml.js";
 
 export const manifestsUsage = `meshcni manifests [options]   print the manifests that install meshcni (kubectl apply -f -)
@@ -16,6 +17,8 @@ export const manifestsUsage = `meshcni manifests [options]   print the manifests
   --image IMAGE              the agent's image (${defaults.image})
   --log-level LEVEL          debug, info, warn or error, for the agent and the plugin (${defaults.logLevel})
   --repair POLICY            ${repairPolicies.join(", ")} (${defaults.repair}); RBAC follows
+  --evict-namespaces NS,NS   with --repair evict: the only namespaces the agent may evict in (its flag and
+                             the node-scope policy; default: any but kube-system, kube-public, kube-node-lease)
   --startup-taint TAINT      lifted once the node is ready; "" for none (${defaults.startupTaint})
   --net-dir DIR              the nodes' CNI config dir (${defaults.netDir})
   --bin-dir DIR              the nodes' CNI bin dir (${defaults.binDir})
@@ -58,6 +61,19 @@ function parseToleration(text: string) {
   };
 }
 
+/** --evict-namespaces NS,NS: namespaces' names, only with --repair evict, none of the never-meshed system ones. */
+function evictNamespacesOf(text: string | undefined, repair: RepairPolicy): string[] | undefined {
+  if (text === undefined) return undefined;
+  if (repair !== "evict") throw new Error("--evict-namespaces needs --repair evict");
+  const names = text.split(",").map((name) => name.trim());
+  for (const name of names) {
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name))
+      throw new Error(`--evict-namespaces: ${JSON.stringify(name)} is no namespace name`);
+    if (systemNamespaces.includes(name)) throw new Error(`--evict-namespaces: ${name}'s pods are never meshed, so never evicted`);
+  }
+  return names;
+}
+
 /** Reads the flags into options; throws one line naming the bad flag and value. */
 export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir: string | undefined } {
   const { values } = parseArgs({
@@ -68,6 +84,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
       image: { type: "string", default: defaults.image },
       "log-level": { type: "string", default: defaults.logLevel },
       repair: { type: "string", default: defaults.repair },
+      "evict-namespaces": { type: "string" },
       "startup-taint": { type: "string", default: defaults.startupTaint },
       "net-dir": { type: "string", default: defaults.netDir },
       "bin-dir": { type: "string", default: defaults.binDir },
@@ -110,6 +127,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
   } catch (error) {
     throw new Error(`--netconf: ${errorMessage(error)}`);
   }
+  const repair = oneOf("repair", values.repair, repairPolicies);
   const startupTaint = values["startup-taint"] || undefined;
   // The agent's own reading: a taint it would refuse (and crash-loop on) is refused here.
   if (startupTaint) parseTaint(startupTaint);
@@ -117,7 +135,8 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
     namespace: values.namespace,
     image: values.image,
     logLevel,
-    repair: oneOf("repair", values.repair, repairPolicies),
+    repair,
+    evictNamespaces: evictNamespacesOf(values["evict-namespaces"], repair),
     startupTaint,
     netDir: values["net-dir"],
     binDir: values["bin-dir"],

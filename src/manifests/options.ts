@@ -7,6 +7,8 @@ export interface ManifestOptions {
   image: string;
   logLevel: "debug" | "info" | "warn" | "error";
   repair: RepairPolicy;
+  /** With evict: the only namespaces the agent may evict in (agent flag and policy); undefined: any but the system ones. */
+  evictNamespaces: string[] | undefined;
   startupTaint: string | undefined;
   /** The node's CNI config and bin dirs (each one setting: the env, the mount and the host path follow). */
   netDir: string;
@@ -36,6 +38,7 @@ export const defaultManifestOptions: ManifestOptions = {
   image: `${imageRepository}:${buildInfo.version}`,
   logLevel: "info",
   repair: "redirect",
+  evictNamespaces: undefined,
   startupTaint: "meshcni.io/not-ready:NoSchedule",
   netDir: "/etc/cni/net.d",
   binDir: "/opt/cni/bin",

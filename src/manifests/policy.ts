@@ -8,7 +8,10 @@ import type { ManifestOptions } from "./options.js";
 export const nodeNameClaim = "authentication.kubernetes.io/node-name";
 
 /** Namespaces whose pods are never meshed: no eviction there, whatever a token asks. */
-const systemNamespaces = ["kube-system", "kube-public", "kube-node-lease"];
+export const systemNamespaces = ["kube-system", "kube-public", "kube-node-lease"];
+
+/** Names (checked as DNS labels where they are read: no quote can end the literal) as a CEL list. */
+const celList = (names: string[]) => `[${names.map((name) => `'${name}'`).join(", ")}]`;
 
 /**
  * A ValidatingAdmissionPolicy and its binding that hold the agent's ServiceAccount to its
@@ -24,7 +27,11 @@ const systemNamespaces = ["kube-system", "kube-public", "kube-node-lease"];
  * token to be a node's, the pod's own grace period, a namespace outside the system ones,
  * and stays subject to the pods' PodDisruptionBudgets.
  */
-export function nodeScopePolicy(options: Pick<ManifestOptions, "startupTaint">, serviceAccount: string, labels: Record<string, string>) {
+export function nodeScopePolicy(
+  options: Pick<ManifestOptions, "startupTaint" | "evictNamespaces">,
+  serviceAccount: string,
+  labels: Record<string, string>,
+) {
   const policyName = `${serviceAccount}-node-scope`;
   // The agent's own reading of the flag: the policy allows exactly the taint it sets.
   const taint = options.startupTaint ? parseTaint(options.startupTaint) : undefined;
@@ -76,10 +83,15 @@ export function nodeScopePolicy(options: Pick<ManifestOptions, "startupTaint">, 
       expression: "variables.subresource != 'eviction' || !has(object.deleteOptions) || !has(object.deleteOptions.gracePeriodSeconds)",
       message: "meshcni's agent may evict a pod only with the pod's own grace period",
     },
-    {
-      expression: `variables.subresource != 'eviction' || !(request.namespace in [${systemNamespaces.map((name) => `'${name}'`).join(", ")}])`,
-      message: `meshcni's agent may not evict pods of ${systemNamespaces.join(", ")} (they are never meshed)`,
-    },
+    options.evictNamespaces
+      ? {
+          expression: `variables.subresource != 'eviction' || request.namespace in ${celList(options.evictNamespaces)}`,
+          message: `meshcni's agent may evict pods only in ${options.evictNamespaces.join(", ")} (--evict-namespaces)`,
+        }
+      : {
+          expression: `variables.subresource != 'eviction' || !(request.namespace in ${celList(systemNamespaces)})`,
+          message: `meshcni's agent may not evict pods of ${systemNamespaces.join(", ")} (they are never meshed)`,
+        },
     {
       expression:
         // An unbound request reaches admission with an empty boundObjectRef.

@@ -113,6 +113,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   `:${options.metricsPort}`,
                   "--repair",
                   options.repair,
+                  ...(options.evictNamespaces ? ["--evict-namespaces", options.evictNamespaces.join(",")] : []),
                   "--log-level",
                   options.logLevel,
                   "--netns-dir",

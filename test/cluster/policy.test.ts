@@ -115,8 +115,31 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
     await scenario(meshcni);
   }, 240_000);
 
-  it("says not ready, PolicyNotBound in its Node's condition, after an overlay renamed its ServiceAccount past the policy", async () => {
+  it("with --evict-namespaces, refuses the agent's evictions in any other namespace", async () => {
     await cluster.kubectl(["delete", "-k", join(overlayDir, "overlay"), "--wait", "--ignore-not-found"]);
+    const meshcni = new Meshcni(cluster);
+    await meshcni.deploy(["--repair", "evict", "--evict-namespaces", "shop"]);
+    const agent = await AgentIdentity.of(cluster, meshcni);
+    const body = { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: "local", namespace: "default" } };
+    const answer = await agent.request("POST", "/api/v1/namespaces/default/pods/local/eviction", body, "application/json");
+    expect(`${answer.code} ${answer.body}`).toMatch(/^422 .*may evict pods only in shop \(--evict-namespaces\)/s);
+    const args = await cluster.kubectl([
+      "-n",
+      "meshcni",
+      "get",
+      "daemonset",
+      "meshcni",
+      "-o",
+      "jsonpath={.spec.template.spec.containers[0].args}",
+    ]);
+    expect(JSON.parse(args)).toEqual(expect.arrayContaining(["--evict-namespaces", "shop"]));
+    await cluster.kubectl(
+      ["delete", "-f", "-", "--wait", "--ignore-not-found"],
+      await renderManifests(["--repair", "evict", "--evict-namespaces", "shop"]),
+    );
+  }, 240_000);
+
+  it("says not ready, PolicyNotBound in its Node's condition, after an overlay renamed its ServiceAccount past the policy", async () => {
     const renamed = join(overlayDir, "renamed");
     mkdirSync(renamed);
     writeFileSync(

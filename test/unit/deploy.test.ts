@@ -294,6 +294,9 @@ describe("meshcni manifests flags", () => {
     [["--netconf", "proxy-uid=-5"], "--netconf: "],
     [["--netconf", "iptables-mode=ebpf"], "iptables-mode"],
     [["--bogus"], "Unknown option '--bogus'"],
+    [["--evict-namespaces", "shop"], "--evict-namespaces needs --repair evict"],
+    [["--repair", "evict", "--evict-namespaces", "shop,kube-system"], "--evict-namespaces: kube-system's pods are never meshed"],
+    [["--repair", "evict", "--evict-namespaces", "shop,it's"], `--evict-namespaces: "it's" is no namespace name`],
   ])("refuses %j, naming the flag and the value", (argv, message) => {
     expect(() => parseManifestArgs(argv)).toThrow(message);
   });

@@ -57,5 +57,7 @@ describe("the agent's flags", () => {
         "/var/lib/containerd/netns",
       ]),
     ).toMatchObject({ sweep: { excludeNamespaces: ["kube-system", "linkerd"], netnsDirs: ["/run/netns", "/var/lib/containerd/netns"] } });
+    expect(parse(["--repair", "evict", "--evict-namespaces", "shop, web"]).sweep.evictNamespaces).toEqual(["shop", "web"]);
+    expect(parse(["--repair", "evict"]).sweep.evictNamespaces).toBeUndefined();
   });
 });

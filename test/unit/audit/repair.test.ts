@@ -24,6 +24,17 @@ describe("repair decisions", () => {
     expect(repairAction(pod("e"), "none", limits())).toBe("none");
   });
 
+  it("evicts only in the namespaces the operator allows (--evict-namespaces): elsewhere it leaves the pod, saying why", () => {
+    const allowed = limits({ evictNamespaces: new Set(["web"]) });
+    expect(repairAction(pod("a", { owned: true }), "evict", allowed)).toEqual({
+      skip: "meshcni does not evict in namespace shop (not in --evict-namespaces): restart the pod to get the redirect",
+    });
+    const inWeb = { ...pod("a", { owned: true }), metadata: { ...pod("a", { owned: true }).metadata, namespace: "web" } } as V1Pod;
+    expect(repairAction(inWeb, "evict", allowed)).toBe("evict");
+    // A pod no controller would recreate is labelled, as without the list.
+    expect(repairAction(pod("b"), "evict", allowed)).toBe("label");
+  });
+
   it("leaves alone its own pod, a pod being deleted, one already labelled, one acted on recently, an excluded namespace", () => {
     expect(repairAction(podObject("meshcni", "agent") as V1Pod, "redirect", limits())).toEqual({ skip: "the agent's own pod" });
     expect(repairAction(pod("f", { deleting: true }), "redirect", limits())).toEqual({ skip: "already being deleted" });

@@ -86,6 +86,24 @@ describe("the agent's ServiceAccount held to its own node", () => {
     expect(api.pods.get("shop/elsewhere")?.metadata?.labels ?? {}).not.toHaveProperty(unprotectedLabel);
   });
 
+  it("with --evict-namespaces, evicts only in those namespaces", async () => {
+    const policies = api.admissionPolicies;
+    api.admissionPolicies = renderManifests({ ...defaultManifestOptions, repair: "evict", evictNamespaces: ["web"] }).filter((object) =>
+      object.kind.startsWith("ValidatingAdmissionPolicy"),
+    );
+    try {
+      api.addPod(podObject("web", "front", { nodeName: "n1" }));
+      await expect(onNode("n1").evictPod(api.pods.get("shop/web") as V1Pod)).rejects.toThrow(
+        "meshcni's agent may evict pods only in web (--evict-namespaces)",
+      );
+      expect(api.pods.has("shop/web")).toBe(true);
+      await onNode("n1").evictPod(api.pods.get("web/front") as V1Pod);
+      expect(api.pods.has("web/front")).toBe(false);
+    } finally {
+      api.admissionPolicies = policies;
+    }
+  });
+
   it("writes nothing at all with a token that names no node (not a projected token of a pod on a node)", async () => {
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: undefined };
     await expect(lift("n1")).rejects.toThrow("acts only with a token bound to its pod on a node");
