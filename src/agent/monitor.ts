@@ -1,12 +1,11 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { execa } from "execa";
 import { type PodStatus, podsToAudit } from "../audit/classify.js";
-import { parseSweepReport, type SweepInput, type SweepReport, type SweepRequest } from "../audit/contract.js";
+import type { SweepReport, SweepRequest } from "../audit/contract.js";
 import { resultKind } from "../audit/repair.js";
-import { errorMessage } from "../errors.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { formatPodKey, type PodKey, podName } from "../pod-key.js";
 import type { SweepOptions } from "./options.js";
+import { runSweepChild } from "./sweep-child.js";
 import { SweepMemory, type UnprotectedPod } from "./sweep-memory.js";
 
 export interface MonitorOptions {
@@ -148,7 +147,7 @@ export class AuditMonitor {
       dirs,
     };
     this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
-    const outcome = await this.runChild({ kubeconfig, request });
+    const outcome = await runSweepChild(this.options.binary, { kubeconfig, request });
     this.metrics.audited((performance.now() - started) / 1000);
     if ("problem" in outcome) {
       const { problem, exitCode } = outcome;
@@ -160,19 +159,6 @@ export class AuditMonitor {
     }
     this.problems.set("audit", undefined);
     this.take(outcome.report, batch);
-  }
-
-  /** Runs `meshcni sweep` with the request and the agent's credentials on stdin; its report, checked, or what went wrong. */
-  private async runChild(input: SweepInput): Promise<{ report: SweepReport } | { problem: string; exitCode?: number }> {
-    const result = await execa(this.options.binary, ["sweep"], { reject: false, input: JSON.stringify(input) });
-    if (result.exitCode !== 0 && result.exitCode !== 1) {
-      return { problem: `the sweep failed: ${String(result.stderr).trim().split("\n").at(-1)}`, exitCode: result.exitCode ?? -1 };
-    }
-    try {
-      return { report: parseSweepReport(String(result.stdout)) };
-    } catch (error) {
-      return { problem: errorMessage(error) };
-    }
   }
 
   /** Sweeps a pod again after `ms` (with the other pods due then), a little after, as timers may fire early. */

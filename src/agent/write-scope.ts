@@ -1,7 +1,7 @@
-import { isAbsolute, normalize } from "node:path";
 import { errorMessage } from "../errors.js";
 import type { JsonObject } from "../json.js";
 import { parseNetConf } from "../mesh/netconf.js";
+import { inNetnsDirs } from "../netns/paths.js";
 
 /** The host paths the agent's writers write to: its own installed entry's, never a caller's. */
 export interface WriteScope {
@@ -31,9 +31,6 @@ export function writeScopeOf(entry: JsonObject, netnsDirs: string[]): WriteScope
 export function outsideScope(scope: WriteScope, ask: { stateDir: string; logFile: string | undefined; netns: string }): string | undefined {
   if (ask.stateDir !== scope.stateDir) return `the state dir ${ask.stateDir} is not the agent's own (${scope.stateDir})`;
   if (ask.logFile !== scope.logFile) return `the log file ${ask.logFile ?? "(none)"} is not the agent's own (${scope.logFile ?? "none"})`;
-  if (ask.netns === "") return undefined;
-  const inside = scope.netnsDirs.some((dir) => ask.netns.startsWith(`${dir.replace(/\/+$/, "")}/`));
-  if (!isAbsolute(ask.netns) || normalize(ask.netns) !== ask.netns || !inside)
-    return `the netns ${ask.netns} is not in the runtime's netns dirs (${scope.netnsDirs.join(", ")})`;
-  return undefined;
+  if (ask.netns === "" || inNetnsDirs(ask.netns, scope.netnsDirs)) return undefined;
+  return `the netns ${ask.netns} is not in the runtime's netns dirs (${scope.netnsDirs.join(", ")})`;
 }

@@ -80,6 +80,9 @@ export function criSocketOf(flag: string, exists: (hostPath: string) => boolean)
   return flag === "auto" ? criSockets.find(exists) : flag;
 }
 
+/** What a sweep may spend asking the container runtime where pods' netns are, all pods together. */
+const runtimeSweepMs = 15_000;
+
 /** The sweep's I/O on this host: the API (as `config` allows), the state dir, the runtime's netns, the redirect's backends. */
 export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeConfig): SweepIo {
   const { hostRoot } = dirs;
@@ -96,9 +99,9 @@ export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeCon
     async scan(targets) {
       // Connected only when a pod has no record to say where its netns is.
       let runtime: Promise<PodRuntime> | undefined;
-      const locate = (uid: string) => {
+      const locate = (uids: string[]) => {
         runtime ??= connectRuntime(onHost(socket!));
-        return runtime.then((connected) => connected.netnsOf(uid));
+        return runtime.then((connected) => connected.netnsOfPods(uids, Date.now() + runtimeSweepMs));
       };
       try {
         return await scanNetns(

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { SandboxLookup } from "../cri/runtime.js";
 import { errorMessage } from "../errors.js";
 import { hostPaths } from "../host.js";
+import { inNetnsDirs } from "../netns/paths.js";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Backend, Redirector } from "../redirect/redirector.js";
 import type { Identified, Observation } from "./classify.js";
@@ -30,8 +31,8 @@ export interface ScanIo {
   exists(path: string): boolean;
   list(dir: string): string[];
   inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }>;
-  /** Asks the container runtime for a pod's netns; undefined when there is no runtime to ask (no CRI socket). */
-  locate: ((podUid: string) => Promise<SandboxLookup>) | undefined;
+  /** Asks the container runtime for these pods' netns, once for all; undefined when there is no runtime to ask (no CRI socket). */
+  locate: ((podUids: string[]) => Promise<Map<string, SandboxLookup>>) | undefined;
 }
 
 /** The interface CNI gives a pod's network (CNI_IFNAME): the only one a pod's IP may be found on by address. */
@@ -80,14 +81,26 @@ export async function scanNetns(
     else toVisit.set(netns, [...(toVisit.get(netns) ?? []), { target, identifiedBy }]);
   };
   const byIp: ScanTarget[] = [];
+  const unrecorded = targets.filter((target) => target.recordedNetns === undefined);
+  const located =
+    io.locate && unrecorded.length > 0
+      ? await io.locate(unrecorded.map((target) => target.uid)).catch((error: unknown) => errorMessage(error))
+      : undefined;
   for (const target of targets) {
     if (target.recordedNetns !== undefined) place(target, target.recordedNetns, "record");
-    else if (!io.locate) byIp.push(target);
+    else if (located === undefined) byIp.push(target);
     else {
-      const found = await io
-        .locate(target.uid)
-        .catch((error: unknown): SandboxLookup => ({ problem: `cannot ask the container runtime: ${errorMessage(error)}` }));
+      const found: SandboxLookup =
+        typeof located === "string"
+          ? { problem: `cannot ask the container runtime: ${located}` }
+          : (located.get(target.uid) ?? { problem: "the container runtime did not say" });
       if ("problem" in found) observations.set(target.uid, { found: false, reason: found.problem });
+      // The runtime's word is a path to enter: only one in the netns dirs, in plain form.
+      else if (!inNetnsDirs(found.netns, options.netnsDirs))
+        observations.set(target.uid, {
+          found: false,
+          reason: `the container runtime names netns ${found.netns}, which is not in ${options.netnsDirs.join(", ")}`,
+        });
       else place(target, found.netns, "runtime");
     }
   }

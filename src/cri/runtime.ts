@@ -1,4 +1,5 @@
 import type { GrpcObject, ServiceClientConstructor, ServiceError } from "@grpc/grpc-js";
+import { errorMessage } from "../errors.js";
 import { podUidLabel, runtimeProto } from "./api.js";
 import { sandboxNetns } from "./sandbox.js";
 
@@ -7,9 +8,17 @@ export type SandboxLookup = { netns: string; sandbox: string } | { problem: stri
 
 /** The container runtime, as kubelet asks it: which netns belongs to which pod. */
 export interface PodRuntime {
-  netnsOf(podUid: string): Promise<SandboxLookup>;
+  /**
+   * Where the runtime says each pod's netns is, by pod UID: one ListPodSandbox for all,
+   * then the sandboxes' statuses a few at a time; a pod still unanswered at `deadline`
+   * (Date.now()'s clock) gets a problem saying so.
+   */
+  netnsOfPods(podUids: string[], deadline: number): Promise<Map<string, SandboxLookup>>;
   close(): void;
 }
+
+/** Statuses asked at once: a hung runtime costs a sweep one call's deadline, not one per pod. */
+const statusesAtOnce = 4;
 
 type Call = (request: object, options: { deadline: number }, callback: (error: ServiceError | null, response: unknown) => void) => void;
 
@@ -27,23 +36,53 @@ export async function connectRuntime(socket: string, deadlineMs = 3000): Promise
   const client = new RuntimeService(`unix://${socket}`, grpc.credentials.createInsecure()) as unknown as Record<string, Call> & {
     close(): void;
   };
-  const call = <T>(method: string, request: object): Promise<T> =>
+  /** One call, within deadlineMs and never past `until`. */
+  const call = <T>(method: string, request: object, until = Number.POSITIVE_INFINITY): Promise<T> =>
     new Promise((resolve, reject) => {
-      client[method]!.call(client, request, { deadline: Date.now() + deadlineMs }, (error, response) =>
+      client[method]!.call(client, request, { deadline: Math.min(Date.now() + deadlineMs, until) }, (error, response) =>
         error ? reject(new Error(`${method} on ${socket}: ${error.details || error.message}`)) : resolve(response as T),
       );
     });
+  const statusOf = async (sandbox: string, until: number): Promise<SandboxLookup> => {
+    const request = { podSandboxId: sandbox, verbose: true };
+    const { info } = await call<{ info: Record<string, string> }>("PodSandboxStatus", request, until);
+    const netns = sandboxNetns(info);
+    return netns ? { netns, sandbox } : { problem: `the container runtime's status of sandbox ${sandbox} names no network namespace` };
+  };
   return {
-    async netnsOf(podUid) {
-      const { items } = await call<{ items: Array<{ id: string }> }>("ListPodSandbox", {
-        filter: { labelSelector: { [podUidLabel]: podUid }, state: { state: "SANDBOX_READY" } },
-      });
-      if (items.length === 0) return { problem: "the container runtime has no ready sandbox for the pod" };
-      if (items.length > 1) return { problem: `the container runtime has ${items.length} ready sandboxes for the pod` };
-      const sandbox = items[0]!.id;
-      const { info } = await call<{ info: Record<string, string> }>("PodSandboxStatus", { podSandboxId: sandbox, verbose: true });
-      const netns = sandboxNetns(info);
-      return netns ? { netns, sandbox } : { problem: `the container runtime's status of sandbox ${sandbox} names no network namespace` };
+    async netnsOfPods(podUids, deadline) {
+      const ready = { filter: { state: { state: "SANDBOX_READY" } } };
+      const { items } = await call<{ items: Array<{ id: string; labels: Record<string, string> }> }>("ListPodSandbox", ready, deadline);
+      const found = new Map<string, SandboxLookup>();
+      const toAsk: Array<[string, string]> = [];
+      for (const uid of podUids) {
+        const sandboxes = items.filter((item) => item.labels[podUidLabel] === uid);
+        if (sandboxes.length === 1) toAsk.push([uid, sandboxes[0]!.id]);
+        else
+          found.set(uid, {
+            problem:
+              sandboxes.length === 0
+                ? "the container runtime has no ready sandbox for the pod"
+                : `the container runtime has ${sandboxes.length} ready sandboxes for the pod`,
+          });
+      }
+      const worker = async () => {
+        for (let next = toAsk.shift(); next; next = toAsk.shift()) {
+          const [uid, sandbox] = next;
+          if (Date.now() >= deadline) {
+            found.set(uid, { problem: "the container runtime did not answer for it within the sweep's time" });
+            continue;
+          }
+          found.set(
+            uid,
+            await statusOf(sandbox, deadline).catch((error: unknown) => ({
+              problem: `cannot ask the container runtime: ${errorMessage(error)}`,
+            })),
+          );
+        }
+      };
+      await Promise.all(Array.from({ length: statusesAtOnce }, worker));
+      return found;
     },
     close: () => client.close(),
   };

@@ -136,10 +136,18 @@ export class FakeNode {
     this.addresses.set(path, [{ ifname: "lo", address: "127.0.0.1" }, ...addresses.map((address) => ({ ifname, address }))]);
   }
 
-  /** The runtime's answer for a pod, as connectRuntime's netnsOf gives it. */
-  async locate(uid: string): Promise<SandboxLookup> {
-    const netns = this.sandboxes.get(uid);
-    return netns ? { netns, sandbox: `sandbox-${uid}` } : { problem: "the container runtime has no ready sandbox for the pod" };
+  /** Runtime calls made: one list per locate, as connectRuntime's netnsOfPods asks. */
+  runtimeLists = 0;
+
+  /** The runtime's answers for pods, as connectRuntime's netnsOfPods gives them. */
+  async locate(uids: string[]): Promise<Map<string, SandboxLookup>> {
+    this.runtimeLists++;
+    return new Map(
+      uids.map((uid) => {
+        const netns = this.sandboxes.get(uid);
+        return [uid, netns ? { netns, sandbox: `sandbox-${uid}` } : { problem: "the container runtime has no ready sandbox for the pod" }];
+      }),
+    );
   }
 
   /** Runs `action` "inside" a netns: runners and addresses() then see that one. */

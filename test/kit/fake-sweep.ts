@@ -76,7 +76,7 @@ export function fakeSweepIo(
           exists: (path) => node.netns.has(path),
           list: (dir) => [...node.netns.keys()].filter((path) => path.startsWith(`${dir}/`)).map((path) => path.slice(dir.length + 1)),
           inspect: inspectPlans,
-          locate: options.noRuntime ? undefined : (uid) => node.locate(uid),
+          locate: options.noRuntime ? undefined : (uids) => node.locate(uids),
         },
       ),
     redirect: async (netns, backend, plans) => void (await node.enter(netns, () => node.redirector(backend).apply(plans))),

@@ -265,6 +265,21 @@ describe("a sweep", () => {
     expect(pod.metadata?.name).toBe("odd");
   });
 
+  it("asks the runtime once for all the pods without a record, and enters no netns it names outside the netns dirs", async () => {
+    for (const name of ["a", "b", "c"]) startPod(name);
+    const { pod } = startPod("escaped");
+    // A runtime (or whatever answers on its socket) naming a path that leaves the netns dirs.
+    node.sandboxes.set(pod.metadata!.uid!, `${netnsDir}/../../proc/1/ns/net`);
+    const report = await sweep(options(undefined), fakeSweepIo(node).io);
+    expect(node.runtimeLists).toBe(1);
+    expect(report.pods.find((found) => found.name === "escaped")).toMatchObject({
+      status: "unknown",
+      details: [`the container runtime names netns ${netnsDir}/../../proc/1/ns/net, which is not in ${netnsDir}`],
+    });
+    expect(node.entries.has(`${netnsDir}/../../proc/1/ns/net`)).toBe(false);
+    expect(report.pods.filter((found) => found.status === "adopted" || found.status === "missing")).toHaveLength(3);
+  });
+
   it("removes records whose pod left the node or whose netns is gone, never a young one", async () => {
     const { netns } = await addedPod("gone-netns");
     await addedPod("gone-pod");

@@ -1,0 +1,45 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runSweepChild } from "../../../src/agent/sweep-child.js";
+import type { SweepInput } from "../../../src/audit/contract.js";
+
+const input: SweepInput = {
+  kubeconfig: "",
+  request: {
+    node: "n1",
+    pods: [],
+    limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 0 },
+    dirs: { hostRoot: "", stateDir: "/s", netDir: "/n", netnsDirs: ["/var/run/netns"], criSocket: "" },
+  },
+};
+
+describe("the agent's sweep child", () => {
+  let dir: string;
+  const binary = (script: string) => {
+    const path = join(dir, "meshcni");
+    writeFileSync(path, `#!/bin/sh\n${script}\n`);
+    chmodSync(path, 0o755);
+    return path;
+  };
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "meshcni-sweep-child-"));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("kills a sweep that outlives its deadline (a hung runtime or netns): that sweep is a problem, the next one runs", async () => {
+    const hung = binary("exec sleep 60");
+    const started = performance.now();
+    expect(await runSweepChild(hung, input, 500)).toEqual({ problem: "the sweep did not finish within 0.5 s: killed" });
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it("says what failed: an exit code other than 0 or 1 with its last line, or a report that is none", async () => {
+    expect(await runSweepChild(binary('echo "cannot read the state dir" >&2; exit 3'), input)).toEqual({
+      problem: "the sweep failed: cannot read the state dir",
+      exitCode: 3,
+    });
+    expect(await runSweepChild(binary("echo '{}'"), input)).toHaveProperty("problem");
+  });
+});
