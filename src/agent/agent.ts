@@ -10,6 +10,7 @@ import { NetDirReporter } from "./netdir-report.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
 import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
+import { RuntimeSocketCheck } from "./runtime-socket.js";
 import { decideStop, ownerState } from "./stop.js";
 import { DirWatcher } from "./watch.js";
 
@@ -29,6 +30,7 @@ export class NodeAgent {
   private readonly watcher: DirWatcher;
   private readonly credentials: Credentials;
   private readonly nodeTasks: NodeTasks | undefined;
+  private readonly runtimeSocket: RuntimeSocketCheck | undefined;
   private readonly problems: StandingProblems;
   private readonly reporter: NetDirReporter;
   private server: Server | undefined;
@@ -71,6 +73,7 @@ export class NodeAgent {
     this.nodeTasks = options.node
       ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, log, metrics, retry, now)
       : undefined;
+    this.runtimeSocket = options.node ? new RuntimeSocketCheck(options.sweep.criSocket, options.install.hostRoot, now) : undefined;
   }
 
   /** Listens first: an address it cannot bind fails the start before anything on the host changes. */
@@ -80,7 +83,10 @@ export class NodeAgent {
       try {
         this.server = await serveProbes(this.options.listen, {
           readiness: () => this.readiness,
-          liveness: () => checkLiveness(this.lastReconcileAt, this.now(), this.options.resyncSeconds),
+          liveness: () => {
+            const stale = this.runtimeSocket?.problem();
+            return stale ? { alive: false, reason: stale } : checkLiveness(this.lastReconcileAt, this.now(), this.options.resyncSeconds);
+          },
           metrics: this.metrics,
         });
       } catch (error) {
@@ -171,6 +177,8 @@ export class NodeAgent {
     this.readiness = readiness;
     this.metrics.ready.set(readiness.ready ? 1 : 0);
     this.nodeTasks?.follow(this.credentials.client, readiness);
+    this.runtimeSocket?.check();
+    this.problems.set("runtime-socket", this.runtimeSocket?.problem(), { level: "error" });
   }
 
   /** Reads the agent's own pod for its DaemonSet, once, in the background; a failure is tried again at the next reconcile. */

@@ -3,6 +3,7 @@ import { hostname, networkInterfaces } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { readConfigFiles } from "../cni/config-dir.js";
 import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
+import { criSocketOf, criSockets } from "../cri/sockets.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
 import { createNodeApi } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
@@ -12,9 +13,6 @@ import type { SweepRequest } from "./contract.js";
 import { activeNetconf } from "./expectation.js";
 import { scanNetns } from "./scan.js";
 import type { SweepIo } from "./sweep.js";
-
-/** containerd's and CRI-O's default CRI sockets, in the order `--cri-socket auto` tries them. */
-export const criSockets = ["/run/containerd/containerd.sock", "/var/run/crio/crio.sock"];
 
 /** The flags of the commands that look at this host's pods (audit, rules), for parseArgs. */
 export const hostFlags = {
@@ -72,12 +70,6 @@ export function hostValues(values: {
     kubeconfig: values.kubeconfig ?? process.env.KUBECONFIG,
     output: values.output,
   };
-}
-
-/** The CRI socket a sweep asks (a host path), pure: "" none, "auto" the first of criSockets that `exists`, else the path given. */
-export function criSocketOf(flag: string, exists: (hostPath: string) => boolean): string | undefined {
-  if (flag === "") return undefined;
-  return flag === "auto" ? criSockets.find(exists) : flag;
 }
 
 /** What a sweep may spend asking the container runtime where pods' netns are, all pods together. */

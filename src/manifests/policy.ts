@@ -41,6 +41,34 @@ export function nodeScopePolicy(
     `(has(oldObject.${field}) ? oldObject.${field} : {}).filter(k, k != '${except}').all(k, k in (has(object.${field}) ? object.${field} : {}))`;
   const otherConditions = (which: string) =>
     `(has(${which}.status.conditions) ? ${which}.status.conditions : []).filter(c, c.type != '${conditionType}')`;
+  // Of any type: present in neither, or in both and equal. Only fields every server since 1.30 has (CEL checks them).
+  const unchanged = (...paths: string[]) =>
+    paths
+      .map((path) => {
+        const present = (root: string) =>
+          path
+            .split(".")
+            .map((_, i, parts) => `has(${root}.${parts.slice(0, i + 1).join(".")})`)
+            .join(" && ");
+        return `(${present("object")}) == (${present("oldObject")}) && (!(${present("object")}) || object.${path} == oldObject.${path})`;
+      })
+      .join(" && ");
+  const owners = unchanged("metadata.finalizers", "metadata.ownerReferences");
+  const nodeSpec = unchanged("spec.podCIDR", "spec.podCIDRs", "spec.providerID", "spec.configSource", "spec.externalID");
+  const nodeStatus = unchanged(
+    ...[
+      "capacity",
+      "allocatable",
+      "phase",
+      "addresses",
+      "daemonEndpoints",
+      "nodeInfo",
+      "images",
+      "volumesInUse",
+      "volumesAttached",
+      "config",
+    ].map((field) => `status.${field}`),
+  );
   const otherTaints = (which: string) => `(has(${which}.spec.taints) ? ${which}.spec.taints : []).filter(t, t.key != '${key}')`;
   const validations = [
     {
@@ -59,13 +87,17 @@ export function nodeScopePolicy(
       message: `meshcni's agent may change only the startup taint${key ? ` ${key}` : ""} on its Node`,
     },
     {
+      expression: `request.resource.resource != 'nodes' || (${owners} && ${nodeSpec})`,
+      message: "meshcni's agent may not change its Node's finalizers, owner references or the rest of its spec",
+    },
+    {
       expression: `request.resource.resource != 'nodes' || (has(object.spec.taints) ? object.spec.taints : []).filter(t, t.key == '${key}').all(t, t.effect == '${taint?.effect ?? ""}')`,
       message: `meshcni's agent may set the startup taint${key ? ` ${key}` : ""} only with its effect ${taint?.effect ?? ""}`,
     },
     {
       expression:
         "request.resource.resource != 'nodes' || variables.subresource != 'status' || " +
-        `${otherConditions("object")} == ${otherConditions("oldObject")}`,
+        `(${otherConditions("object")} == ${otherConditions("oldObject")} && ${nodeStatus})`,
       message: `meshcni's agent may change only the ${conditionType} condition of its Node's status`,
     },
     {
@@ -76,7 +108,7 @@ export function nodeScopePolicy(
     {
       expression:
         "request.resource.resource != 'pods' || variables.subresource != '' || " +
-        `(${unchangedBut("metadata.labels", unprotectedLabel)} && ${unchangedBut("metadata.annotations", "")} && object.spec == oldObject.spec)`,
+        `(${unchangedBut("metadata.labels", unprotectedLabel)} && ${unchangedBut("metadata.annotations", "")} && object.spec == oldObject.spec && ${owners})`,
       message: `meshcni's agent may change only the ${unprotectedLabel} label of a pod`,
     },
     {

@@ -1,4 +1,3 @@
-import { dirname } from "node:path";
 import { buildInfo } from "../build-info.js";
 import { kubeconfigPlaceholder } from "../installer/template.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
@@ -49,7 +48,6 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
   const selector = { "app.kubernetes.io/name": name };
   const onHost = (path: string) => `/host${path}`;
   const hostDir = (volume: string, path: string) => ({ name: volume, hostPath: { path, type: "DirectoryOrCreate" } });
-  const criDir = options.criSocket ? dirname(options.criSocket) : undefined;
   const pluginAccount = pluginServiceAccount;
   const binding = (kind: "ClusterRoleBinding" | "RoleBinding", roleKind: "ClusterRole" | "Role", roleName: string, account: string) => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -151,9 +149,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   { name: "cni-bin-dir", mountPath: onHost(options.binDir) },
                   { name: "meshcni-state", mountPath: onHost(defaultStateDir) },
                   { name: "netns", mountPath: onHost(options.netnsDir), readOnly: true, mountPropagation: "HostToContainer" },
-                  ...(criDir
-                    ? [{ name: "cri-socket", mountPath: onHost(criDir), readOnly: true, mountPropagation: "HostToContainer" }]
-                    : []),
+                  ...(options.criSocket ? [{ name: "cri-socket", mountPath: onHost(options.criSocket), readOnly: true }] : []),
                 ],
               },
             ],
@@ -162,8 +158,10 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
               hostDir("cni-bin-dir", options.binDir),
               hostDir("meshcni-state", defaultStateDir),
               hostDir("netns", options.netnsDir),
-              // The socket's dir, not the socket: a runtime restart makes a new socket there.
-              ...(criDir ? [hostDir("cri-socket", criDir)] : []),
+              // The socket alone: its directory holds the runtime's shims' sockets too (each one the control of
+              // containers). A runtime restarted makes a new socket, which this mount does not follow until
+              // the agent's container restarts; meanwhile only pods without a record cannot be located.
+              ...(options.criSocket ? [{ name: "cri-socket", hostPath: { path: options.criSocket, type: "Socket" } }] : []),
             ],
           },
         },

@@ -56,6 +56,18 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
       return `${answer.code} ${answer.body}`;
     };
     expect(await condition("Ready")).toMatch(/^422 .*may change only the MeshcniReady condition/s);
+    // Nothing else of its Node's status, metadata or spec, nor a pod's finalizers.
+    const capacity = { status: { capacity: { "example.com/dongle": "1" } } };
+    const extended = await agent.request("PATCH", `/api/v1/nodes/${nodeName}/status`, capacity, "application/strategic-merge-patch+json");
+    expect(`${extended.code} ${extended.body}`).toMatch(/^422 .*may change only the MeshcniReady condition/s);
+    const patch = (kind: string, name: string, body: object) => agent.kubectl("patch", kind, name, "-p", JSON.stringify(body));
+    expect(await patch("node", nodeName, { metadata: { finalizers: ["example.com/hold"] } })).toMatch(
+      /may not change its Node's finalizers/,
+    );
+    expect(await patch("node", nodeName, { spec: { providerID: "evil://node" } })).toMatch(/may not change its Node's finalizers/);
+    expect(await patch("pod", "local", { metadata: { finalizers: ["example.com/hold"] } })).toMatch(
+      /only the meshcni.io\/unprotected label/,
+    );
     // Another node's pod, or anything but meshcni's label of its own node's pods: refused.
     expect(await agent.kubectl("label", "pod", "foreign", "meshcni.io/unprotected=true")).toMatch(/only pods on its own node/);
     expect(await agent.kubectl("label", "pod", "local", "app=other")).toMatch(denied);

@@ -29,7 +29,7 @@ interface PodList {
   items: Array<{
     metadata: { name: string; uid: string; deletionTimestamp?: string };
     spec: { nodeName?: string };
-    status: { podIP?: string; phase?: string; containerStatuses?: Array<{ ready: boolean }> };
+    status: { podIP?: string; phase?: string; containerStatuses?: Array<{ ready: boolean; restartCount: number }> };
   }>;
 }
 

@@ -11,12 +11,13 @@ import { connectRuntime } from "../../../src/cri/runtime.js";
 /** A CRI runtime on a unix socket: ten ready sandboxes, and a PodSandboxStatus that answers only for the first. */
 async function hungRuntime(socket: string) {
   const definition = fromJSON(protobuf.parse(runtimeProto).root.toJSON(), { longs: Number, enums: String, defaults: true });
-  const { RuntimeService } = ((grpc.loadPackageDefinition(definition).runtime as grpc.GrpcObject).v1 as grpc.GrpcObject) as {
+  const { RuntimeService } = (grpc.loadPackageDefinition(definition).runtime as grpc.GrpcObject).v1 as grpc.GrpcObject as {
     RuntimeService: grpc.ServiceClientConstructor;
   };
   const calls: string[] = [];
   const sandboxes = Array.from({ length: 10 }, (_, i) => ({ id: `s${i}`, labels: { [podUidLabel]: `uid-${i}` } }));
-  const spec = (i: number) => JSON.stringify({ runtimeSpec: { linux: { namespaces: [{ type: "network", path: `/var/run/netns/cni-${i}` }] } } });
+  const spec = (i: number) =>
+    JSON.stringify({ runtimeSpec: { linux: { namespaces: [{ type: "network", path: `/var/run/netns/cni-${i}` }] } } });
   const server = new grpc.Server();
   server.addService(RuntimeService.service, {
     ListPodSandbox: (_call: unknown, callback: grpc.sendUnaryData<unknown>) => {

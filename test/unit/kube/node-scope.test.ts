@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { V1Pod, V1Taint } from "@kubernetes/client-node";
+import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod, type V1Taint } from "@kubernetes/client-node";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { unprotectedLabel } from "../../../src/audit/repair.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
@@ -84,6 +84,33 @@ describe("the agent's ServiceAccount held to its own node", () => {
     await expect(node.labelPod(pod("elsewhere"), unprotectedLabel, "true")).rejects.toThrow("may change only pods on its own node");
     await expect(node.labelPod(pod("web"), "app", "evil")).rejects.toThrow(`may change only the ${unprotectedLabel} label of a pod`);
     expect(api.pods.get("shop/elsewhere")?.metadata?.labels ?? {}).not.toHaveProperty(unprotectedLabel);
+  });
+
+  it("may not change the rest of its Node (status fields, finalizers, owner references, spec) nor a pod's finalizers", async () => {
+    const core = config().makeApiClient(CoreV1Api);
+    const merge = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+    const strategic = setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch);
+    const refusal = (patching: Promise<unknown>) =>
+      patching.then(
+        () => "accepted",
+        (error: { code?: number; body?: string }) => `${error.code} ${error.body}`,
+      );
+    const capacity = { status: { capacity: { "example.com/dongle": "1" } } };
+    expect(await refusal(core.patchNodeStatus({ name: "n1", body: capacity }, strategic))).toMatch(
+      /^422 .*may change only the MeshcniReady condition/s,
+    );
+    for (const body of [
+      { metadata: { finalizers: ["example.com/hold"] } },
+      { metadata: { ownerReferences: [{ apiVersion: "v1", kind: "Node", name: "n2", uid: "u" }] } },
+      { spec: { providerID: "evil://node" } },
+    ])
+      expect(await refusal(core.patchNode({ name: "n1", body }, merge))).toMatch(/^422 .*may not change its Node's finalizers/s);
+    const finalizer = { metadata: { finalizers: ["example.com/hold"] } };
+    expect(await refusal(core.patchNamespacedPod({ namespace: "shop", name: "web", body: finalizer }, merge))).toMatch(
+      new RegExp(`^422 .*may change only the ${unprotectedLabel} label`, "s"),
+    );
+    expect(api.nodes.get("n1")?.metadata).not.toHaveProperty("finalizers");
+    expect(api.pods.get("shop/web")?.metadata).not.toHaveProperty("finalizers");
   });
 
   it("with --evict-namespaces, evicts only in those namespaces", async () => {
