@@ -43,6 +43,16 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
     rmSync(overlayDir, { recursive: true, force: true });
   }, 120_000);
 
+  /** A kustomize overlay of the rendered base with one change (`namespace: …`, `namePrefix: …`), applied; its dir. */
+  const applyOverlay = async (name: string, change: string) => {
+    const dir = join(overlayDir, name);
+    mkdirSync(dir);
+    const kustomization = `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n${change}\nresources:\n  - ../base\n`;
+    writeFileSync(join(dir, "kustomization.yaml"), kustomization);
+    await cluster.kubectl(["apply", "-k", dir]);
+    return dir;
+  };
+
   /** What the agent's token may and may not do, in whatever namespace the manifests were put. */
   const scenario = async (meshcni: Meshcni) => {
     const agent = await AgentIdentity.of(cluster, meshcni);
@@ -115,13 +125,7 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
     const base = join(overlayDir, "base");
     mkdirSync(base);
     await execa(meshcniBinary, ["manifests", ...nodeFlags, "--repair", "evict", "--output-dir", base]);
-    const overlay = join(overlayDir, "overlay");
-    mkdirSync(overlay);
-    writeFileSync(
-      join(overlay, "kustomization.yaml"),
-      "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: mesh-system\nresources:\n  - ../base\n",
-    );
-    await cluster.kubectl(["apply", "-k", overlay]);
+    await applyOverlay("overlay", "namespace: mesh-system");
     const meshcni = new Meshcni(cluster, "mesh-system");
     await meshcni.rolledOut();
     await scenario(meshcni);
@@ -152,13 +156,7 @@ describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
   }, 240_000);
 
   it("says not ready, PolicyNotBound in its Node's condition, after an overlay renamed its ServiceAccount past the policy", async () => {
-    const renamed = join(overlayDir, "renamed");
-    mkdirSync(renamed);
-    writeFileSync(
-      join(renamed, "kustomization.yaml"),
-      "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamePrefix: staging-\nresources:\n  - ../base\n",
-    );
-    await cluster.kubectl(["apply", "-k", renamed]);
+    const renamed = await applyOverlay("renamed", "namePrefix: staging-");
     // Not ready for two reasons: the policy, and the plugin's ServiceAccount renamed too (the agent mints for meshcni-plugin).
     const condition = async () =>
       cluster.kubectl(["get", "node", nodeName, "-o", 'jsonpath={.status.conditions[?(@.type=="MeshcniReady")].message}']);
