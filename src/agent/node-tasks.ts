@@ -3,7 +3,6 @@ import type { PodStatus } from "../audit/classify.js";
 import type { SweepRequest } from "../audit/contract.js";
 import { buildInfo } from "../build-info.js";
 import type { Readiness } from "../installer/readiness.js";
-import { loadTemplate } from "../installer/template.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
 import type { PodKey } from "../pod-key.js";
@@ -15,12 +14,12 @@ import { NodeCache } from "./node-cache.js";
 import { type NodeReflectors, startNodeReflectors } from "./node-reflectors.js";
 import type { AgentOptions } from "./options.js";
 import { type PeerCheck, rootPeersOnly } from "./peer.js";
-import { answerAsk, type Writing } from "./plugin-server.js";
+import { answerAsk } from "./plugin-server.js";
 import { type PluginServer, servePlugin } from "./plugin-socket.js";
 import { ScopeCheck } from "./scope-check.js";
 import { TaintKeeper } from "./taint.js";
-import { writeScopeOf } from "./write-scope.js";
 import { AgentWriter, WriterPool } from "./writer.js";
+import { agentWriting } from "./writing.js";
 
 /**
  * The agent's writers. 100 iptables-nft ADDs at once beside two busy loops on 2 cores: one
@@ -120,25 +119,9 @@ export class NodeTasks {
       readNamespace: (name: string) => this.currentApi().readNamespace(name),
       readService: (namespace: string, name: string) => this.currentApi().readService(namespace, name),
     };
-    const template = loadTemplate(this.options.install);
-    const scope = template.ok ? writeScopeOf(template.entry, this.options.sweep.netnsDirs) : { invalid: template.reason };
-    if ("invalid" in scope) {
-      this.log.error("the agent does not write for the plugin: its own netconf entry is invalid", { reason: scope.invalid });
-    }
     const writer = new WriterPool(Array.from({ length: writerCount }, () => new AgentWriter(this.options.install.sourceBinary, this.log)));
     this.writer = writer;
-    const writing: Writing | undefined =
-      "invalid" in scope
-        ? undefined
-        : {
-            hostRoot: this.options.install.hostRoot,
-            scope,
-            write: async (ask, deadline) => {
-              const outcome = await writer.write(ask, deadline);
-              this.metrics.writes.inc({ verb: ask.verb, result: "done" in outcome ? "done" : "handed_back" });
-              return outcome;
-            },
-          };
+    const writing = agentWriting(this.options, writer, this.log, this.metrics);
     try {
       const answer = async (ask: AgentAsk) => {
         const verb = ask.get === "decision" ? "ADD" : ask.get === "del" ? "DEL" : undefined;

@@ -27,6 +27,8 @@ export interface Writing {
   /** The paths its writers keep to (write-scope.ts). */
   scope: WriteScope;
   write(ask: WriteAsk, deadline: number): Promise<WriteOutcome>;
+  /** A write left to the plugin before it reached a writer (outside the scope): counted, and said once per reason. */
+  handBack(verb: "ADD" | "DEL", reason: string): void;
 }
 
 /**
@@ -52,7 +54,7 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
     const { pod, plans, settings } = answer.decided;
     const outside = outsideScope(writing.scope, { stateDir: settings.stateDir, logFile: settings.logFile, netns });
     if (outside) {
-      log.warn("the plugin writes the redirect itself: the agent could not", { pod: `${pod.namespace}/${pod.name}`, reason: outside });
+      writing.handBack("ADD", outside);
       return answer;
     }
     if (plans.length === 0) {
@@ -82,7 +84,10 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
     } catch (error) {
       outside = `its netconf: ${errorMessage(error)}`;
     }
-    if (outside) return { error: `the agent does not remove it: ${outside}` };
+    if (outside) {
+      writing.handBack("DEL", outside);
+      return { error: `the agent does not remove it: ${outside}` };
+    }
     const outcome = await writing.write(
       { verb: "DEL", hostRoot: writing.hostRoot, target: { containerId, ifname, netns }, ...(netnsId ? { netnsId } : {}), netconf },
       deadline,

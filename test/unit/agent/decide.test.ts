@@ -91,11 +91,13 @@ describe("the agent carries out what it decides when asked to", () => {
     readService: async () => ({ metadata: { name: "kubernetes" }, spec: { ports: [{ port: 443 }] } }),
   };
   const apply = { containerId: "c1", ifname: "eth0", netns: "/run/netns/p", netnsId: { dev: 4, ino: 4026532999 } };
-  /** A writer that records what it is asked and answers `outcome`. */
+  /** A writer that records what it is asked (and what is handed back before it) and answers `outcome`. */
   const writer = (outcome: { done: true } | { failed: string }) => {
     const asked: unknown[] = [];
+    const handedBack: string[] = [];
     return {
       asked,
+      handedBack,
       writing: {
         hostRoot: "/host",
         scope: { stateDir: "/run/x", logFile: undefined, netnsDirs: ["/run/netns"] },
@@ -103,6 +105,7 @@ describe("the agent carries out what it decides when asked to", () => {
           asked.push(ask);
           return outcome;
         },
+        handBack: (verb: string, reason: string) => void handedBack.push(`${verb} ${reason}`),
       },
     };
   };
@@ -144,7 +147,7 @@ describe("the agent carries out what it decides when asked to", () => {
   });
 
   it("writes only to its own state dir and log file, and only into a netns in the runtime's netns dirs: else the plugin writes", async () => {
-    const { asked, writing } = writer({ done: true });
+    const { asked, handedBack, writing } = writer({ done: true });
     const withConf = (changes: Record<string, unknown>, netns = apply.netns) => ({
       ...ask(JSON.stringify({ ...JSON.parse(netconf()), ...changes })),
       apply: { ...apply, netns },
@@ -158,11 +161,11 @@ describe("the agent carries out what it decides when asked to", () => {
     ];
     for (const answer of answers) expect(answer).toHaveProperty("decided");
     expect(asked).toEqual([]);
-    expect(lines.filter((line) => line.level === "warn").map((line) => line.fields?.reason)).toEqual([
-      "the log file /opt/cni/bin/calico is not the agent's own (none)",
-      "the state dir /etc is not the agent's own (/run/x)",
-      "the netns /run/netns/../../proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
-      "the netns /proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
+    expect(handedBack).toEqual([
+      "ADD the log file /opt/cni/bin/calico is not the agent's own (none)",
+      "ADD the state dir /etc is not the agent's own (/run/x)",
+      "ADD the netns /run/netns/../../proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
+      "ADD the netns /proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
     ]);
     const del = { get: "del" as const, containerId: "c1", ifname: "eth0", netns: apply.netns, netnsId: apply.netnsId };
     const foreign = JSON.stringify({ ...JSON.parse(netconf()), log_file: "/opt/cni/bin/calico" });
@@ -170,6 +173,7 @@ describe("the agent carries out what it decides when asked to", () => {
       error: "the agent does not remove it: the log file /opt/cni/bin/calico is not the agent's own (none)",
     });
     expect(asked).toEqual([]);
+    expect(handedBack.at(-1)).toBe("DEL the log file /opt/cni/bin/calico is not the agent's own (none)");
   });
 
   it("DEL: written by its writer; refused without the identity of a named netns, or without a writer", async () => {

@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { createAgentMetrics } from "../../../src/agent/metrics.js";
+import { parseAgentOptions } from "../../../src/agent/options.js";
+import type { WriterPool } from "../../../src/agent/writer.js";
+import { agentWriting } from "../../../src/agent/writing.js";
+import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
+
+const template = (entry: Record<string, unknown>) =>
+  parseAgentOptions(["--node", "n1", "--template", JSON.stringify({ type: "meshcni", ...entry })], {}, "/bin/meshcni");
+
+describe("how the agent writes for the plugin", () => {
+  const writer = { write: async () => ({ done: true }) } as unknown as WriterPool;
+
+  it("keeps to its own entry's paths, counts what it hands back, and says each reason once", async () => {
+    const logs: LogEntry[] = [];
+    const metrics = createAgentMetrics();
+    const writing = agentWriting(template({ state_dir: "/run/x", log_file: "/var/log/meshcni.log" }), writer, memoryLogger(logs), metrics);
+    expect(writing?.scope).toEqual({ stateDir: "/run/x", logFile: "/var/log/meshcni.log", netnsDirs: ["/var/run/netns"] });
+    for (let i = 0; i < 3; i++) writing!.handBack("ADD", "the state dir /etc is not the agent's own (/run/x)");
+    writing!.handBack("DEL", "the netns /proc/1/ns/net is not in the runtime's netns dirs (/var/run/netns)");
+    expect(logs.filter((line) => line.level === "warn").map((line) => line.fields?.reason)).toEqual([
+      "the state dir /etc is not the agent's own (/run/x)",
+      "the netns /proc/1/ns/net is not in the runtime's netns dirs (/var/run/netns)",
+    ]);
+    const counted = (await metrics.registry.getSingleMetric("meshcni_agent_writes_total")!.get()).values;
+    expect(counted.find((value) => value.labels.verb === "ADD" && value.labels.result === "handed_back")?.value).toBe(3);
+  });
+
+  it("writes nothing for the plugin when its own entry is no netconf it could take", () => {
+    const logs: LogEntry[] = [];
+    const writing = agentWriting(template({ log_level: "loud" }), writer, memoryLogger(logs), createAgentMetrics());
+    expect(writing).toBeUndefined();
+    expect(logs.map((line) => line.message)).toEqual(["the agent does not write for the plugin: its own netconf entry is invalid"]);
+  });
+});
