@@ -105,6 +105,23 @@ export function pluginLogger(level: LogLevel, file: string | undefined, onHost: 
 }
 
 /**
+ * Reasons said once each, and at most `limit` of them (past that, none): a caller that
+ * retries, or a reason at every pod start, must neither flood the log nor grow memory.
+ */
+export class SaidOnce {
+  private readonly said = new Set<string>();
+
+  constructor(private readonly limit = 100) {}
+
+  /** Whether `reason` is to be said now: the first time, while under the limit. */
+  first(reason: string): boolean {
+    if (this.said.has(reason) || this.said.size >= this.limit) return false;
+    this.said.add(reason);
+    return true;
+  }
+}
+
+/**
  * Problems that persist across resyncs and sweeps (a broken config, an unreachable API):
  * each is logged when it appears or changes, and once when it clears, never at every
  * retry.

@@ -71,7 +71,7 @@ export class NodeAgent {
     metrics.tokenLeft.seconds = () => this.credentials.pluginTokenSecondsLeft();
     const retry = () => this.watcher.schedule(undefined, 1000);
     this.nodeTasks = options.node
-      ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, log, metrics, retry, now)
+      ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, this.installation.template, log, metrics, retry, now)
       : undefined;
     this.runtimeSocket = options.node ? new RuntimeSocketCheck(options.sweep.criSocket, options.install.hostRoot, now) : undefined;
   }

@@ -3,6 +3,7 @@ import type { PodStatus } from "../audit/classify.js";
 import type { SweepRequest } from "../audit/contract.js";
 import { buildInfo } from "../build-info.js";
 import type { Readiness } from "../installer/readiness.js";
+import type { Template } from "../installer/template.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
 import type { PodKey } from "../pod-key.js";
@@ -53,6 +54,8 @@ export class NodeTasks {
     private readonly options: AgentOptions,
     /** The socket's path inside the agent's container; undefined: the plugin is not served. */
     private readonly socketPath: string | undefined,
+    /** The plugin's entry as the installer rendered it: its paths are the only ones the writers write to. */
+    private readonly template: Template,
     private readonly log: Logger,
     private readonly metrics: AgentMetrics,
     retry: () => void,
@@ -121,7 +124,7 @@ export class NodeTasks {
     };
     const writer = new WriterPool(Array.from({ length: writerCount }, () => new AgentWriter(this.options.install.sourceBinary, this.log)));
     this.writer = writer;
-    const writing = agentWriting(this.options, writer, this.log, this.metrics);
+    const writing = agentWriting(this.options, this.template, writer, this.log, this.metrics);
     try {
       const answer = async (ask: AgentAsk) => {
         const verb = ask.get === "decision" ? "ADD" : ask.get === "del" ? "DEL" : undefined;

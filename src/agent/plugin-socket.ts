@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import { parseAsk } from "../agent-schema.js";
 import { type AgentAnswer, type AgentAsk, maxLineBytes } from "../agent-socket.js";
 import { errnoCode, errorMessage } from "../errors.js";
-import type { Logger } from "../log.js";
+import { type Logger, SaidOnce } from "../log.js";
 import type { PeerCheck } from "./peer.js";
 
 /** The plugin's socket, served: closing it ends the connections open on it too. */
@@ -46,13 +46,11 @@ export async function servePlugin(
     if (errnoCode(error) !== "ENOENT") throw error;
   }
   const connections = new Set<Socket>();
-  const refused = new Set<string>();
+  const refused = new SaidOnce();
   const server = createServer((connection) => {
     const refusal = admit(connection);
     if (refusal) {
-      // Said once per reason: a caller that retries must not flood the log.
-      if (!refused.has(refusal)) log.warn("refused a caller on the plugin's socket", { reason: refusal });
-      refused.add(refusal);
+      if (refused.first(refusal)) log.warn("refused a caller on the plugin's socket", { reason: refusal });
       connection.destroy();
       return;
     }

@@ -53,11 +53,17 @@ export async function connectRuntime(socket: string, deadlineMs = 3000): Promise
     async netnsOfPods(podUids, deadline) {
       const ready = { filter: { state: { state: "SANDBOX_READY" } } };
       const { items } = await call<{ items: Array<{ id: string; labels: Record<string, string> }> }>("ListPodSandbox", ready, deadline);
+      // The pods' sandboxes by the label kubelet gives each, read once for all.
+      const byPod = new Map<string, string[]>();
+      for (const { id, labels } of items) {
+        const uid = labels[podUidLabel];
+        if (uid) byPod.set(uid, [...(byPod.get(uid) ?? []), id]);
+      }
       const found = new Map<string, SandboxLookup>();
       const toAsk: Array<[string, string]> = [];
       for (const uid of podUids) {
-        const sandboxes = items.filter((item) => item.labels[podUidLabel] === uid);
-        if (sandboxes.length === 1) toAsk.push([uid, sandboxes[0]!.id]);
+        const sandboxes = byPod.get(uid) ?? [];
+        if (sandboxes.length === 1) toAsk.push([uid, sandboxes[0]!]);
         else
           found.set(uid, {
             problem:

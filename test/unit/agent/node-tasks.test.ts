@@ -8,6 +8,7 @@ import { NodeTasks } from "../../../src/agent/node-tasks.js";
 import { parseAgentOptions } from "../../../src/agent/options.js";
 import type { SweepInput, SweepReport } from "../../../src/audit/contract.js";
 import type { Readiness } from "../../../src/installer/readiness.js";
+import { loadTemplate } from "../../../src/installer/template.js";
 import { createNodeApi, kubeConfigFrom } from "../../../src/kube/node-api.js";
 import { askAgent } from "../../kit/agent.js";
 import { FakeApiServer, podObject } from "../../kit/api-server.js";
@@ -40,10 +41,12 @@ describe("the agent's node tasks", () => {
       ...["--node", "n1", "--host-root", join(dir, "host"), "--startup-taint", "meshcni.io/not-ready"],
       ...["--audit-seconds", "60", "--watch-timeout-seconds", "1"],
     ];
+    const options = parseAgentOptions(argv, env, script);
     tasks = new NodeTasks(
       "n1",
-      parseAgentOptions(argv, env, script),
+      options,
       socket(),
+      loadTemplate(options.install),
       memoryLogger(logs),
       metrics,
       () => undefined,
