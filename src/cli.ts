@@ -10,7 +10,7 @@ GC, VERSION) and the network config on stdin.
 
 Commands (meshcni help COMMAND, or COMMAND --help, for each one's options):
   install     run the node agent: install the binary, keep it chained, audit and repair pods
-  ready       exit 0 when the agent's work is in place (a readiness probe)
+  ready       exit 0 when the agent says it is ready (its /readyz), and why not
   audit       judge this node's meshed pods by what their netns hold; --repair to act
   sweep       one audit and repair pass as the agent runs it: a request on stdin, the report on stdout
   apply       the agent's writer: ADD's decisions and DELs from the agent, a line each on stdin

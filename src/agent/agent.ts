@@ -39,7 +39,7 @@ export class NodeAgent {
   /** The DaemonSet owning the agent's pod, learned once its client works (null: none); what a stop asks about. */
   private daemonSet: string | null | undefined;
   private learningDaemonSet = false;
-  readiness: Readiness = { ready: false, reasons: ["starting"], cause: "Starting", active: undefined };
+  readiness: Readiness = { ready: false, reasons: ["starting"], cause: "Starting", active: undefined, missingPlugins: [] };
 
   constructor(
     private readonly options: AgentOptions,
@@ -54,6 +54,8 @@ export class NodeAgent {
       [
         { dir: this.installation.paths.netDir, relevant: (name) => name === null || isConfigName(name) },
         { dir: options.serviceAccountDir, relevant: () => true },
+        // A plugin installed or removed makes the chain whole or broken.
+        ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true })),
       ],
       options.resyncSeconds * 1000,
       (eventAt) => this.reconcile(eventAt),
@@ -137,7 +139,10 @@ export class NodeAgent {
       return;
     }
     try {
-      for (const file of this.installation.uninstall()) this.reporter.removedEntry(file, "uninstalling");
+      const { changed, running } = this.installation.uninstall();
+      for (const file of changed) this.reporter.removedEntry(file, "uninstalling");
+      // Their proxies still run: their redirect stays until they end, and the runtime no longer calls meshcni for them.
+      if (running.length > 0) this.log.info("pods still running keep their redirect until they end", { pods: running });
       this.log.info("uninstalled", { why });
     } catch (error) {
       this.log.error("could not uninstall everything", { error: errorMessage(error) });
@@ -176,6 +181,8 @@ export class NodeAgent {
     }
     this.readiness = readiness;
     this.metrics.ready.set(readiness.ready ? 1 : 0);
+    this.metrics.chainMissing.reset();
+    for (const type of readiness.missingPlugins) this.metrics.chainMissing.set({ type }, 1);
     this.nodeTasks?.follow(this.credentials.client, readiness);
     this.runtimeSocket?.check();
     this.problems.set("runtime-socket", this.runtimeSocket?.problem(), { level: "error" });

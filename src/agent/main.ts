@@ -5,6 +5,7 @@ import { NodeAgent } from "./agent.js";
 import { createAgentMetrics } from "./metrics.js";
 import { type AgentOptions, parseAgentOptions } from "./options.js";
 import { checkReadiness } from "./probes.js";
+import { askReadyz, readyReport, readyzUrl } from "./ready.js";
 
 function options(command: "install" | "ready", argv: string[]): AgentOptions | undefined {
   try {
@@ -48,13 +49,13 @@ export async function runInstall(argv: string[]): Promise<number> {
   return stopped.then((code) => process.exit(code));
 }
 
-/** `meshcni ready`: an exec readiness probe reading the same facts as /readyz. */
-export function runReady(argv: string[]): number {
+/** `meshcni ready`: the agent's /readyz verdict (at --listen), with the reasons the disk shows from here. */
+export async function runReady(argv: string[]): Promise<number> {
   const parsed = options("ready", argv);
   if (!parsed) return 2;
-  const readiness = checkReadiness(new Installation(parsed.install, () => performance.now()), parsed.serviceAccountDir);
-  process.stdout.write(
-    readiness.ready ? `ready: meshcni is chained in ${readiness.active}\n` : `not ready: ${readiness.reasons.join("; ")}\n`,
-  );
-  return readiness.ready ? 0 : 1;
+  const disk = checkReadiness(new Installation(parsed.install, () => performance.now()), parsed.serviceAccountDir);
+  const url = parsed.listen && readyzUrl(parsed.listen);
+  const { ready, text } = readyReport(url ? await askReadyz(url) : undefined, disk, url ?? "");
+  process.stdout.write(`${text}\n`);
+  return ready ? 0 : 1;
 }

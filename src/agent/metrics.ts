@@ -52,7 +52,13 @@ export function createAgentMetrics(node?: string) {
     }),
     ready: new Gauge({
       name: "meshcni_ready",
-      help: "1 while the binary, the kubeconfig and the entry in the active CNI config are all in place.",
+      help: "1 while the binary, the kubeconfig and the entry in the active CNI config are all in place, and the runtime can run the active config's whole chain.",
+      registers: [registry],
+    }),
+    chainMissing: new Gauge({
+      name: "meshcni_chain_missing_plugin",
+      help: "1 for each plugin type the active CNI config chains with no executable in the CNI bin dir: the runtime fails every pod's ADD and DEL on the node (the agent is not ready: ChainBroken).",
+      labelNames: ["type"],
       registers: [registry],
     }),
     answers: new Histogram({

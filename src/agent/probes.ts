@@ -1,19 +1,19 @@
 import { createServer, type Server } from "node:http";
 import type { Installation } from "../installer/install.js";
-import type { Readiness } from "../installer/readiness.js";
+import { type Readiness, withProblem } from "../installer/readiness.js";
 import { serviceAccountToken } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
 
 /**
  * Ready only while what the installer put on the host is in place (the binary, the
- * kubeconfig, the entry in the active config) and the agent has its own token. Reads the
- * disk only, so `meshcni ready` and /readyz agree.
+ * kubeconfig, the entry in the active config), the chain can run, and the agent has its
+ * own token. Reads the disk only: `meshcni ready` gives these reasons beside /readyz's verdict.
  */
 export function checkReadiness(installation: Installation, serviceAccountDir: string): Readiness {
   const installed = installation.readiness();
   const token = serviceAccountToken(serviceAccountDir);
   if (token.ok || !installation.template.ok) return installed;
-  return { ...installed, ready: false, reasons: [...installed.reasons, token.problem], cause: installed.cause ?? "NoServiceAccountToken" };
+  return withProblem(installed, "NoServiceAccountToken", token.problem);
 }
 
 /**
@@ -37,16 +37,19 @@ export interface ProbeSources {
 }
 
 /**
- * /readyz (200 "ok" or 503 "not ready"), /healthz (200, or 503 with why the loop looks
- * stuck) and /metrics (Prometheus text). The port is on the host network, reachable by any
- * pod: readiness reasons name host paths, so they go to the log and `meshcni ready` only.
+ * /readyz (200 "ok", or 503 "not ready: " and the cause's word, e.g. ChainBroken),
+ * /healthz (200, or 503 with why the loop looks stuck) and /metrics (Prometheus text). The
+ * port is on the host network, reachable by any pod: readiness reasons name host paths, so
+ * they go to the log and `meshcni ready` only.
  */
 export async function serveProbes({ host, port }: { host: string; port: number }, sources: ProbeSources): Promise<Server> {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://agent").pathname;
     if (path === "/readyz") {
       const state = sources.readiness();
-      res.writeHead(state.ready ? 200 : 503, { "content-type": "text/plain" }).end(state.ready ? "ok\n" : "not ready\n");
+      res
+        .writeHead(state.ready ? 200 : 503, { "content-type": "text/plain" })
+        .end(state.ready ? "ok\n" : `not ready: ${state.cause ?? "NotReady"}\n`);
     } else if (path === "/healthz") {
       const { alive, reason } = sources.liveness();
       res.writeHead(alive ? 200 : 503, { "content-type": "text/plain" }).end(`${reason}\n`);

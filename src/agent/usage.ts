@@ -4,12 +4,15 @@ import { defaultStateDir } from "../state/records.js";
 
 /** `meshcni install --help`: the agent's flags, and the environment Linkerd's installer sets. */
 export const agentUsage = `meshcni install [options]   run the node agent (DaemonSet container)
-meshcni ready [options]     exit 0 when the binary, kubeconfig and chain entry are in place
+meshcni ready [options]     exit 0 when the agent's /readyz (at --listen) says ready; prints why
+                            not, from the disk as these options show it (binary, kubeconfig, chain)
 
 Options (environment variable in brackets):
   --host-root DIR            where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] (/host)
   --net-dir DIR              the host's CNI config dir [DEST_CNI_NET_DIR] (/etc/cni/net.d)
   --bin-dir DIR              the host's CNI bin dir [DEST_CNI_BIN_DIR] (/opt/cni/bin)
+  --extra-bin-dir DIR        another dir the runtime finds plugins in (repeatable): the chain's
+                             plugins are looked for there too
   --kubeconfig-name NAME     kubeconfig file in the net dir [KUBECONFIG_FILE_NAME] (ZZZ-meshcni-kubeconfig)
   --template JSON            the plugin's netconf entry [CNI_NETWORK_CONFIG]
   --template-file PATH       the same, from a file [CNI_NETWORK_CONFIG_FILE]

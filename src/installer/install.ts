@@ -7,7 +7,7 @@ import { freshMemory, type NetDirMemory, type NetDirPlan, planNetDir } from "./n
 import { type InstallOptions, type InstallPaths, installPaths } from "./options.js";
 import { checkInstalled, type Readiness } from "./readiness.js";
 import { loadTemplate, type Template } from "./template.js";
-import { removeEntries, removeInstalledFiles } from "./uninstall.js";
+import { removeEntries, removeInstalledFiles, runningRecordedPods } from "./uninstall.js";
 
 /**
  * What meshcni installs on one host, as I/O around the pure deciders: the binary in the
@@ -68,10 +68,15 @@ export class Installation {
     return checkInstalled(this.options, this.template);
   }
 
-  /** Takes meshcni's entry out of every config, then removes the kubeconfig, the binary and the state dir; returns the configs changed. */
-  uninstall(): string[] {
+  /**
+   * Takes meshcni's entry out of every config, then removes the kubeconfig, the binary, the
+   * socket and the state dir; returns the configs changed and the pods that keep their
+   * redirect (their netns still there).
+   */
+  uninstall(): { changed: string[]; running: string[] } {
     const changed = removeEntries(this.paths.netDir);
+    const running = runningRecordedPods(this.paths.stateDir, this.options.hostRoot);
     removeInstalledFiles(this.paths, this.template.ok ? this.template.binaryName : undefined);
-    return changed;
+    return { changed, running };
   }
 }

@@ -9,6 +9,8 @@ export interface InstallOptions {
   hostRoot: string;
   netDir: string;
   binDir: string;
+  /** More dirs the runtime finds plugins in (containerd's bin_dirs, CRI-O's plugin_dirs), read only to check the chain. */
+  extraBinDirs: string[];
   kubeconfigName: string;
   /** The plugin's netconf entry (Linkerd's CNI_NETWORK_CONFIG), or the file holding it; neither: Linkerd's chart defaults. */
   template: string | undefined;
@@ -28,6 +30,8 @@ export function installPaths(options: InstallOptions) {
   return {
     netDir,
     binDir: onHost(options.binDir),
+    /** Every dir the runtime looks for plugins in, the one meshcni installs to first. */
+    pluginDirs: [options.binDir, ...options.extraBinDirs].map(onHost),
     kubeconfig: join(netDir, options.kubeconfigName),
     kubeconfigOnHost: join(options.netDir, options.kubeconfigName),
     stateDir: onHost(options.stateDir),

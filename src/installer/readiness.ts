@@ -1,7 +1,9 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { checkChain } from "../cni/chain.js";
 import { activeConfig, brokenConfigReason, readConfigFiles } from "../cni/config-dir.js";
 import { errorMessage } from "../errors.js";
+import { executablesIn } from "./bin-dir.js";
 import { hasEntry } from "./conflist.js";
 import { type InstallOptions, installPaths } from "./options.js";
 import type { Template } from "./template.js";
@@ -13,32 +15,47 @@ export interface Readiness {
   cause: string | undefined;
   /** The active config file's name, when there is one. */
   active: string | undefined;
+  /** Plugin types the active config chains with no executable in the bin dir (ChainBroken). */
+  missingPlugins: string[];
 }
 
 /**
  * Whether the binary, the kubeconfig and the entry in the active config are all in
- * place, and if not, why. Reads the disk only, so `meshcni ready` and the agent agree.
+ * place, and the runtime can run the active config's whole chain (ChainBroken: a plugin's
+ * binary missing, a list libcni refuses), and if not, why. Reads the disk only.
  */
 export function checkInstalled(options: InstallOptions, template: Template): Readiness {
   const paths = installPaths(options);
-  if (!template.ok) return { ready: false, reasons: [template.reason], cause: "InvalidTemplate", active: undefined };
+  if (!template.ok) return { ready: false, reasons: [template.reason], cause: "InvalidTemplate", active: undefined, missingPlugins: [] };
   const problems: Array<[cause: string, reason: string]> = [];
   const binary = join(paths.binDir, template.binaryName);
   if (!existsSync(binary) || (statSync(binary).mode & 0o111) === 0) problems.push(["BinaryMissing", `no executable ${binary}`]);
   if (!existsSync(paths.kubeconfig)) problems.push(["NoKubeconfig", `no kubeconfig ${paths.kubeconfig}`]);
   let active: string | undefined;
+  let missingPlugins: string[] = [];
   try {
     const found = activeConfig(readConfigFiles(paths.netDir));
     active = found?.file.name;
     if (!found) problems.push(["NoPrimaryConfig", `no CNI config in ${paths.netDir} (waiting for the primary CNI)`]);
     else if (!found.config.valid)
       problems.push(["ActiveConfigInvalid", brokenConfigReason(join(paths.netDir, found.file.name), found.config.reason)]);
-    else if (!hasEntry(found.config, template.entry))
-      problems.push(["NotChained", `${join(paths.netDir, found.file.name)} does not end with meshcni's entry`]);
+    else {
+      const file = join(paths.netDir, found.file.name);
+      if (!hasEntry(found.config, template.entry)) problems.push(["NotChained", `${file} does not end with meshcni's entry`]);
+      const executables = new Set(paths.pluginDirs.flatMap((dir) => [...executablesIn(dir, options.hostRoot)]));
+      const chain = checkChain(found.config, executables, new Set([template.binaryName]));
+      missingPlugins = chain.missing;
+      if (chain.missing.length > 0)
+        problems.push([
+          "ChainBroken",
+          `${file} chains ${chain.missing.join(", ")}, with no executable in ${paths.pluginDirs.join(" or ")}: the runtime fails every pod's ADD and DEL on this node`,
+        ]);
+      for (const why of chain.invalid) problems.push(["ChainBroken", `${file}: ${why}`]);
+    }
   } catch (error) {
     problems.push(["ConfigDirUnreadable", `cannot read ${paths.netDir}: ${errorMessage(error)}`]);
   }
-  return { ready: problems.length === 0, reasons: problems.map(([, reason]) => reason), cause: problems[0]?.[0], active };
+  return { ready: problems.length === 0, reasons: problems.map(([, reason]) => reason), cause: problems[0]?.[0], active, missingPlugins };
 }
 
 /** Readiness with one more problem (none: as it is); its cause leads only when it is the first. */

@@ -1,7 +1,10 @@
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig, readConfigFiles } from "../cni/config-dir.js";
 import { removeFile, writeAtomic } from "../files.js";
+import { hostPaths } from "../host.js";
+import { formatPodKey } from "../pod-key.js";
+import { fileRecordStore } from "../state/records.js";
 import { withoutEntry } from "./conflist.js";
 import type { InstallPaths } from "./options.js";
 
@@ -17,12 +20,30 @@ export function removeEntries(netDir: string): string[] {
   return changed;
 }
 
-/** Removes what was installed besides the config entries: the kubeconfig, the binary, the state dir. */
+/**
+ * The pods whose netns still exist among the state dir's records (NAMESPACE/NAME): they
+ * keep their redirect, written into their netns, until they end. Their netns paths are
+ * the host's, looked at under hostRoot.
+ */
+export function runningRecordedPods(stateDir: string, hostRoot: string): string[] {
+  const onHost = hostPaths(hostRoot);
+  const pods = fileRecordStore(stateDir)
+    .list()
+    .filter((record) => record.netns !== "" && existsSync(onHost(record.netns)))
+    .map((record) => formatPodKey(record.pod));
+  return [...new Set(pods)].sort();
+}
+
+/**
+ * Removes what was installed besides the config entries: the kubeconfig, the binary, the
+ * agent's socket (wherever --agent-socket put it) and the state dir (records, locks).
+ */
 export function removeInstalledFiles(
-  paths: Pick<InstallPaths, "kubeconfig" | "binDir" | "stateDir">,
+  paths: Pick<InstallPaths, "kubeconfig" | "binDir" | "stateDir" | "agentSocket">,
   binaryName: string | undefined,
 ): void {
   removeFile(paths.kubeconfig);
   if (binaryName) removeFile(join(paths.binDir, binaryName));
+  if (paths.agentSocket) removeFile(paths.agentSocket);
   rmSync(paths.stateDir, { recursive: true, force: true });
 }

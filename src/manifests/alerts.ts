@@ -42,6 +42,14 @@ export const alertRules: AlertRule[] = [
     "meshcni's agent on node {{ $labels.node }} has not been ready for 10 minutes (the binary, the plugin's kubeconfig or its entry in the active CNI config is missing): pods started there may fail to start, or start unmeshed if meshcni is not chained. The node's MeshcniReady condition and the agent's log say why.",
   ),
   alert(
+    "MeshcniChainBroken",
+    "critical",
+    "max by (node, type) (meshcni_chain_missing_plugin) == 1",
+    "5m",
+    "The CNI chain on node {{ $labels.node }} runs plugin {{ $labels.type }}, which is not installed",
+    "The active CNI config on node {{ $labels.node }} chains plugin {{ $labels.type }}, and no CNI bin dir holds its executable: the container runtime fails every pod's network setup and teardown there (pods stuck in ContainerCreating and Terminating, their IPs leaked). The node's MeshcniReady condition (ChainBroken) names the config; install the plugin or fix the primary CNI's config.",
+  ),
+  alert(
     "MeshcniConfigFight",
     "warning",
     "sum by (node) (increase(meshcni_fights_total[15m])) > 0",

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import packageJson from "../../package.json" with { type: "json" };
 import { alertRules } from "../../src/manifests/alerts.js";
 import { grafanaDashboard } from "../../src/manifests/dashboard.js";
-import { AgentHarness, conflist } from "../kit/agent.js";
+import { AgentHarness, conflist, primaryBinDir } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
 import { isRoot, sleep } from "../kit/common.js";
 import { meshcniBinary, promtoolBinary } from "../kit/network.js";
@@ -34,7 +34,8 @@ describe("meshcni install", () => {
   }
 
   const chainedIn = (name: string) => () => host.types(name).at(-1) === "meshcni";
-  const ready = () => spawnSync(meshcniBinary, ["ready", ...host.args()], { env: host.env, encoding: "utf8" });
+  // With the agent's own flags: its /readyz gives the verdict, the disk the reasons.
+  const ready = () => spawnSync(meshcniBinary, ["ready", ...host.args(["--listen", host.address])], { env: host.env, encoding: "utf8" });
 
   it("installs the binary and kubeconfig, chains into the active config, and reports ready", async () => {
     await started({ "10-calico.conflist": calico() });
@@ -332,6 +333,44 @@ describe("meshcni install", () => {
     await host.waitFor(chainedIn("05-cilium.conflist"), 3000);
   });
 
+  it("names a chain the runtime cannot run (portmap not installed): not ready, ChainBroken, the plugin's metric, and ready once it is", async () => {
+    host = new AgentHarness();
+    const portmap = join(host.hostRoot, primaryBinDir, "portmap");
+    rmSync(portmap);
+    writeFileSync(host.path("10-calico.conflist"), calico());
+    await host.start(["--resync-seconds", "1"]);
+    // meshcni chains all the same, so that the node is ready the moment the plugin is there.
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    const reason = `${host.path("10-calico.conflist")} chains portmap, with no executable in ${host.binDir} or ${join(host.hostRoot, primaryBinDir)}: the runtime fails every pod's ADD and DEL on this node`;
+    // Once the kubeconfig is written, the chain is all that is missing.
+    const saidAlone = () => host.logs.filter((line) => line.msg === "not ready" && String(line.reasons) === reason);
+    await host.waitFor(() => saidAlone().length > 0);
+    expect(await host.readyz()).toEqual({ status: 503, body: "not ready: ChainBroken\n" });
+    expect(await host.metric('meshcni_chain_missing_plugin{type="portmap"}')).toBe(1);
+    expect(await host.metric("meshcni_ready")).toBe(0);
+    expect(ready()).toMatchObject({ status: 1, stdout: `not ready (ChainBroken): ${reason}\n` });
+    // Said once, not at every resync: two resyncs after it, still one line.
+    const saidAt = host.logs.indexOf(saidAlone()[0]!);
+    await host.waitFor(() => host.logs.slice(saidAt).filter((line) => line.msg === "reconcile").length >= 2, 5000);
+    expect(saidAlone()).toHaveLength(1);
+    writeFileSync(portmap, "#!/bin/sh\n", { mode: 0o755 });
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    expect(await host.scrape()).not.toContain("meshcni_chain_missing_plugin{");
+    expect(ready()).toMatchObject({ status: 0, stdout: "ready: meshcni is chained in 10-calico.conflist\n" });
+  });
+
+  it("meshcni ready gives the agent's verdict, and no agent answering is not ready", async () => {
+    await started({ "10-calico.conflist": calico() });
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    // With the agent's flags: the verdict is its /readyz.
+    expect(ready()).toMatchObject({ status: 0, stdout: "ready: meshcni is chained in 10-calico.conflist\n" });
+    const address = host.address;
+    await host.stop();
+    const refused = spawnSync(meshcniBinary, ["ready", ...host.args(["--listen", address])], { env: host.env, encoding: "utf8" });
+    expect(refused.status).toBe(1);
+    expect(refused.stdout).toContain(`not ready: no agent answers at http://${address}/readyz`);
+  });
+
   describe("bad input: a clear log line, not ready, nothing damaged", () => {
     it("waits with no config at all, never writing a standalone one", async () => {
       await started({});
@@ -406,8 +445,8 @@ describe("meshcni install", () => {
       host.rotateToken("");
       await host.start();
       await host.waitFor(() => host.notReadyBecause(`the service account token ${host.serviceAccountDir}/token is empty`), 5000);
-      // The reasons name host paths: they go to the log and `meshcni ready`, never to whoever can reach the port.
-      expect(await host.readyz()).toEqual({ status: 503, body: "not ready\n" });
+      // The reasons name host paths: they go to the log and `meshcni ready`, never to whoever can reach the port; the cause's word does.
+      expect(await host.readyz()).toEqual({ status: 503, body: "not ready: NoKubeconfig\n" });
       expect(ready().stdout).toContain(`${host.serviceAccountDir}/token is empty`);
       expect(host.kubeconfig()).toBe("");
       expect(ready().status).toBe(1);

@@ -29,9 +29,25 @@ export interface LogLine {
   [key: string]: unknown;
 }
 
+/** The primary CNIs' plugins the tests chain, as a node with them installed has them (in `primaryBinDir`). */
+export const primaryPluginTypes = [
+  "calico",
+  "calico-ipam",
+  "cilium-cni",
+  "aws-cni",
+  "bridge",
+  "host-local",
+  "portmap",
+  "macvlan",
+  "loopback",
+];
+
+/** Where the host keeps the primaries' plugins, as Debian does: a second bin dir the runtime (and the agent) are told of. */
+export const primaryBinDir = "/usr/lib/cni";
+
 /**
  * A host in temp dirs for `meshcni install`: a CNI config dir and bin dir under a host
- * root, and a projected service-account dir that rotates like kubelet's (a `..data`
+ * root, the primaries' plugins in a second bin dir (stubs; onHost: Debian's real ones), and a projected service-account dir that rotates like kubelet's (a `..data`
  * symlink swapped by rename). Runs the compiled binary and reads its JSON log lines.
  */
 export class AgentHarness {
@@ -59,6 +75,11 @@ export class AgentHarness {
     this.binDir = this.onHost ? join(this.root, "bin") : join(this.hostRoot, "/opt/cni/bin");
     mkdirSync(this.netDir, { recursive: true });
     mkdirSync(this.binDir, { recursive: true });
+    if (!this.onHost) {
+      const primaries = join(this.hostRoot, primaryBinDir);
+      mkdirSync(primaries, { recursive: true });
+      for (const type of primaryPluginTypes) writeFileSync(join(primaries, type), "#!/bin/sh\nexit 1\n", { mode: 0o755 });
+    }
     mkdirSync(this.serviceAccountDir);
     this.rotateToken("token-one", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
   }
@@ -94,6 +115,7 @@ export class AgentHarness {
 
   args(extra: string[] = []): string[] {
     const dirs = this.onHost ? ["--net-dir", this.netDir, "--bin-dir", this.binDir, "--state-dir", this.stateDir] : [];
+    dirs.push("--extra-bin-dir", primaryBinDir);
     // Flags given later (extra) win over these.
     return ["--host-root", this.hostRoot, ...dirs, "--service-account-dir", this.serviceAccountDir, ...extra];
   }

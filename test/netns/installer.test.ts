@@ -1,4 +1,5 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
@@ -71,7 +72,7 @@ describe.skipIf(!isRoot)("meshcni install across a rollout, then an uninstall", 
   const net = new TestNetwork(31);
   const self = { POD_NAMESPACE: "meshcni", POD_NAME: "meshcni-abcde" };
   let host: AgentHarness;
-  const pods: Array<{ netns: string; args: string }> = [];
+  const pods: Array<{ name: string; netns: string; args: string }> = [];
   const start = () => host.startWithApi(api, ["--template", agentTemplate(net.stateDir), "--state-dir", net.stateDir], self);
 
   beforeAll(async () => {
@@ -98,7 +99,7 @@ describe.skipIf(!isRoot)("meshcni install across a rollout, then an uninstall", 
       network: "primary",
       dirs: { conf: host.netDir, bin: host.binDir },
     });
-    pods.push({ netns, args: podArgs("demo", name) });
+    pods.push({ name, netns, args: podArgs("demo", name) });
     return natRules(netns, "nft");
   }
 
@@ -111,13 +112,20 @@ describe.skipIf(!isRoot)("meshcni install across a rollout, then an uninstall", 
     expect(await addMeshedPod("after")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
   });
 
-  it("uninstalls once the DaemonSet is deleted: entry, kubeconfig, binary and state dir gone; pods still DEL", async () => {
+  it("uninstalls once the DaemonSet is deleted: entry, kubeconfig, binary, socket, records and locks gone; running pods named, and still DEL", async () => {
+    const socket = join(net.stateDir, "agent", "plugin.sock");
+    expect(existsSync(socket)).toBe(true);
+    expect(readdirSync(join(net.stateDir, "attachments")).length).toBe(pods.length);
     api.daemonSets.clear();
     expect(await host.stop()).toBe(0);
     expect(host.types("10-primary.conflist")).toEqual(["bridge"]);
+    expect(readdirSync(host.netDir)).toEqual(["10-primary.conflist"]);
     expect(readdirSync(host.binDir)).toEqual([]);
-    expect(host.kubeconfig()).toBe("");
     expect(existsSync(net.stateDir)).toBe(false);
+    const running = host.logs.find((line) => line.msg === "pods still running keep their redirect until they end");
+    expect(running?.pods).toEqual(pods.map((pod) => `demo/${pod.name}`).sort());
+    // Their redirect stays: their proxies still run.
+    for (const pod of pods) expect(await natRules(pod.netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
     for (const pod of pods.splice(0))
       expect((await net.cnitool("del", "primary", pod.netns, pod.args, { conf: host.netDir, bin: host.binDir })).exitCode).toBe(0);
   });

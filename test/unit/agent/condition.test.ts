@@ -6,7 +6,7 @@ import type { NodeApi } from "../../../src/kube/node-api.js";
 import { until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
-const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist" };
+const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist", missingPlugins: [] };
 const counts = { protected: 3, adopted: 1, missing: 0, drifted: 0, unknown: 0 };
 const sweeps = { counts, unprotected: [] };
 const shown: V1Node = { metadata: { uid: "uid-n1" }, status: { conditions: [] } };
@@ -45,6 +45,7 @@ describe("the MeshcniReady condition", () => {
       reasons: ["/etc/cni/net.d/10-calico.conflist does not end with meshcni's entry"],
       cause: "NotChained",
       active: "10-calico.conflist",
+      missingPlugins: [],
     };
     expect(nodeCondition(notChained, sweeps, "1.2.3")).toEqual({
       status: "False",

@@ -16,8 +16,14 @@ import { until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
-const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist" };
-const notReady: Readiness = { ready: false, reasons: ["no kubeconfig /k"], cause: "NoKubeconfig", active: "10-calico.conflist" };
+const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist", missingPlugins: [] };
+const notReady: Readiness = {
+  ready: false,
+  reasons: ["no kubeconfig /k"],
+  cause: "NoKubeconfig",
+  active: "10-calico.conflist",
+  missingPlugins: [],
+};
 
 /** The node tasks in this process against the in-test API server, as a real one behaves (watches of 1-2 s here). */
 describe("the agent's node tasks", () => {
