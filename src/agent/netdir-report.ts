@@ -31,6 +31,11 @@ export class NetDirReporter {
     }
     this.problems.set("netdir", undefined);
     for (const { name } of plan.removals) this.removedEntry(name, `${plan.active} is the active config`);
+    for (const { name } of plan.fallbacks)
+      this.log.info("chained meshcni into the next config as well", {
+        file: join(netDir, name),
+        why: `the runtime cannot run ${plan.active}'s chain: CRI-O skips it for the next config it can run`,
+      });
     if (plan.fight) {
       const { file, holdMs, started } = plan.fight;
       if (started) {

@@ -22,8 +22,18 @@ export function isConfigName(name: string): boolean {
   return name.endsWith(".conf") || name.endsWith(".conflist") || name.endsWith(".json");
 }
 
+/**
+ * A config set aside under another suffix (Cilium's cni.exclusive renames others to
+ * `*.cilium_bak`; operators to `.bak`, `.disabled`): the runtime reads none, but one put
+ * back must not call a meshcni that has left, so meshcni's entry is taken out of them too.
+ */
+const setAsideName = /^(.+\.(?:conf|conflist|json))\.[\w-]+$/;
+
+export const isSetAsideName = (name: string) => setAsideName.test(name);
+
 /** Reads a config the way libcni does: a .conflist needs plugins with types, a .conf a type. */
 export function parseConfig(file: ConfigFile): ParsedConfig {
+  const name = setAsideName.exec(file.name)?.[1] ?? file.name;
   let json: unknown;
   try {
     json = JSON.parse(file.text);
@@ -31,7 +41,7 @@ export function parseConfig(file: ConfigFile): ParsedConfig {
     return { valid: false, reason: `not valid JSON (${errorMessage(error)})` };
   }
   if (!isJsonObject(json)) return { valid: false, reason: "not a JSON object" };
-  if (file.name.endsWith(".conflist")) {
+  if (name.endsWith(".conflist")) {
     const plugins = json.plugins;
     if (!Array.isArray(plugins) || plugins.length === 0) return { valid: false, reason: "a .conflist needs a non-empty plugins list" };
     if (!plugins.every((plugin) => isJsonObject(plugin) && typeof plugin.type === "string" && plugin.type !== "")) {
@@ -49,8 +59,13 @@ export function parseConfig(file: ConfigFile): ParsedConfig {
  * the README), so an invalid first file is the runtime's choice all the same.
  */
 export function activeConfig(files: ConfigFile[]): { file: ConfigFile; config: ParsedConfig } | undefined {
-  const [file] = [...files].filter((f) => isConfigName(f.name)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const [file] = loadOrder(files);
   return file && { file, config: parseConfig(file) };
+}
+
+/** The config files in the order runtimes read them (libcni's ConfFiles, sorted by name). */
+export function loadOrder(files: ConfigFile[]): ConfigFile[] {
+  return [...files].filter((f) => isConfigName(f.name)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /** Why the runtime cannot load an invalid active config, for logs and readiness. */
@@ -58,10 +73,10 @@ export function brokenConfigReason(name: string, reason: string): string {
   return `${name} is not a valid CNI config (${reason}): containerd fails to load the CNI config dir until it is fixed or removed`;
 }
 
-/** The config files in the net dir as they are now; one vanishing mid-read is skipped. */
+/** The config files in the net dir as they are now, and those set aside; one vanishing mid-read is skipped. */
 export function readConfigFiles(netDir: string): ConfigFile[] {
   return readdirSync(netDir)
-    .filter(isConfigName)
+    .filter((name) => isConfigName(name) || isSetAsideName(name))
     .flatMap((name) => {
       try {
         const path = join(netDir, name);

@@ -25,6 +25,11 @@ export function executablesIn(binDir: string, hostRoot: string): Set<string> {
   return new Set(names.filter((name) => isExecutable(join(binDir, name), onHost)));
 }
 
+/** The plugins the runtime can run from any of its bin dirs (host paths already under hostRoot). */
+export function pluginExecutables(dirs: string[], hostRoot: string): Set<string> {
+  return new Set(dirs.flatMap((dir) => [...executablesIn(dir, hostRoot)]));
+}
+
 function isExecutable(path: string, onHost: (path: string) => string): boolean {
   let current = path;
   try {

@@ -1,7 +1,9 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
+import { checkChain } from "../cni/chain.js";
 import { readConfigFiles } from "../cni/config-dir.js";
 import { writeAtomic } from "../files.js";
+import { pluginExecutables } from "./bin-dir.js";
 import { installBinary } from "./binary.js";
 import { freshMemory, type NetDirMemory, type NetDirPlan, planNetDir } from "./netdir.js";
 import { type InstallOptions, type InstallPaths, installPaths } from "./options.js";
@@ -48,12 +50,17 @@ export class Installation {
   syncNetDir(): (NetDirPlan & { writtenOverMs?: number }) | undefined {
     if (!this.template.ok) return undefined;
     const files = readConfigFiles(this.paths.netDir);
-    const { plan, memory } = planNetDir(files, this.template.entry, this.memory, this.now());
+    const executables = pluginExecutables(this.paths.pluginDirs, this.options.hostRoot);
+    const runnable = (config: Parameters<typeof checkChain>[0]) => {
+      const chain = checkChain(config, executables, new Set());
+      return chain.missing.length === 0 && chain.invalid.length === 0;
+    };
+    const { plan, memory } = planNetDir(files, this.template.entry, this.memory, this.now(), runnable);
     if (plan.kind === "apply") {
       for (const { name, text } of plan.removals) writeAtomic(join(this.paths.netDir, name), text);
-      if (plan.write) {
-        writeAtomic(join(this.paths.netDir, plan.write.name), plan.write.text);
-        if (plan.write.replaces) rmSync(join(this.paths.netDir, plan.write.replaces), { force: true });
+      for (const write of [...plan.fallbacks, ...(plan.write ? [plan.write] : [])]) {
+        writeAtomic(join(this.paths.netDir, write.name), write.text);
+        if (write.replaces) rmSync(join(this.paths.netDir, write.replaces), { force: true });
       }
     }
     this.memory = memory;

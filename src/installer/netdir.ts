@@ -1,4 +1,4 @@
-import { activeConfig, type ConfigFile, parseConfig } from "../cni/config-dir.js";
+import { activeConfig, type ConfigFile, loadOrder, type ParsedConfig, parseConfig } from "../cni/config-dir.js";
 import type { JsonObject } from "../json.js";
 import { type EntryWrite, entryCount, hasEntry, withEntry, withoutEntry } from "./conflist.js";
 import { type FightState, noFight, noteRechain } from "./fight.js";
@@ -36,26 +36,35 @@ export type NetDirPlan =
       active: string | undefined;
       /** Other configs that hold our entry, as they are without it. */
       removals: Array<{ name: string; text: string }>;
+      /**
+       * While the active config's chain cannot run (a plugin not installed): the configs after
+       * it, up to the first that can, with our entry. CRI-O skips a config it cannot run and
+       * takes the next; containerd fails on the first, so these cost it nothing.
+       */
+      fallbacks: EntryWrite[];
       /** The active config with our entry, when it lacks it and no fight holds it back. */
       write: (EntryWrite & { cause: WriteCause; duplicates: boolean }) | undefined;
       /** Set while another agent keeps removing the entry. */
       fight: { file: string; holdMs: number; started?: { rechains: number; backoffMs: number } } | undefined;
     };
 
+type ValidConfig = ParsedConfig & { valid: true };
+
 /**
  * Decides what to do with the net dir: which config the runtime uses, whether it may be
  * half-written, what to take our entry out of, what to write, and whether this is a
- * fight. Pure: files, memory and the time in; the plan and the memory to keep once it is
- * carried out.
+ * fight. `runnable` says whether the runtime can run a config's whole chain (chain.ts).
+ * Pure: files, memory and the time in; the plan and the memory to keep once it is carried out.
  */
 export function planNetDir(
   files: ConfigFile[],
   entry: JsonObject,
   memory: NetDirMemory,
   now: number,
+  runnable: (config: ValidConfig) => boolean = () => true,
 ): { plan: NetDirPlan; memory: NetDirMemory } {
   const active = activeConfig(files);
-  const none = { kind: "apply" as const, active: undefined, removals: [], write: undefined, fight: undefined };
+  const none = { kind: "apply" as const, active: undefined, removals: [], fallbacks: [], write: undefined, fight: undefined };
   if (!active) return { plan: none, memory: { ...memory, invalidSince: new Map() } };
   if (!active.config.valid) {
     const name = active.file.name;
@@ -66,11 +75,14 @@ export function planNetDir(
       : { plan: { kind: "broken", file: name, reason: active.config.reason }, memory: kept };
   }
   const config = active.config;
+  const chained = runnable(config) ? [] : fallbackConfigs(files, active.file.name, runnable);
+  const keep = new Set([active.file.name, ...chained.map(({ file }) => file.name)]);
   const removals = files.flatMap((file) => {
-    const text = file.name === active.file.name ? undefined : withoutEntry(parseConfig(file));
+    const text = keep.has(file.name) ? undefined : withoutEntry(parseConfig(file));
     return text === undefined ? [] : [{ name: file.name, text }];
   });
-  const base = { ...none, active: active.file.name, removals };
+  const fallbacks = chained.filter(({ config }) => !hasEntry(config, entry)).map(({ file, config }) => withEntry(file, config, entry));
+  const base = { ...none, active: active.file.name, removals, fallbacks };
   const remembered = new Map(memory.withEntry);
   const settled = { ...memory, invalidSince: new Map<string, number>(), withEntry: remembered };
   if (hasEntry(config, entry)) {
@@ -93,4 +105,16 @@ export function planNetDir(
   remembered.set(written.name, written.text);
   const write = { ...written, cause, duplicates: entryCount(config) > 1 };
   return { plan: { ...base, write }, memory: { ...settled, fight: verdict.state } };
+}
+
+/** The valid configs after the active one, up to and including the first whose chain can run: where CRI-O goes next. */
+function fallbackConfigs(files: ConfigFile[], active: string, runnable: (config: ValidConfig) => boolean) {
+  const after: Array<{ file: ConfigFile; config: ValidConfig }> = [];
+  for (const file of loadOrder(files).filter((candidate) => candidate.name > active)) {
+    const config = parseConfig(file);
+    if (!config.valid) continue;
+    after.push({ file, config });
+    if (runnable(config)) break;
+  }
+  return after;
 }

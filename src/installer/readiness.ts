@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { checkChain } from "../cni/chain.js";
 import { activeConfig, brokenConfigReason, readConfigFiles } from "../cni/config-dir.js";
 import { errorMessage } from "../errors.js";
-import { executablesIn } from "./bin-dir.js";
+import { pluginExecutables } from "./bin-dir.js";
 import { hasEntry } from "./conflist.js";
 import { type InstallOptions, installPaths } from "./options.js";
 import type { Template } from "./template.js";
@@ -42,8 +42,7 @@ export function checkInstalled(options: InstallOptions, template: Template): Rea
     else {
       const file = join(paths.netDir, found.file.name);
       if (!hasEntry(found.config, template.entry)) problems.push(["NotChained", `${file} does not end with meshcni's entry`]);
-      const executables = new Set(paths.pluginDirs.flatMap((dir) => [...executablesIn(dir, options.hostRoot)]));
-      const chain = checkChain(found.config, executables, new Set([template.binaryName]));
+      const chain = checkChain(found.config, pluginExecutables(paths.pluginDirs, options.hostRoot), new Set([template.binaryName]));
       missingPlugins = chain.missing;
       if (chain.missing.length > 0)
         problems.push([

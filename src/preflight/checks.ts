@@ -1,3 +1,4 @@
+import { checkChain } from "../cni/chain.js";
 import type { ConfigFile } from "../cni/config-dir.js";
 import { activeConfig, brokenConfigReason } from "../cni/config-dir.js";
 import { compareVersions } from "../cni/version.js";
@@ -16,6 +17,8 @@ export interface NodeFacts {
   configs: ConfigFile[] | { unreadable: string };
   binDir: string;
   binaries: string[] | { unreadable: string };
+  /** The executables the runtime can run as plugins, from every bin dir it looks in. */
+  plugins: { dirs: string[]; executables: ReadonlySet<string> };
   /** iptables front ends whose save and restore binaries (IPv4 and IPv6) are all on the search path. */
   iptablesBackends: Array<"nft" | "legacy">;
   detection: Detection;
@@ -99,6 +102,19 @@ export function preflight(facts: NodeFacts): CheckResult[] {
           ? "STATUS and GC reach meshcni (cniVersion 1.1.0 or later)"
           : `runtimes send STATUS and GC only from cniVersion 1.1.0 (here ${version}): the node's readiness does not wait for meshcni; its agent cleans stale state itself`,
       );
+      const file = `${facts.netDir}/${active.file.name}`;
+      // meshcni's own binary is what the install puts there.
+      const chain = checkChain(active.config, facts.plugins.executables, new Set(["meshcni"]));
+      const dirs = facts.plugins.dirs.join(", ");
+      if (chain.missing.length > 0)
+        add(
+          "chain",
+          "fail",
+          `${file} chains ${chain.missing.join(", ")}, with no executable in ${dirs}: the runtime fails every pod's ADD and DEL on this node; install the plugin, or pass --bin-dir, the runtime's bin dir`,
+        );
+      for (const why of chain.invalid) add("chain", "fail", `${file}: ${why}`);
+      if (chain.missing.length === 0 && chain.invalid.length === 0)
+        add("chain", "ok", `every plugin the chain runs has its executable in ${dirs}`);
       const linkerd = plugins.filter((plugin) => plugin.type === "linkerd-cni");
       const ours = plugins.filter((plugin) => plugin.type === "meshcni");
       if (linkerd.length > 0)

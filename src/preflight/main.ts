@@ -6,6 +6,7 @@ import { gunzipSync } from "node:zlib";
 import { readConfigFiles } from "../cni/config-dir.js";
 import { errnoCode, errorMessage } from "../errors.js";
 import { detectNodeBackend, hostPaths, installedIptablesBackends } from "../host.js";
+import { pluginExecutables } from "../installer/bin-dir.js";
 import { defaultStateDir } from "../state/records.js";
 import { type NodeFacts, preflight } from "./checks.js";
 import { type RuntimeCni, runtimeConfigs } from "./runtime.js";
@@ -85,6 +86,8 @@ async function gather(values: CheckValues): Promise<NodeFacts> {
   const found: RuntimeCni | undefined = runtime && !("invalid" in runtime) ? runtime : undefined;
   const netDir = values["net-dir"] ?? found?.confDir ?? "/etc/cni/net.d";
   const binDir = values["bin-dir"] ?? found?.binDirs[0] ?? "/opt/cni/bin";
+  // Where the runtime finds the chain's plugins: every bin dir of its, and the one given.
+  const pluginDirs = [...new Set([binDir, ...(found?.binDirs ?? [])])];
   const netnsDirs = values["netns-dir"] ?? [found?.netnsDir ?? "/var/run/netns"];
   let configs: NodeFacts["configs"];
   try {
@@ -103,6 +106,7 @@ async function gather(values: CheckValues): Promise<NodeFacts> {
     configs,
     binDir,
     binaries: list(onHost(binDir)),
+    plugins: { dirs: pluginDirs, executables: pluginExecutables(pluginDirs.map(onHost), values["host-root"]) },
     iptablesBackends: installedIptablesBackends(),
     detection: await detectNodeBackend(),
     kernel: release(),

@@ -121,10 +121,12 @@ export function renderClusterView(view: ClusterView): string {
   const total = view.unprotected.length + view.unnamed.reduce((sum, { count }) => sum + count, 0);
   const withoutAgent = view.nodes.filter((node) => node.ready === "none").length;
   const notReady = view.nodes.filter((node) => node.ready === "False").length;
+  const chainBroken = view.nodes.filter((node) => node.reason === "ChainBroken").length;
   lines.push(
     "",
     `${total === 0 ? "no meshed pod is reported without its redirect" : `${total} meshed pod(s) run without their redirect`}; ` +
-      `${view.nodes.length} node(s), ${notReady} not ready, ${withoutAgent} without meshcni's condition`,
+      `${view.nodes.length} node(s), ${notReady} not ready${chainBroken > 0 ? ` (${chainBroken} with a CNI chain the runtime cannot run: no pod starts there)` : ""}, ` +
+      `${withoutAgent} without meshcni's condition`,
   );
   return `${lines.join("\n")}\n`;
 }

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -202,10 +202,14 @@ describe("meshcni install", () => {
     writeFileSync(host.path("05-mynet.conf"), JSON.stringify(bridge));
     await host.waitFor(chainedIn("05-mynet.conflist"));
     mkdirSync(join(host.stateDir, "attachments"), { recursive: true });
+    // Set aside with the entry in it, as Cilium's cni.exclusive renames the others: the entry is taken out too.
+    const backup = JSON.stringify({ ...JSON.parse(calico()), plugins: [...JSON.parse(calico()).plugins, { type: "meshcni" }] });
+    writeFileSync(host.path("20-old.conflist.cilium_bak"), backup);
     expect(await host.stop("SIGTERM")).toBe(0);
     expect(host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
     expect(host.json("05-mynet.conflist")).toEqual({ cniVersion: "1.0.0", name: "mynet", plugins: [bridge] });
-    expect(readdirSync(host.netDir).sort()).toEqual(["05-mynet.conflist", "10-calico.conflist"]);
+    expect(host.json("20-old.conflist.cilium_bak")).toEqual(JSON.parse(calico()));
+    expect(readdirSync(host.netDir).sort()).toEqual(["05-mynet.conflist", "10-calico.conflist", "20-old.conflist.cilium_bak"]);
     expect(readdirSync(host.binDir)).toEqual([]);
     expect(existsSync(host.stateDir)).toBe(false);
     expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toContain("not running in a pod");
@@ -357,6 +361,29 @@ describe("meshcni install", () => {
     await host.waitFor(async () => (await host.readyz()).status === 200);
     expect(await host.scrape()).not.toContain("meshcni_chain_missing_plugin{");
     expect(ready()).toMatchObject({ status: 0, stdout: "ready: meshcni is chained in 10-calico.conflist\n" });
+  });
+
+  it("follows a new primary that takes over (Cilium over azure-vnet), staying where the runtime may fall back until the new chain can run", async () => {
+    host = new AgentHarness();
+    const ciliumBinary = join(host.hostRoot, primaryBinDir, "cilium-cni");
+    rmSync(ciliumBinary);
+    writeFileSync(host.path("10-azure.conflist"), conflist("azure", [{ type: "azure-vnet" }]));
+    await host.start();
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    // Cilium's config lands before its agent has installed its binary.
+    writeFileSync(host.path("05-cilium.conflist"), conflist("cilium", [{ type: "cilium-cni" }]));
+    await host.waitFor(chainedIn("05-cilium.conflist"));
+    await host.waitFor(async () => (await host.readyz()).body === "not ready: ChainBroken\n");
+    // CRI-O skips 05-cilium for 10-azure: meshcni stays there meanwhile.
+    expect(host.types("10-azure.conflist")).toEqual(["azure-vnet", "meshcni"]);
+    expect(host.logs.some((line) => line.msg === "chained meshcni into the next config as well")).toBe(false);
+    // cni.exclusive sets the old primary's config aside; then Cilium's binary arrives.
+    renameSync(host.path("10-azure.conflist"), host.path("10-azure.conflist.cilium_bak"));
+    await host.waitFor(() => host.types("10-azure.conflist.cilium_bak").length === 1);
+    writeFileSync(ciliumBinary, "#!/bin/sh\n", { mode: 0o755 });
+    await host.waitFor(async () => (await host.readyz()).status === 200);
+    expect(readdirSync(host.netDir).sort()).toEqual(["05-cilium.conflist", "10-azure.conflist.cilium_bak", "ZZZ-meshcni-kubeconfig"]);
+    expect(host.json("10-azure.conflist.cilium_bak")).toEqual(JSON.parse(conflist("azure", [{ type: "azure-vnet" }])));
   });
 
   it("meshcni ready gives the agent's verdict, and no agent answering is not ready", async () => {

@@ -35,6 +35,7 @@ export const primaryPluginTypes = [
   "calico-ipam",
   "cilium-cni",
   "aws-cni",
+  "azure-vnet",
   "bridge",
   "host-local",
   "portmap",

@@ -49,6 +49,16 @@ const cases: Array<{ alert: string; series: Array<[string, string]>; at: string;
     fires: [{ node: "n1" }],
   },
   {
+    alert: "MeshcniChainBroken",
+    series: [
+      ['meshcni_chain_missing_plugin{node="n1",type="portmap"}', "1x20"],
+      // Missing for 3 minutes while the primary's installer copied it in: no page.
+      ['meshcni_chain_missing_plugin{node="n2",type="bandwidth"}', "1 1 1"],
+    ],
+    at: "10m",
+    fires: [{ node: "n1", type: "portmap" }],
+  },
+  {
     alert: "MeshcniConfigFight",
     series: [
       ['meshcni_fights_total{node="n1"}', "0 0 0 1x10"],

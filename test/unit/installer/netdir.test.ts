@@ -27,6 +27,40 @@ describe("planning the net dir", () => {
     expect(applied(again.plan).write).toBeUndefined();
   });
 
+  it("while the active chain cannot run, chains the configs after it up to the first that can (CRI-O's next), and takes them back once it can", () => {
+    const installed = new Set(["bridge", "azure-vnet", "meshcni"]);
+    const runnable = (config: { json: { plugins?: unknown } }) =>
+      (config.json.plugins as Array<{ type: string }>).every((plugin) => installed.has(plugin.type));
+    const files = [
+      conflist("05-cilium.conflist", ["cilium-cni"]),
+      { name: "07-notes.conflist", text: "{" },
+      conflist("08-portmap.conflist", ["bridge", "portmap"]),
+      conflist("10-azure.conflist", ["azure-vnet", "meshcni"]),
+      conflist("20-bridge.conflist", ["bridge", "meshcni"]),
+    ];
+    const broken = applied(planNetDir(files, entry, freshMemory, 0, runnable).plan);
+    expect(broken.write?.name).toBe("05-cilium.conflist");
+    // 08 cannot run either; 10 already holds the entry; 20 comes after the first that can run.
+    expect(broken.fallbacks.map((write) => [write.name, JSON.parse(write.text).plugins.at(-1)])).toEqual([["08-portmap.conflist", entry]]);
+    expect(broken.removals.map((removal) => removal.name)).toEqual(["20-bridge.conflist"]);
+    installed.add("cilium-cni");
+    const whole = applied(planNetDir(files, entry, freshMemory, 0, runnable).plan);
+    expect(whole.fallbacks).toEqual([]);
+    expect(whole.removals.map((removal) => removal.name)).toEqual(["10-azure.conflist", "20-bridge.conflist"]);
+  });
+
+  it("takes its entry out of a config set aside (Cilium's *.cilium_bak), which a runtime never reads but an operator may put back", () => {
+    const files = [
+      conflist("05-cilium.conflist", ["cilium-cni", "meshcni"]),
+      conflist("10-azure.conflist.cilium_bak", ["azure-vnet", "meshcni"]),
+    ];
+    const plan = applied(planNetDir(files, entry, freshMemory, 0).plan);
+    expect(plan.active).toBe("05-cilium.conflist");
+    expect(plan.removals.map((removal) => [removal.name, JSON.parse(removal.text).plugins])).toEqual([
+      ["10-azure.conflist.cilium_bak", [{ type: "azure-vnet" }]],
+    ]);
+  });
+
   it("tells why it writes: a first chain, a config rewritten without the entry, another config sorting first", () => {
     const first = planNetDir([conflist("10-calico.conflist", ["calico"])], entry, freshMemory, 0);
     const rewritten = planNetDir([conflist("10-calico.conflist", ["calico"], { revision: 2 })], entry, first.memory, 1000);
@@ -109,6 +143,7 @@ describe("planning the net dir", () => {
       kind: "apply",
       active: undefined,
       removals: [],
+      fallbacks: [],
       write: undefined,
       fight: undefined,
     });

@@ -16,6 +16,7 @@ const healthy: NodeFacts = {
   configs: [{ name: "10-calico.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }], { cniVersion: "1.1.0" }) }],
   binDir: "/opt/cni/bin",
   binaries: ["calico", "calico-ipam", "portmap"],
+  plugins: { dirs: ["/opt/cni/bin"], executables: new Set(["calico", "calico-ipam", "portmap"]) },
   iptablesBackends: ["nft", "legacy"],
   detection: { backend: "nft", found: true },
   kernel: "6.1.0-27-amd64",
@@ -35,6 +36,31 @@ describe("meshcni check --pre", () => {
     expect(about(results, "runtime config")[0]!.message).toBe(
       "the runtime loads /etc/cni/net.d/10-calico.conflist (conflist): primary CNI calico, cniVersion 1.1.0",
     );
+  });
+
+  it("fails a chain the runtime cannot run: a plugin with no executable in any of its bin dirs, a list libcni refuses", () => {
+    const configs = [
+      {
+        name: "10-k8s.conflist",
+        text: conflist("k8s", [{ type: "bridge", ipam: { type: "host-local" } }, { type: "portmap" }, { type: "meshcni" }]),
+      },
+    ];
+    const plugins = { dirs: ["/opt/cni/bin", "/usr/libexec/cni"], executables: new Set(["bridge", "portmap"]) };
+    expect(about(check({ configs, plugins }), "chain")).toEqual([
+      {
+        check: "chain",
+        level: "fail",
+        message:
+          "/etc/cni/net.d/10-k8s.conflist chains host-local, with no executable in /opt/cni/bin, /usr/libexec/cni: the runtime fails every pod's ADD and DEL on this node; install the plugin, or pass --bin-dir, the runtime's bin dir",
+      },
+    ]);
+    const nameless = [{ name: "10-k8s.conflist", text: JSON.stringify({ cniVersion: "1.0.0", plugins: [{ type: "bridge" }] }) }];
+    expect(about(check({ configs: nameless, plugins }), "chain")).toEqual([
+      { check: "chain", level: "fail", message: `/etc/cni/net.d/10-k8s.conflist: it has no "name" (libcni refuses a list without one)` },
+    ]);
+    expect(about(check({}), "chain")).toEqual([
+      { check: "chain", level: "ok", message: "every plugin the chain runs has its executable in /opt/cni/bin" },
+    ]);
   });
 
   it("warns that STATUS and GC never come below cniVersion 1.1.0", () => {
