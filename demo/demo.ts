@@ -5,7 +5,8 @@
 // why meshcni exists: it chains meshcni into a Calico-like config, puts it back when
 // Calico rewrites the file, finds a pod that started while meshcni was not chained by
 // what its netns holds and redirects it in place, lifts the node's startup taint, keeps
-// the node's condition, and `meshcni status` answers for the cluster. Then cleanup.
+// the node's condition, and `meshcni status` answers for the cluster. Then a new primary
+// replaces the old one while pods run (demo/chain-story.ts). Then cleanup.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -13,10 +14,10 @@ import { AgentHarness } from "../test/kit/agent.js";
 import { FakeApiServer, podObject } from "../test/kit/api-server.js";
 import { agentTemplate, deleteLoopbackRule, isRoot, podArgs } from "../test/kit/common.js";
 import { meshcniBinary, natRules, TestNetwork } from "../test/kit/network.js";
+import { chainStory } from "./chain-story.js";
+import { show, step } from "./print.js";
 
 const backend = "nft";
-const step = (title: string) => console.log(`\n== ${title}`);
-const show = (label: string, value: string) => console.log(`   ${label.padEnd(64)} ${value}`);
 
 if (!isRoot) {
   console.error("the demo creates network namespaces and iptables rules: run it as root");
@@ -187,4 +188,5 @@ async function agentStory(client: string): Promise<void> {
   const status = await execa(meshcniBinary, ["status", "--kubeconfig", api.writeKubeconfig()], { reject: false });
   console.log(`   $ meshcni status   (exit ${status.exitCode})`);
   console.log(status.stdout.replace(/^/gm, "   "));
+  await chainStory(api, net, agent, node, client);
 }

@@ -14,7 +14,7 @@ export const cnitoolBinary = join(projectRoot, ".cache/bin/cnitool");
 /** Prometheus's promtool, from Debian's prometheus package (build/prepare.sh). */
 export const promtoolBinary = join(projectRoot, ".cache/bin/promtool");
 const tcpHelper = join(import.meta.dirname, "tcp.mjs");
-const debianPlugins = "/usr/lib/cni";
+export const debianPlugins = "/usr/lib/cni";
 const cniCacheResults = "/var/lib/cni/results";
 
 export interface CniOutcome {
