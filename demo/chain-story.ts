@@ -27,7 +27,7 @@ export async function chainStory(api: FakeApiServer, net: TestNetwork, agent: Ag
   writeFileSync(agent.path(next), `${JSON.stringify(config, null, 2)}\n`);
   await agent.waitFor(() => condition()?.reason === "ChainBroken", 15_000);
   show(`${next} now chains`, chain(next));
-  show(`${old} still chains (CRI-O skips ${next} for it)`, chain(old));
+  show(`${old} still chains (CRI-O's fallback)`, chain(old));
   console.log(`   ${node} MeshcniReady=${condition()?.status} reason=${condition()?.reason}: ${condition()?.message}`);
   const metric = (await agent.scrape()).split("\n").find((line) => line.startsWith("meshcni_chain_missing_plugin{"));
   console.log(`   metric: ${metric}  <- MeshcniChainBroken pages on it after 5 minutes`);

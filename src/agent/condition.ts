@@ -16,29 +16,32 @@ export type ConditionState = Pick<V1NodeCondition, "status" | "reason" | "messag
  * The condition for the agent's readiness and its last sweeps: True ("Ready", or
  * "PodsUnprotected" while a meshed pod is left without its redirect: the node still
  * starts pods meshed) or False with the readiness problem's word. The message leads with
- * the version and sums up the node's meshed pods as the sweeps found them (a pod
- * redirected in place counts as found, missing, but not as unprotected). Pure.
+ * the version and sums up the node's meshed pods as the sweeps found them, ready or not (a
+ * pod redirected in place counts as found, missing, but not as unprotected). Pure.
  */
 export function nodeCondition(
   readiness: Readiness,
   sweeps: { counts: Record<PodStatus, number>; unprotected: PodKey[] } | undefined,
   version: string,
 ): ConditionState {
+  // Sweeps go on while the agent is not ready: the pods they left unprotected are still named.
+  const summary = sweeps && podsText(sweeps);
   if (!readiness.ready) {
-    return { status: "False", reason: readiness.cause ?? "NotReady", message: `meshcni ${version}: ${readiness.reasons.join("; ")}` };
+    const message = `meshcni ${version}: ${readiness.reasons.join("; ")}${summary ? `; ${summary}` : ""}`;
+    return { status: "False", reason: readiness.cause ?? "NotReady", message };
   }
   const chained = `meshcni ${version} chained in ${readiness.active}`;
   if (!sweeps) return { status: "True", reason: "Ready", message: `${chained}; meshed pods not audited yet` };
-  const { counts, unprotected } = sweeps;
+  return { status: "True", reason: sweeps.unprotected.length > 0 ? "PodsUnprotected" : "Ready", message: `${chained}; ${summary}` };
+}
+
+/** `3 meshed pods: 1 protected, 2 missing; 2 unprotected: shop/web, batch/nightly`. */
+function podsText({ counts, unprotected }: { counts: Record<PodStatus, number>; unprotected: PodKey[] }): string {
   const meshed = Object.values(counts).reduce((sum, count) => sum + count, 0);
   const parts = Object.entries(counts)
     .filter(([status, count]) => count > 0 || status === "protected")
     .map(([status, count]) => `${count} ${status}`);
-  return {
-    status: "True",
-    reason: unprotected.length > 0 ? "PodsUnprotected" : "Ready",
-    message: `${chained}; ${meshed} meshed pod${meshed === 1 ? "" : "s"}: ${parts.join(", ")}${unprotectedText(unprotected)}`,
-  };
+  return `${meshed} meshed pod${meshed === 1 ? "" : "s"}: ${parts.join(", ")}${unprotectedText(unprotected)}`;
 }
 
 /** How many unprotected pods the message names (`meshcni status` lists them); the rest are counted. */

@@ -62,7 +62,12 @@ function namedInCondition(message: string): { pods: string[]; more: number } {
  */
 export function clusterView(nodes: V1Node[], labelled: V1Pod[], events: CoreV1Event[]): ClusterView {
   const views = nodes.map(nodeView).sort((a, b) => a.node.localeCompare(b.node));
-  const unprotectedNodes = new Map(views.filter((view) => view.reason === "PodsUnprotected").map((view) => [view.node, view]));
+  // A node not ready for another reason still names the pods its sweeps left unprotected.
+  const unprotectedNodes = new Map(
+    views
+      .filter((view) => view.reason === "PodsUnprotected" || namedInCondition(view.message).pods.length > 0)
+      .map((view) => [view.node, view]),
+  );
   const at = (event: CoreV1Event) => new Date(event.lastTimestamp ?? event.eventTime ?? event.firstTimestamp ?? 0).getTime();
   const newest = new Map<string, CoreV1Event>();
   for (const event of events) {

@@ -47,10 +47,19 @@ describe("the MeshcniReady condition", () => {
       active: "10-calico.conflist",
       missingPlugins: [],
     };
-    expect(nodeCondition(notChained, sweeps, "1.2.3")).toEqual({
+    expect(nodeCondition(notChained, undefined, "1.2.3")).toEqual({
       status: "False",
       reason: "NotChained",
       message: "meshcni 1.2.3: /etc/cni/net.d/10-calico.conflist does not end with meshcni's entry",
+    });
+    // Not ready, the pods the sweeps left unprotected are still named (meshcni status lists them).
+    expect(
+      nodeCondition(notChained, { counts: { ...counts, missing: 1 }, unprotected: [{ namespace: "batch", name: "nightly" }] }, "1.2.3"),
+    ).toEqual({
+      status: "False",
+      reason: "NotChained",
+      message:
+        "meshcni 1.2.3: /etc/cni/net.d/10-calico.conflist does not end with meshcni's entry; 5 meshed pods: 3 protected, 1 adopted, 1 missing; 1 unprotected: batch/nightly",
     });
   });
 });

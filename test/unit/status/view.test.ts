@@ -89,14 +89,21 @@ describe("meshcni status's view of the cluster", () => {
 
   it("names a node whose CNI chain the runtime cannot run, with the plugin its condition names", () => {
     const message =
-      "meshcni 1.2.3: /etc/cni/net.d/10-calico.conflist chains portmap, with no executable in /opt/cni/bin: the runtime fails every pod's ADD and DEL on this node";
-    const text = renderClusterView(clusterView([node("n1", { status: "False", reason: "ChainBroken", message }), unprotectedNode], [], []));
+      "meshcni 1.2.3: /etc/cni/net.d/10-calico.conflist chains portmap, with no executable in /opt/cni/bin: the runtime fails every pod's ADD and DEL on this node; 2 meshed pods: 1 protected, 1 missing; 1 unprotected: batch/cron";
+    const view = clusterView([node("n3", { status: "False", reason: "ChainBroken", message }), unprotectedNode], [], []);
+    // Not ready, its condition still names the pods its sweeps left unprotected.
+    expect(view.unprotected.map((pod) => `${pod.namespace}/${pod.name} ${pod.node}`)).toEqual([
+      "batch/cron n3",
+      "batch/nightly n1",
+      "shop/web n1",
+    ]);
+    const text = renderClusterView(view);
     const lines = text.trimEnd().split("\n");
-    expect(lines.find((line) => line.startsWith("n1"))).toMatch(
-      /^n1 +False +ChainBroken +1\.2\.3 +\/etc\/cni\/net\.d\/10-calico\.conflist chains portmap,/,
+    expect(lines.find((line) => line.startsWith("n3"))).toMatch(
+      /^n3 +False +ChainBroken +1\.2\.3 +\/etc\/cni\/net\.d\/10-calico\.conflist chains portmap,/,
     );
     expect(lines.at(-1)).toBe(
-      "2 meshed pod(s) run without their redirect; 2 node(s), 1 not ready (1 with a CNI chain the runtime cannot run: no pod starts there), 0 without meshcni's condition",
+      "3 meshed pod(s) run without their redirect; 2 node(s), 1 not ready (1 with a CNI chain the runtime cannot run: no pod starts there), 0 without meshcni's condition",
     );
   });
 
