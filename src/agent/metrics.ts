@@ -88,7 +88,7 @@ export function createAgentMetrics(node?: string) {
     }),
     recordsRemoved: new Counter({
       name: "meshcni_records_removed_total",
-      help: "ADD records removed because their pod left the node (podGone) or their netns is gone (netnsGone).",
+      help: "ADD records removed because their pod left the node (podGone), their netns is gone (netnsGone) or the container runtime no longer has their sandbox (sandboxGone).",
       labelNames: ["reason"],
       registers: [registry],
     }),

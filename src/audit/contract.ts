@@ -88,7 +88,7 @@ const sweepReportSchema = v.object({
   pods: v.array(podReportSchema),
   summary: v.object({ protected: count, adopted: count, missing: count, drifted: count, unknown: count }),
   /** Records removed because what they described is gone. */
-  recordsRemoved: v.object({ podGone: count, netnsGone: count }),
+  recordsRemoved: v.object({ podGone: count, netnsGone: count, sandboxGone: count }),
 });
 
 export type PodReport = v.InferOutput<typeof podReportSchema>;

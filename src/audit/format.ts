@@ -45,7 +45,7 @@ export function renderTable(report: SweepReport): string {
     for (const more of notes(pod).slice(1)) lines.push(`${indent}${more}`);
   });
   const counts = podStatuses.map((status) => `${report.summary[status]} ${status}`).join(", ");
-  const removed = report.recordsRemoved.podGone + report.recordsRemoved.netnsGone;
+  const removed = Object.values(report.recordsRemoved).reduce((sum, count) => sum + count, 0);
   lines.push(
     "",
     `node ${report.node}: ${report.pods.length} meshed pods, ${counts}${removed > 0 ? `; ${removed} stale records removed` : ""}`,

@@ -126,6 +126,18 @@ export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeCon
       }
     },
     netnsExists: (netns) => existsSync(onHost(netns)),
+    async sandboxIds() {
+      if (socket === undefined) return undefined;
+      const runtime = await connectRuntime(onHost(socket)).catch(() => undefined);
+      // A runtime that cannot answer keeps every record: none is taken as gone on its silence.
+      try {
+        return await runtime?.sandboxIds(Date.now() + runtimeSweepMs);
+      } catch {
+        return undefined;
+      } finally {
+        runtime?.close();
+      }
+    },
     now: () => Date.now(),
   };
 }

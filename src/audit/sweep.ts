@@ -32,22 +32,37 @@ export interface SweepIo extends ExpectationIo {
   /** Writes the plans into a netns (a host path), atomically per family. */
   redirect(netns: string, backend: Backend, plans: RulePlan[]): Promise<void>;
   netnsExists(netns: string): boolean;
+  /** The ids of the sandboxes the container runtime has (any state); undefined when it cannot say (no socket, no answer). */
+  sandboxIds(): Promise<ReadonlySet<string> | undefined>;
   now(): number;
 }
 
-/** Records whose pod is gone from the node, or whose netns is: host state must not outlive what it describes. */
+/**
+ * Records whose pod is gone from the node, whose netns is, or whose sandbox the container
+ * runtime no longer has (`sandboxes`, when it could say: a runtime that never calls CNI GC,
+ * as containerd never does): host state must not outlive what it describes.
+ */
 export function staleRecords(
   records: AttachmentRecord[],
   podUids: ReadonlySet<string>,
   netnsExists: (netns: string) => boolean,
   now: number,
-): Array<{ record: AttachmentRecord; reason: "podGone" | "netnsGone" }> {
+  sandboxes: ReadonlySet<string> | undefined,
+): Array<{ record: AttachmentRecord; reason: RecordRemoval }> {
   return records.flatMap((record) => {
     if (now - Date.parse(record.time) < recordGraceMs) return [];
-    const reason = !podUids.has(record.pod.uid) ? "podGone" : netnsExists(record.netns) ? undefined : "netnsGone";
+    const reason: RecordRemoval | undefined = !podUids.has(record.pod.uid)
+      ? "podGone"
+      : !netnsExists(record.netns)
+        ? "netnsGone"
+        : sandboxes && !sandboxes.has(record.containerId)
+          ? "sandboxGone"
+          : undefined;
     return reason ? [{ record, reason }] : [];
   });
 }
+
+export type RecordRemoval = "podGone" | "netnsGone" | "sandboxGone";
 
 /** The API as the request's view (the agent's caches) answers it: its pods, its namespaces (a namespace it lacks from the API). */
 function viewed(api: SweepIo["api"], view: SweepRequest["view"]): SweepIo["api"] {
@@ -156,11 +171,13 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
         audit.eventFailed = errorMessage(error);
       });
   }
-  const removed = { podGone: 0, netnsGone: 0 };
+  const removed = { podGone: 0, netnsGone: 0, sandboxGone: 0 };
   if (request.policy) {
     io.records.sweep();
     const podUids = new Set(allPods.map((pod) => pod.metadata?.uid ?? ""));
-    for (const { record, reason } of staleRecords(records, podUids, (netns) => io.netnsExists(netns), io.now())) {
+    const pastGrace = records.some((record) => io.now() - Date.parse(record.time) >= recordGraceMs);
+    const sandboxes = pastGrace ? await io.sandboxIds() : undefined;
+    for (const { record, reason } of staleRecords(records, podUids, (netns) => io.netnsExists(netns), io.now(), sandboxes)) {
       io.records.remove({ containerID: record.containerId, ifname: record.ifname });
       removed[reason]++;
     }

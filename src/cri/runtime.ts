@@ -14,6 +14,8 @@ export interface PodRuntime {
    * (Date.now()'s clock) gets a problem saying so.
    */
   netnsOfPods(podUids: string[], deadline: number): Promise<Map<string, SandboxLookup>>;
+  /** The ids of every sandbox the runtime has, in any state (the CNI container ids it gave its ADDs). */
+  sandboxIds(deadline: number): Promise<Set<string>>;
   close(): void;
 }
 
@@ -89,6 +91,10 @@ export async function connectRuntime(socket: string, deadlineMs = 3000): Promise
       };
       await Promise.all(Array.from({ length: statusesAtOnce }, worker));
       return found;
+    },
+    async sandboxIds(deadline) {
+      const { items } = await call<{ items: Array<{ id: string }> }>("ListPodSandbox", {}, deadline);
+      return new Set(items.map(({ id }) => id));
     },
     close: () => client.close(),
   };

@@ -1,12 +1,14 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, renameSync } from "node:fs";
+import { basename, join } from "node:path";
+import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
-import { paths } from "../kit/cluster/layout.js";
+import { agentStateDir, nodeName, paths } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
-import { chainedTypes } from "../kit/cluster/node.js";
+import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
 import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
 import { isRoot, sleep, until } from "../kit/common.js";
+import { meshcniBinary } from "../kit/network.js";
 
 const installed = () => ({
   chained: chainedTypes().at(-1) === "meshcni",
@@ -67,10 +69,53 @@ describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () =
     expect(await everyShopPodRedirected()).toBe(9);
   }, 240_000);
 
-  it("DaemonSet deleted: uninstalled (entry, binary, kubeconfig gone); running pods keep their redirect", async () => {
+  it("portmap taken out of the bin dir: the Node's MeshcniReady is False, ChainBroken, meshcni status and ready name it; back, True", async () => {
+    const portmap = join(paths.cniBinDir, "portmap");
+    const aside = join(paths.dir, "portmap.aside");
+    const condition = async () =>
+      (
+        await cluster.get<{ status: { conditions: Array<{ type: string; status: string; reason: string; message: string }> } }>(
+          "node",
+          nodeName,
+        )
+      ).status.conditions.find((held) => held.type === "MeshcniReady");
+    renameSync(portmap, aside);
+    try {
+      await until(async () => (await condition())?.reason === "ChainBroken", 30_000, 250);
+      // The agent names the paths as its container sees them, under /host.
+      expect((await condition())?.message).toContain(
+        `/host${primaryConflistPath} chains portmap, with no executable in /host${paths.cniBinDir}`,
+      );
+      const status = await execa(meshcniBinary, ["status", "--kubeconfig", paths.adminKubeconfig], { reject: false });
+      expect(status.stdout).toMatch(new RegExp(`^${nodeName} +False +ChainBroken `, "m"));
+      expect(status.stdout).toContain("1 not ready (1 with a CNI chain the runtime cannot run: no pod starts there)");
+      // In the agent's container, as an operator runs it (no flags): the agent's own verdict, with the disk's reasons.
+      const agentPod = (await meshcni.agentPod()).metadata.name;
+      const ready = await execa(
+        join(cluster.bin.kubernetes, "kubectl"),
+        ["--kubeconfig", paths.adminKubeconfig, "-n", "meshcni", "exec", agentPod, "--", "/usr/local/bin/meshcni", "ready"],
+        { reject: false },
+      );
+      expect(ready.exitCode).toBe(1);
+      expect(ready.stdout).toContain(`not ready (ChainBroken): /host${primaryConflistPath} chains portmap`);
+    } finally {
+      renameSync(aside, portmap);
+    }
+    await until(async () => (await condition())?.status === "True", 30_000, 250);
+  }, 120_000);
+
+  it("DaemonSet deleted: uninstalled (entry, binary, kubeconfig, socket, records gone); running pods keep their redirect", async () => {
     await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
     await until(() => !installed().chained && !installed().binary && !installed().kubeconfig, 60_000, 250);
     expect(chainedTypes()).toEqual(["bridge", "portmap"]);
+    // The net dir holds the primary's config alone; the bin dir the primary's plugins; no state dir.
+    expect(readdirSync(paths.cniConfDir)).toEqual([basename(primaryConflistPath)]);
+    expect(readdirSync(paths.cniBinDir).sort()).toEqual(
+      readdirSync(cluster.bin["cni-plugins"])
+        .filter((name) => !name.startsWith("."))
+        .sort(),
+    );
+    await until(() => !existsSync(agentStateDir), 10_000, 100);
     expect(await everyShopPodRedirected()).toBe(9);
   }, 120_000);
 });

@@ -136,6 +136,14 @@ export class FakeNode {
     this.addresses.set(path, [{ ifname: "lo", address: "127.0.0.1" }, ...addresses.map((address) => ({ ifname, address }))]);
   }
 
+  /** Sandboxes the runtime has removed (by container id); it has every other a record names. */
+  readonly removedSandboxes = new Set<string>();
+
+  /** The runtime's sandbox ids, as connectRuntime's sandboxIds gives them. */
+  sandboxIds(): Set<string> {
+    return new Set([...this.records.values()].map((record) => record.containerId).filter((id) => !this.removedSandboxes.has(id)));
+  }
+
   /** Runtime calls made: one list per locate, as connectRuntime's netnsOfPods asks. */
   runtimeLists = 0;
 

@@ -81,6 +81,7 @@ export function fakeSweepIo(
       ),
     redirect: async (netns, backend, plans) => void (await node.enter(netns, () => node.redirector(backend).apply(plans))),
     netnsExists: (netns) => node.netns.has(netns),
+    sandboxIds: async () => (options.noRuntime ? undefined : node.sandboxIds()),
     now: options.now ?? (() => Date.now()),
   };
   return { io, writes };

@@ -1,4 +1,4 @@
-import { readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
@@ -148,6 +148,26 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
       const result = await rules(...args);
       expect([result.exitCode, result.stderr]).toEqual([2, message.trimEnd()]);
     });
+  });
+
+  it("--repair collects a record whose sandbox the runtime no longer has (containerd never calls CNI GC), past the grace, and only then", async () => {
+    const netns = await startPod("forgotten", "mesh", {}, "node-d");
+    const uid = String(api.pods.get("shop/forgotten")!.metadata!.uid);
+    const recordPath = readdirSync(join(net.stateDir, "attachments"))
+      .map((name) => join(net.stateDir, "attachments", name))
+      .find((path) => JSON.parse(readFileSync(path, "utf8")).pod.name === "forgotten")!;
+    const record = JSON.parse(readFileSync(recordPath, "utf8"));
+    // Written a minute ago: past the grace a new record gets.
+    writeFileSync(recordPath, JSON.stringify({ ...record, time: new Date(Date.now() - 60_000).toISOString() }));
+    const swept = async () => JSON.parse((await audit("--node", "node-d", "--repair", "redirect", "--output", "json")).stdout);
+    // (Records of the other nodes' pods in this shared state dir may go as podGone: only sandboxes are counted here.)
+    expect((await swept()).recordsRemoved.sandboxGone).toBe(0);
+    expect(existsSync(recordPath)).toBe(true);
+    // The runtime removed the sandbox and never sent DEL; its netns is still mounted.
+    net.runtime.sandboxes.delete(uid);
+    expect(existsSync(net.netnsPath(netns))).toBe(true);
+    expect((await swept()).recordsRemoved.sandboxGone).toBe(1);
+    expect(existsSync(recordPath)).toBe(false);
   });
 
   describe("a pod that claims another pod's IP (NET_ADMIN in its own netns)", () => {

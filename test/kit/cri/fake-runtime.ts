@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,7 +29,12 @@ export class FakeCriRuntime {
     const { RuntimeService } = (grpc.loadPackageDefinition(definition).runtime as grpc.GrpcObject).v1 as {
       RuntimeService: grpc.ServiceClientConstructor;
     };
-    const idOf = (uid: string) => `sandbox-${uid}`;
+    // A sandbox's id is the CNI container id its ADD was given: cnitool's, from the netns path (cnitool/cnitool.go).
+    const idOf = (uid: string) =>
+      `cnitool-${createHash("sha512")
+        .update(this.sandboxes.get(uid) ?? "")
+        .digest("hex")
+        .slice(0, 20)}`;
     const handlers: Record<string, Handler> = {
       Version: (_call, done) => done(null, { version: "0.1.0", runtimeName: "fake-cri", runtimeVersion: "1", runtimeApiVersion: "v1" }),
       ListPodSandbox: ({ request }, done) => {

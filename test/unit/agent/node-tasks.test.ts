@@ -137,7 +137,7 @@ describe("the agent's node tasks", () => {
         { namespace: "shop", name: "web", uid: "u1", status: "missing", details: ["no redirect"], action: "redirect", result: "done" },
       ],
       summary: { protected: 0, adopted: 0, missing: 1, drifted: 0, unknown: 0 },
-      recordsRemoved: { podGone: 1, netnsGone: 0 },
+      recordsRemoved: { podGone: 1, netnsGone: 0, sandboxGone: 0 },
     };
     api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1", annotations: { big: "x".repeat(1000) } }));
     const agentClient = client();
@@ -188,7 +188,7 @@ describe("the agent's node tasks", () => {
         node: "n1",
         pods: [],
         summary: { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 },
-        recordsRemoved: { podGone: 0, netnsGone: 0 },
+        recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 },
       }),
     );
     const agentClient = client();

@@ -6,7 +6,7 @@ const report = (pods: Array<Partial<PodReport> & { uid: string }>): SweepReport 
   node: "n1",
   pods: pods.map((pod) => ({ namespace: "shop", name: pod.uid, status: "missing", details: [], ...pod })),
   summary: { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 },
-  recordsRemoved: { podGone: 0, netnsGone: 0 },
+  recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 },
 });
 
 describe("what the agent remembers across sweeps", () => {

@@ -40,7 +40,7 @@ describe("the sweep contract", () => {
         { namespace: "shop", name: "web", uid: "u", status: "drifted", details: ["d"], action: "redirect", result: { failed: "EPERM" } },
       ],
       summary: { protected: 0, adopted: 0, missing: 0, drifted: 1, unknown: 0 },
-      recordsRemoved: { podGone: 0, netnsGone: 0 },
+      recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 },
     };
     expect(parseSweepReport(JSON.stringify(report))).toEqual(report);
     const wrongStatus = { ...report, pods: [{ ...report.pods[0], status: "fine" }] };

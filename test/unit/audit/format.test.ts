@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { PodReport, SweepReport } from "../../../src/audit/contract.js";
 import { renderTable } from "../../../src/audit/format.js";
 
-const report = (pods: PodReport[], recordsRemoved = { podGone: 0, netnsGone: 0 }): SweepReport => {
+const report = (pods: PodReport[], recordsRemoved = { podGone: 0, netnsGone: 0, sandboxGone: 0 }): SweepReport => {
   const summary = { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 };
   for (const pod of pods) summary[pod.status]++;
   return { node: "n1", pods, summary, recordsRemoved };
@@ -42,7 +42,7 @@ describe("audit output", () => {
             skipped: "namespace kube-system is excluded from repair",
           },
         ],
-        { podGone: 2, netnsGone: 1 },
+        { podGone: 2, netnsGone: 1, sandboxGone: 0 },
       ),
     );
     expect(text.split("\n")).toEqual([

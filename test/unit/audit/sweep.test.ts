@@ -280,20 +280,26 @@ describe("a sweep", () => {
     expect(report.pods.filter((found) => found.status === "adopted" || found.status === "missing")).toHaveLength(3);
   });
 
-  it("removes records whose pod left the node or whose netns is gone, never a young one", async () => {
+  it("removes records whose pod left the node, whose netns or whose sandbox is gone, never a young one", async () => {
     const { netns } = await addedPod("gone-netns");
     await addedPod("gone-pod");
+    await addedPod("gone-sandbox");
     await addedPod("stays");
     node.netns.delete(netns);
     node.pods.delete("shop/gone-pod");
+    // The runtime removed the sandbox, leaving its netns mounted (and never calls CNI GC).
+    node.removedSandboxes.add("c-gone-sandbox");
     const later = Date.now() + recordGraceMs + 1000;
-    expect((await sweep(options("redirect"), fakeSweepIo(node).io)).recordsRemoved).toEqual({ podGone: 0, netnsGone: 0 });
+    expect((await sweep(options("redirect"), fakeSweepIo(node).io)).recordsRemoved).toEqual({ podGone: 0, netnsGone: 0, sandboxGone: 0 });
+    // A runtime that cannot say which sandboxes it has removes nothing on its silence.
+    const silent = await sweep(options("redirect"), fakeSweepIo(node, { now: () => later, noRuntime: true }).io);
+    expect(silent.recordsRemoved).toEqual({ podGone: 1, netnsGone: 1, sandboxGone: 0 });
     const report = await sweep(options("redirect"), fakeSweepIo(node, { now: () => later }).io);
-    expect(report.recordsRemoved).toEqual({ podGone: 1, netnsGone: 1 });
+    expect(report.recordsRemoved).toEqual({ podGone: 0, netnsGone: 0, sandboxGone: 1 });
     expect([...node.records.values()].map((record) => record.pod.name)).toEqual(["stays"]);
   });
 
-  it("finds stale records by pod and netns (pure)", () => {
+  it("finds stale records by pod, netns and sandbox (pure)", () => {
     const record = (uid: string, netns: string, time: string) => ({
       version: 1 as const,
       state: "added" as const,
@@ -308,14 +314,17 @@ describe("a sweep", () => {
     const old = "2026-01-01T00:00:00Z";
     const now = Date.parse(old) + recordGraceMs;
     const found = staleRecords(
-      [record("a", "/n/a", old), record("b", "/n/b", old), record("c", "/n/gone", old)],
-      new Set(["b", "c"]),
+      [record("a", "/n/a", old), record("b", "/n/b", old), record("c", "/n/gone", old), record("d", "/n/d", old)],
+      new Set(["b", "c", "d"]),
       (netns) => netns !== "/n/gone",
       now,
+      new Set(["a", "b", "c"]),
     );
     expect(found.map(({ record: stale, reason }) => [stale.pod.uid, reason])).toEqual([
       ["a", "podGone"],
       ["c", "netnsGone"],
+      ["d", "sandboxGone"],
     ]);
+    expect(staleRecords([record("d", "/n/d", old)], new Set(["d"]), () => true, now, undefined)).toEqual([]);
   });
 });
