@@ -15,6 +15,7 @@ import { FakeApiServer, podObject } from "../test/kit/api-server.js";
 import { agentTemplate, deleteLoopbackRule, isRoot, podArgs } from "../test/kit/common.js";
 import { meshcniBinary, natRules, TestNetwork } from "../test/kit/network.js";
 import { chainStory } from "./chain-story.js";
+import { chainOf, podPorts, startServedPod } from "./pods.js";
 import { show, step } from "./print.js";
 
 const backend = "nft";
@@ -119,7 +120,7 @@ async function agentStory(client: string): Promise<void> {
   writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
   writeFileSync(agent.path(calico), calicoConfig);
   const early = await net.startPod(api, { namespace: "shop", name: "early-bird", network: "plain", node, options: { owned: true } });
-  await net.serve(early.netns, { 4143: "the proxy's inbound port 4143", 8080: "the app on 8080, in plaintext" });
+  await net.serve(early.netns, podPorts);
   show(`client -> shop/early-bird ${early.ip}:8080 (no redirect yet)`, await net.connect(client, early.ip, 8080));
   const nightly = await net.startPod(api, { namespace: "batch", name: "nightly", network: "plain", node, options: { owned: true } });
 
@@ -160,19 +161,11 @@ async function agentStory(client: string): Promise<void> {
     const line = since(from).find((entry) => entry.msg === "re-chained meshcni");
     show(`rewrite ${round}: the agent put meshcni back`, `${line?.latencyMs} ms after the write`);
   }
-  const chained = JSON.parse(readFileSync(agent.path(calico), "utf8")) as { plugins: Array<{ type: string }> };
-  show(`${calico} now chains`, chained.plugins.map((plugin) => plugin.type).join(" -> "));
+  show(`${calico} now chains`, chainOf(agent, calico));
 
   step("a pod started now: the agent decides and writes its redirect, the plugin process only asks");
   const from = agent.logs.length;
-  const late = await net.startPod(api, {
-    namespace: "shop",
-    name: "late-arrival",
-    network: "k8s-pod-network",
-    node,
-    dirs: { conf: agent.netDir, bin: agent.binDir },
-  });
-  await net.serve(late.netns, { 4143: "the proxy's inbound port 4143", 8080: "the app on 8080, in plaintext" });
+  const late = await startServedPod(api, net, agent, node, "late-arrival", "k8s-pod-network");
   show(`client -> shop/late-arrival ${late.ip}:8080`, await net.connect(client, late.ip, 8080));
   const applied = since(from).find((line) => line.msg === "redirect applied");
   show("written by the agent's writer, in the netns the plugin opened", `${applied?.msg} (${applied?.backend}, ${applied?.family})`);
