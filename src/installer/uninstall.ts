@@ -1,6 +1,7 @@
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, rmdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig, readConfigFiles } from "../cni/config-dir.js";
+import { errnoCode } from "../errors.js";
 import { removeFile, writeAtomic } from "../files.js";
 import { hostPaths } from "../host.js";
 import { formatPodKey } from "../pod-key.js";
@@ -45,5 +46,22 @@ export function removeInstalledFiles(
   removeFile(paths.kubeconfig);
   if (binaryName) removeFile(join(paths.binDir, binaryName));
   if (paths.agentSocket) removeFile(paths.agentSocket);
-  rmSync(paths.stateDir, { recursive: true, force: true });
+  removeTree(paths.stateDir);
+}
+
+/** Removes a dir and all it holds; a dir that is a mount point (the agent's hostPath volume) stays, empty. */
+function removeTree(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return;
+    throw error;
+  }
+  for (const name of names) rmSync(join(dir, name), { recursive: true, force: true });
+  try {
+    rmdirSync(dir);
+  } catch (error) {
+    if (errnoCode(error) !== "EBUSY") throw error;
+  }
 }

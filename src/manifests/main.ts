@@ -22,6 +22,8 @@ export const manifestsUsage = `meshcni manifests [options]   print the manifests
   --startup-taint TAINT      lifted once the node is ready; "" for none (${defaults.startupTaint})
   --net-dir DIR              the nodes' CNI config dir (${defaults.netDir})
   --bin-dir DIR              the nodes' CNI bin dir (${defaults.binDir})
+  --extra-bin-dir DIR        another dir the runtime finds plugins in (containerd's bin_dirs, CRI-O's
+                             plugin_dirs; repeatable): mounted read-only, the chain's plugins are looked for there
   --netns-dir DIR            where the runtime keeps pod netns (${defaults.netnsDir})
   --cri-socket PATH          the runtime's CRI socket, asked which netns is whose (${defaults.criSocket};
                              CRI-O: /var/run/crio/crio.sock; "": none, pods then judged by IP only and never acted on)
@@ -88,6 +90,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
       "startup-taint": { type: "string", default: defaults.startupTaint },
       "net-dir": { type: "string", default: defaults.netDir },
       "bin-dir": { type: "string", default: defaults.binDir },
+      "extra-bin-dir": { type: "string", multiple: true, default: [] },
       "netns-dir": { type: "string", default: defaults.netnsDir },
       "cri-socket": { type: "string", default: defaults.criSocket },
       "cpu-request": { type: "string", default: defaults.resources.cpuRequest },
@@ -140,6 +143,10 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
     startupTaint,
     netDir: values["net-dir"],
     binDir: values["bin-dir"],
+    extraBinDirs: values["extra-bin-dir"].map((dir) => {
+      if (!dir.startsWith("/")) throw new Error(`--extra-bin-dir must be an absolute path on the node, not ${JSON.stringify(dir)}`);
+      return dir;
+    }),
     netnsDir: values["netns-dir"],
     criSocket: values["cri-socket"],
     resources: { cpuRequest: values["cpu-request"], memoryRequest: values["memory-request"], memoryLimit: values["memory-limit"] },

@@ -13,6 +13,8 @@ export interface ManifestOptions {
   /** The node's CNI config and bin dirs (each one setting: the env, the mount and the host path follow). */
   netDir: string;
   binDir: string;
+  /** More dirs the runtime finds plugins in: mounted read-only, for the agent to check the chain. */
+  extraBinDirs: string[];
   /** Where the runtime keeps pod netns. */
   netnsDir: string;
   /** The runtime's CRI socket ("": none); its directory is mounted read-only. */
@@ -42,6 +44,7 @@ export const defaultManifestOptions: ManifestOptions = {
   startupTaint: "meshcni.io/not-ready:NoSchedule",
   netDir: "/etc/cni/net.d",
   binDir: "/opt/cni/bin",
+  extraBinDirs: [],
   netnsDir: "/var/run/netns",
   criSocket: "/run/containerd/containerd.sock",
   resources: { cpuRequest: "10m", memoryRequest: "96Mi", memoryLimit: "224Mi" },

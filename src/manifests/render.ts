@@ -119,6 +119,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   "--cri-socket",
                   options.criSocket,
                   ...(options.startupTaint ? ["--startup-taint", options.startupTaint] : []),
+                  ...options.extraBinDirs.flatMap((dir) => ["--extra-bin-dir", dir]),
                 ],
                 env: [
                   ...["NODE_NAME:spec.nodeName", "POD_NAME:metadata.name", "POD_NAMESPACE:metadata.namespace"].map((pair) => {
@@ -147,6 +148,11 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                 volumeMounts: [
                   { name: "cni-net-dir", mountPath: onHost(options.netDir) },
                   { name: "cni-bin-dir", mountPath: onHost(options.binDir) },
+                  ...options.extraBinDirs.map((dir, index) => ({
+                    name: `cni-bin-dir-${index + 1}`,
+                    mountPath: onHost(dir),
+                    readOnly: true,
+                  })),
                   { name: "meshcni-state", mountPath: onHost(defaultStateDir) },
                   { name: "netns", mountPath: onHost(options.netnsDir), readOnly: true, mountPropagation: "HostToContainer" },
                   ...(options.criSocket ? [{ name: "cri-socket", mountPath: onHost(options.criSocket), readOnly: true }] : []),
@@ -156,6 +162,10 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
             volumes: [
               hostDir("cni-net-dir", options.netDir),
               hostDir("cni-bin-dir", options.binDir),
+              ...options.extraBinDirs.map((dir, index) => ({
+                name: `cni-bin-dir-${index + 1}`,
+                hostPath: { path: dir, type: "Directory" },
+              })),
               hostDir("meshcni-state", defaultStateDir),
               hostDir("netns", options.netnsDir),
               // The socket alone: its directory holds the runtime's shims' sockets too (each one the control of

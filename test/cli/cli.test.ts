@@ -113,7 +113,7 @@ describe("meshcni check --pre", () => {
       conflist("k8s-pod-network", [{ type: "calico" }, { type: "linkerd-cni" }], { cniVersion }),
     );
     mkdirSync(join(root, "usr/lib/cni"), { recursive: true });
-    for (const binary of ["calico", "linkerd-cni"]) writeFileSync(join(root, "usr/lib/cni", binary), "");
+    for (const binary of ["calico", "linkerd-cni"]) writeFileSync(join(root, "usr/lib/cni", binary), "#!/bin/sh\n", { mode: 0o755 });
     mkdirSync(join(root, "var/run/netns"), { recursive: true });
     return root;
   }

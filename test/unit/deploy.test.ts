@@ -255,6 +255,7 @@ describe("meshcni manifests flags", () => {
     const manifests = rendered([
       ...["--namespace", "mesh-system", "--image", "registry.local/meshcni:dev", "--log-level", "debug", "--repair", "label"],
       ...["--net-dir", "/etc/cni/multus/net.d", "--bin-dir", "/var/lib/cni/bin", "--netns-dir", "/run/netns"],
+      ...["--extra-bin-dir", "/usr/libexec/cni", "--extra-bin-dir", "/usr/lib/cni"],
       ...["--node-selector", "pool=mesh", "--toleration", "dedicated=mesh:NoSchedule", "--label", "team=net"],
       ...["--netconf", 'inbound-ports-to-ignore=["4190","4191","9090"]', "--cpu-request", "50m", "--memory-request", "128Mi"],
     ]);
@@ -266,8 +267,17 @@ describe("meshcni manifests flags", () => {
     expect(options).toMatchObject({
       logLevel: "debug",
       sweep: { repair: "label", netnsDirs: ["/run/netns"] },
-      install: { netDir: "/etc/cni/multus/net.d", binDir: "/var/lib/cni/bin" },
+      install: { netDir: "/etc/cni/multus/net.d", binDir: "/var/lib/cni/bin", extraBinDirs: ["/usr/libexec/cni", "/usr/lib/cni"] },
     });
+    // The extra bin dirs: read-only, and they must be there (a typo is a pod that does not start, not a chain called broken).
+    expect(spec.volumes!.filter((volume) => volume.name.startsWith("cni-bin-dir-"))).toEqual([
+      { name: "cni-bin-dir-1", hostPath: { path: "/usr/libexec/cni", type: "Directory" } },
+      { name: "cni-bin-dir-2", hostPath: { path: "/usr/lib/cni", type: "Directory" } },
+    ]);
+    expect(agentContainer.volumeMounts!.filter((mount) => mount.name.startsWith("cni-bin-dir-"))).toEqual([
+      { name: "cni-bin-dir-1", mountPath: "/host/usr/libexec/cni", readOnly: true },
+      { name: "cni-bin-dir-2", mountPath: "/host/usr/lib/cni", readOnly: true },
+    ]);
     const hostPaths = spec.volumes!.map((volume) => volume.hostPath?.path);
     expect(hostPaths).toEqual(expect.arrayContaining(["/etc/cni/multus/net.d", "/var/lib/cni/bin", "/run/netns"]));
     expect(agentContainer.volumeMounts!.map((mount) => mount.mountPath)).toEqual(
@@ -294,6 +304,7 @@ describe("meshcni manifests flags", () => {
     [["--netconf", "proxy-uid=-5"], "--netconf: "],
     [["--netconf", "iptables-mode=ebpf"], "iptables-mode"],
     [["--bogus"], "Unknown option '--bogus'"],
+    [["--extra-bin-dir", "usr/lib/cni"], '--extra-bin-dir must be an absolute path on the node, not "usr/lib/cni"'],
     [["--evict-namespaces", "shop"], "--evict-namespaces needs --repair evict"],
     [["--repair", "evict", "--evict-namespaces", "shop,kube-system"], "--evict-namespaces: kube-system's pods are never meshed"],
     [["--repair", "evict", "--evict-namespaces", "shop,it's"], `--evict-namespaces: "it's" is no namespace name`],
