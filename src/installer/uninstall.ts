@@ -49,7 +49,10 @@ export function removeInstalledFiles(
   removeTree(paths.stateDir);
 }
 
-/** Removes a dir and all it holds; a dir that is a mount point (the agent's hostPath volume) stays, empty. */
+/**
+ * Removes a dir and all it holds; a dir that is a mount point (the agent's hostPath volume)
+ * stays, empty: its rmdir fails with EBUSY, or EROFS under the container's read-only root.
+ */
 function removeTree(dir: string): void {
   let names: string[];
   try {
@@ -62,6 +65,6 @@ function removeTree(dir: string): void {
   try {
     rmdirSync(dir);
   } catch (error) {
-    if (errnoCode(error) !== "EBUSY") throw error;
+    if (errnoCode(error) !== "EBUSY" && errnoCode(error) !== "EROFS") throw error;
   }
 }

@@ -116,7 +116,8 @@ describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () =
         .sort(),
     );
     // The state dir is the agent's hostPath volume: emptied (records, locks, socket), the mount point itself kept by kubelet.
-    expect(existsSync(agentStateDir) ? readdirSync(agentStateDir) : []).toEqual([]);
+    const stateLeft = () => (existsSync(agentStateDir) ? readdirSync(agentStateDir) : []);
+    await until(() => stateLeft().length === 0, 10_000, 100).catch(() => expect(stateLeft()).toEqual([]));
     expect(await everyShopPodRedirected()).toBe(9);
   }, 120_000);
 });
