@@ -51,6 +51,8 @@ export class AuditMonitor {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private lastSweepAt = Number.NEGATIVE_INFINITY;
+  private readonly stopping = new AbortController();
+  private draining: Promise<void> | undefined;
   private readonly retries = new Set<NodeJS.Timeout>();
   private readonly problems: StandingProblems;
 
@@ -94,10 +96,13 @@ export class AuditMonitor {
     this.memory.forget(pod.metadata?.uid ?? "");
   }
 
-  stop(): void {
+  /** Stops sweeping: a sweep child still running is killed, and awaited, so none writes to the host after the stop. */
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     for (const retry of this.retries) clearTimeout(retry);
+    this.stopping.abort();
+    await this.draining?.catch(() => undefined);
   }
 
   private sweepAll(): void {
@@ -108,9 +113,9 @@ export class AuditMonitor {
   private kick(): void {
     if (this.running) return;
     this.running = true;
-    void this.drain().finally(() => {
+    this.draining = this.drain().finally(() => {
       this.running = false;
-      if (this.full || this.pending.size > 0) this.kick();
+      if (!this.stopped && (this.full || this.pending.size > 0)) this.kick();
     });
   }
 
@@ -147,7 +152,8 @@ export class AuditMonitor {
       dirs,
     };
     this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
-    const outcome = await runSweepChild(this.options.binary, { kubeconfig, request });
+    const outcome = await runSweepChild(this.options.binary, { kubeconfig, request }, undefined, this.stopping.signal);
+    if (this.stopped) return;
     this.metrics.audited((performance.now() - started) / 1000);
     if ("problem" in outcome) {
       const { problem, exitCode } = outcome;

@@ -98,7 +98,7 @@ export class NodeTasks {
 
   /** Aborts every request in flight (the watches' included) and closes the plugin's socket. */
   async stop(): Promise<void> {
-    this.monitor?.stop();
+    await this.monitor?.stop();
     this.condition.stop();
     const { pods, namespaces, service, node } = this.reflectors ?? {};
     await Promise.all([pods?.stop(), namespaces?.stop(), service?.stop(), node?.stop()]);

@@ -1,9 +1,10 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runSweepChild } from "../../../src/agent/sweep-child.js";
 import type { SweepInput } from "../../../src/audit/contract.js";
+import { until } from "../../kit/common.js";
 
 const input: SweepInput = {
   kubeconfig: "",
@@ -33,6 +34,18 @@ describe("the agent's sweep child", () => {
     const started = performance.now();
     expect(await runSweepChild(hung, input, 500)).toEqual({ problem: "the sweep did not finish within 0.5 s: killed" });
     expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  it("kills a sweep when the agent stops, so none writes to the host after the stop (an uninstall's)", async () => {
+    const pidFile = join(dir, "pid");
+    const hung = binary(`echo $$ > ${pidFile}; exec sleep 60`);
+    const stopping = new AbortController();
+    const outcome = runSweepChild(hung, input, 60_000, stopping.signal);
+    await until(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").trim() !== "", 5000, 10);
+    const pid = Number(readFileSync(pidFile, "utf8"));
+    stopping.abort();
+    expect(await outcome).toEqual({ problem: "the sweep was stopped with the agent: killed" });
+    expect(() => process.kill(pid, 0)).toThrow(/ESRCH/);
   });
 
   it("says what failed: an exit code other than 0 or 1 with its last line, or a report that is none", async () => {
