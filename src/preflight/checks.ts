@@ -1,6 +1,6 @@
 import { checkChain } from "../cni/chain.js";
 import type { ConfigFile } from "../cni/config-dir.js";
-import { activeConfig, brokenConfigReason } from "../cni/config-dir.js";
+import { activeConfig, brokenConfigReason, loadOrder, parseConfig } from "../cni/config-dir.js";
 import { compareVersions } from "../cni/version.js";
 import type { Detection } from "../host.js";
 import { isOwnEntry } from "../mesh/netconf.js";
@@ -124,6 +124,19 @@ export function preflight(facts: NodeFacts): CheckResult[] {
           "linkerd-cni is chained in the active config: see the README's migration (meshcni replaces its entry and adopts its pods)",
         );
       if (ours.length > 0) add("meshcni", "ok", "meshcni is already chained in the active config");
+    }
+  }
+
+  if (!("unreadable" in facts.configs)) {
+    // CRI-O keeps the first config of each network name and ignores the rest (ocicni's loadNetworks).
+    const named = new Map<string, string>();
+    for (const file of loadOrder(facts.configs)) {
+      const config = parseConfig(file);
+      const network = config.valid ? config.json.name : undefined;
+      if (typeof network !== "string") continue;
+      const first = named.get(network);
+      if (first === undefined) named.set(network, file.name);
+      else add("network names", "warn", `${file.name} names network ${network}, as ${first} does: CRI-O ignores the later one`);
     }
   }
 

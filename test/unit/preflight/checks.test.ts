@@ -63,6 +63,22 @@ describe("meshcni check --pre", () => {
     ]);
   });
 
+  it("warns of two configs naming one network: CRI-O ignores the later one", () => {
+    const configs = [
+      { name: "10-calico.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }], { cniVersion: "1.1.0" }) },
+      { name: "20-old.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }]) },
+      { name: "30-other.conflist", text: conflist("other", [{ type: "calico" }]) },
+    ];
+    expect(about(check({ configs }), "network names")).toEqual([
+      {
+        check: "network names",
+        level: "warn",
+        message: "20-old.conflist names network k8s-pod-network, as 10-calico.conflist does: CRI-O ignores the later one",
+      },
+    ]);
+    expect(about(check({}), "network names")).toEqual([]);
+  });
+
   it("warns that STATUS and GC never come below cniVersion 1.1.0", () => {
     const results = check({ configs: [{ name: "10-calico.conflist", text: conflist("k8s-pod-network", [{ type: "calico" }]) }] });
     expect(about(results, "cniVersion")).toEqual([
