@@ -1,3 +1,4 @@
+import { agentHostMounts } from "./mounts.js";
 import { type ManifestOptions, name } from "./options.js";
 import { pluginServiceAccount } from "./rbac.js";
 
@@ -18,6 +19,10 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     text,
   });
   const container = (path: Array<string | number>, text: string) => daemonSet(["containers", 0, ...path], text);
+  // By name: which mounts there are, and where, follows the options.
+  const mounts = agentHostMounts(options).map(({ mount }) => mount.name);
+  const mount = (mountName: string, text: string) =>
+    mounts.includes(mountName) ? container(["volumeMounts", mounts.indexOf(mountName)], text) : undefined;
   const repairs = {
     redirect: "pods/patch is not granted: --repair redirect writes rules in the pod's netns, not through the API",
     label: "patch: --repair label labels an unprotected pod meshcni.io/unprotected=true",
@@ -89,14 +94,15 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
       ["securityContext"],
       "SYS_ADMIN: a sweep enters pod netns (setns); NET_ADMIN: it reads and writes their nat tables;\nNET_RAW: iptables-legacy opens a raw socket. Root: it writes root-owned host dirs.",
     ),
-    container(
-      ["volumeMounts", 2],
+    mount(
+      "meshcni-state",
       "Sweeps record adopted and repaired pods and remove stale records; the agent answers the plugin on a socket here.",
     ),
-    container(["volumeMounts", 3], "Pod netns are bind mounts made after the agent starts."),
-    container(
-      ["volumeMounts", 4],
+    mount("netns", "Pod netns are bind mounts made after the agent starts."),
+    mount(
+      "cri-socket",
       "The runtime's CRI socket: which netns is whose pod, as kubelet asks it (a pod's IP is no proof:\nany pod with NET_ADMIN can claim another's).",
     ),
-  ];
+    mount("cni-bin-dir-1", "The runtime's other bin dirs (--extra-bin-dir), read only: the agent looks for the chain's plugins there."),
+  ].filter((comment): comment is FieldComment => comment !== undefined);
 }

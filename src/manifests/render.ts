@@ -1,9 +1,9 @@
 import { buildInfo } from "../build-info.js";
 import { kubeconfigPlaceholder } from "../installer/template.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
-import { defaultStateDir } from "../state/records.js";
 import { prometheusRule } from "./alerts.js";
 import { dashboardConfigMap } from "./dashboard.js";
+import { agentHostMounts } from "./mounts.js";
 import { type ManifestOptions, name } from "./options.js";
 import { nodeScopePolicy } from "./policy.js";
 import { agentNamespaceRules, clusterRules, pluginRules, pluginServiceAccount } from "./rbac.js";
@@ -46,8 +46,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
   const labels = commonLabels(options);
   const meta = (extra: Record<string, unknown> = {}) => ({ name, namespace: options.namespace, labels, ...extra });
   const selector = { "app.kubernetes.io/name": name };
-  const onHost = (path: string) => `/host${path}`;
-  const hostDir = (volume: string, path: string) => ({ name: volume, hostPath: { path, type: "DirectoryOrCreate" } });
+  const mounts = agentHostMounts(options);
   const pluginAccount = pluginServiceAccount;
   const binding = (kind: "ClusterRoleBinding" | "RoleBinding", roleKind: "ClusterRole" | "Role", roleName: string, account: string) => ({
     apiVersion: "rbac.authorization.k8s.io/v1",
@@ -145,34 +144,10 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   allowPrivilegeEscalation: false,
                   capabilities: { drop: ["ALL"], add: ["SYS_ADMIN", "NET_ADMIN", "NET_RAW"] },
                 },
-                volumeMounts: [
-                  { name: "cni-net-dir", mountPath: onHost(options.netDir) },
-                  { name: "cni-bin-dir", mountPath: onHost(options.binDir) },
-                  ...options.extraBinDirs.map((dir, index) => ({
-                    name: `cni-bin-dir-${index + 1}`,
-                    mountPath: onHost(dir),
-                    readOnly: true,
-                  })),
-                  { name: "meshcni-state", mountPath: onHost(defaultStateDir) },
-                  { name: "netns", mountPath: onHost(options.netnsDir), readOnly: true, mountPropagation: "HostToContainer" },
-                  ...(options.criSocket ? [{ name: "cri-socket", mountPath: onHost(options.criSocket), readOnly: true }] : []),
-                ],
+                volumeMounts: mounts.map(({ mount }) => mount),
               },
             ],
-            volumes: [
-              hostDir("cni-net-dir", options.netDir),
-              hostDir("cni-bin-dir", options.binDir),
-              ...options.extraBinDirs.map((dir, index) => ({
-                name: `cni-bin-dir-${index + 1}`,
-                hostPath: { path: dir, type: "Directory" },
-              })),
-              hostDir("meshcni-state", defaultStateDir),
-              hostDir("netns", options.netnsDir),
-              // The socket alone: its directory holds the runtime's shims' sockets too (each one the control of
-              // containers). A runtime restarted makes a new socket, which this mount does not follow until
-              // the agent's container restarts; meanwhile only pods without a record cannot be located.
-              ...(options.criSocket ? [{ name: "cri-socket", hostPath: { path: options.criSocket, type: "Socket" } }] : []),
-            ],
+            volumes: mounts.map(({ volume }) => volume),
           },
         },
       },

@@ -251,6 +251,34 @@ describe("RBAC sized by what is turned on", () => {
 });
 
 describe("meshcni manifests flags", () => {
+  it('renders without a CRI socket (--cri-socket ""): no socket mounted, its comment left out, valid', () => {
+    const manifests = rendered(["--cri-socket", ""]);
+    const { container: agentContainer } = agentOf(manifests);
+    expect(agentContainer.volumeMounts!.map((mount) => mount.name)).not.toContain("cri-socket");
+    expectValid(manifests);
+  });
+
+  it("comments each mount it explains, wherever the options put it", () => {
+    const yaml = manifestsYaml(parseManifestArgs(["--extra-bin-dir", "/usr/lib/cni", "--net-dir", "/etc/cni", "--bin-dir", "/etc/cni"]));
+    const lines = yaml.split("\n").map((line) => line.trim());
+    // The field a comment (of one or more lines) stands above.
+    const commented = (comment: string) =>
+      lines.slice(lines.findIndex((line) => line.startsWith(comment))).find((line) => !line.startsWith("#"));
+    expect(commented("# Sweeps record adopted")).toBe("- name: meshcni-state");
+    expect(commented("# Pod netns are bind mounts")).toBe("- name: netns");
+    expect(commented("# The runtime's CRI socket")).toBe("- name: cri-socket");
+    expect(commented("# The runtime's other bin dirs")).toBe("- name: cni-bin-dir-1");
+  });
+
+  it("mounts a dir that is both the net dir and the bin dir once (Kubernetes refuses two mounts at one path)", () => {
+    const { podSpec: spec, container: agentContainer, options } = agentOf(rendered(["--net-dir", "/etc/cni", "--bin-dir", "/etc/cni"]));
+    const mountPaths = agentContainer.volumeMounts!.map((mount) => mount.mountPath);
+    expect(mountPaths.filter((path) => path === "/host/etc/cni")).toHaveLength(1);
+    expect(new Set(mountPaths).size).toBe(mountPaths.length);
+    expect(spec.volumes!.filter((volume) => volume.hostPath?.path === "/etc/cni")).toHaveLength(1);
+    expect(options.install).toMatchObject({ netDir: "/etc/cni", binDir: "/etc/cni" });
+  });
+
   it("puts each setting everywhere it belongs", () => {
     const manifests = rendered([
       ...["--namespace", "mesh-system", "--image", "registry.local/meshcni:dev", "--log-level", "debug", "--repair", "label"],
