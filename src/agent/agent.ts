@@ -1,5 +1,5 @@
 import type { Server } from "node:http";
-import { isConfigName, isSetAsideName } from "../cni/config-dir.js";
+import { isNetDirFile } from "../cni/config-dir.js";
 import { errorMessage, withTimeout } from "../errors.js";
 import { Installation } from "../installer/install.js";
 import { type Readiness, withProblem } from "../installer/readiness.js";
@@ -52,7 +52,7 @@ export class NodeAgent {
     this.problems = new StandingProblems(log);
     this.watcher = new DirWatcher(
       [
-        { dir: this.installation.paths.netDir, relevant: (name) => name === null || isConfigName(name) || isSetAsideName(name) },
+        { dir: this.installation.paths.netDir, relevant: (name) => name === null || isNetDirFile(name) },
         { dir: options.serviceAccountDir, relevant: () => true },
         // A plugin installed or removed makes the chain whole or broken.
         ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true })),

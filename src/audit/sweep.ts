@@ -50,7 +50,7 @@ export function staleRecords(
   sandboxes: ReadonlySet<string> | undefined,
 ): Array<{ record: AttachmentRecord; reason: RecordRemoval }> {
   return records.flatMap((record) => {
-    if (now - Date.parse(record.time) < recordGraceMs) return [];
+    if (!pastGrace(record, now)) return [];
     const reason: RecordRemoval | undefined = !podUids.has(record.pod.uid)
       ? "podGone"
       : !netnsExists(record.netns)
@@ -63,6 +63,8 @@ export function staleRecords(
 }
 
 export type RecordRemoval = "podGone" | "netnsGone" | "sandboxGone";
+
+const pastGrace = (record: AttachmentRecord, now: number) => now - Date.parse(record.time) >= recordGraceMs;
 
 /** The API as the request's view (the agent's caches) answers it: its pods, its namespaces (a namespace it lacks from the API). */
 function viewed(api: SweepIo["api"], view: SweepRequest["view"]): SweepIo["api"] {
@@ -175,8 +177,7 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
   if (request.policy) {
     io.records.sweep();
     const podUids = new Set(allPods.map((pod) => pod.metadata?.uid ?? ""));
-    const pastGrace = records.some((record) => io.now() - Date.parse(record.time) >= recordGraceMs);
-    const sandboxes = pastGrace ? await io.sandboxIds() : undefined;
+    const sandboxes = records.some((record) => pastGrace(record, io.now())) ? await io.sandboxIds() : undefined;
     for (const { record, reason } of staleRecords(records, podUids, (netns) => io.netnsExists(netns), io.now(), sandboxes)) {
       io.records.remove({ containerID: record.containerId, ifname: record.ifname });
       removed[reason]++;

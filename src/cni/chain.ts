@@ -16,6 +16,20 @@ export interface ChainHealth {
   invalid: string[];
 }
 
+/**
+ * What is wrong with the chain of `file`, a line each: the types with no executable in
+ * `dirs` (one line naming them all), then why libcni refuses the list. None: it can run.
+ */
+export function chainProblems(file: string, chain: ChainHealth, dirs: string): string[] {
+  const missing =
+    chain.missing.length > 0
+      ? [
+          `${file} chains ${chain.missing.join(", ")}, with no executable in ${dirs}: the runtime fails every pod's ADD and DEL on this node`,
+        ]
+      : [];
+  return [...missing, ...chain.invalid.map((why) => `${file}: ${why}`)];
+}
+
 /** Every type the runtime executes for the config: each plugin's, then its IPAM's, in chain order, once each. */
 export function chainTypes(config: ParsedConfig & { valid: true }): string[] {
   const plugins = config.kind === "conflist" ? (config.json.plugins as unknown[]) : [config.json];

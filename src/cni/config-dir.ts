@@ -29,7 +29,8 @@ export function isConfigName(name: string): boolean {
  */
 const setAsideName = /^(.+\.(?:conf|conflist|json))\.[\w-]+$/;
 
-export const isSetAsideName = (name: string) => setAsideName.test(name);
+/** A file of the net dir meshcni reads: a config, or one set aside. */
+export const isNetDirFile = (name: string) => isConfigName(name) || setAsideName.test(name);
 
 /** Reads a config the way libcni does: a .conflist needs plugins with types, a .conf a type. */
 export function parseConfig(file: ConfigFile): ParsedConfig {
@@ -76,7 +77,7 @@ export function brokenConfigReason(name: string, reason: string): string {
 /** The config files in the net dir as they are now, and those set aside; one vanishing mid-read is skipped. */
 export function readConfigFiles(netDir: string): ConfigFile[] {
   return readdirSync(netDir)
-    .filter((name) => isConfigName(name) || isSetAsideName(name))
+    .filter(isNetDirFile)
     .flatMap((name) => {
       try {
         const path = join(netDir, name);

@@ -1,6 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { checkChain } from "../cni/chain.js";
+import { chainProblems, checkChain } from "../cni/chain.js";
 import { activeConfig, brokenConfigReason, readConfigFiles } from "../cni/config-dir.js";
 import { errorMessage } from "../errors.js";
 import { pluginExecutables } from "./bin-dir.js";
@@ -44,12 +44,7 @@ export function checkInstalled(options: InstallOptions, template: Template): Rea
       if (!hasEntry(found.config, template.entry)) problems.push(["NotChained", `${file} does not end with meshcni's entry`]);
       const chain = checkChain(found.config, pluginExecutables(paths.pluginDirs, options.hostRoot), new Set([template.binaryName]));
       missingPlugins = chain.missing;
-      if (chain.missing.length > 0)
-        problems.push([
-          "ChainBroken",
-          `${file} chains ${chain.missing.join(", ")}, with no executable in ${paths.pluginDirs.join(" or ")}: the runtime fails every pod's ADD and DEL on this node`,
-        ]);
-      for (const why of chain.invalid) problems.push(["ChainBroken", `${file}: ${why}`]);
+      for (const problem of chainProblems(file, chain, paths.pluginDirs.join(" or "))) problems.push(["ChainBroken", problem]);
     }
   } catch (error) {
     problems.push(["ConfigDirUnreadable", `cannot read ${paths.netDir}: ${errorMessage(error)}`]);

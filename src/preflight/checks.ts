@@ -1,4 +1,4 @@
-import { checkChain } from "../cni/chain.js";
+import { chainProblems, checkChain } from "../cni/chain.js";
 import type { ConfigFile } from "../cni/config-dir.js";
 import { activeConfig, brokenConfigReason, loadOrder, parseConfig } from "../cni/config-dir.js";
 import { compareVersions } from "../cni/version.js";
@@ -106,15 +106,12 @@ export function preflight(facts: NodeFacts): CheckResult[] {
       // meshcni's own binary is what the install puts there.
       const chain = checkChain(active.config, facts.plugins.executables, new Set(["meshcni"]));
       const dirs = facts.plugins.dirs.join(", ");
-      if (chain.missing.length > 0)
-        add(
-          "chain",
-          "fail",
-          `${file} chains ${chain.missing.join(", ")}, with no executable in ${dirs}: the runtime fails every pod's ADD and DEL on this node; install the plugin, or pass --bin-dir, the runtime's bin dir`,
-        );
-      for (const why of chain.invalid) add("chain", "fail", `${file}: ${why}`);
-      if (chain.missing.length === 0 && chain.invalid.length === 0)
-        add("chain", "ok", `every plugin the chain runs has its executable in ${dirs}`);
+      const problems = chainProblems(file, chain, dirs);
+      const fix = "; install the plugin, or pass --bin-dir, the runtime's bin dir";
+      // The first line names the missing plugins, when there are any: the fix goes with it.
+      for (const [index, problem] of problems.entries())
+        add("chain", "fail", index === 0 && chain.missing.length > 0 ? `${problem}${fix}` : problem);
+      if (problems.length === 0) add("chain", "ok", `every plugin the chain runs has its executable in ${dirs}`);
       const linkerd = plugins.filter((plugin) => plugin.type === "linkerd-cni");
       const ours = plugins.filter((plugin) => plugin.type === "meshcni");
       if (linkerd.length > 0)
