@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the real cluster's components from the Go module proxy, each by module path and the
+# Builds the real cluster's components (and Helm) from the Go module proxy, each by module path and the
 # version pinned in its wrapper module here (build/cluster/<component>/go.mod), into a cache
 # outside git keyed by that version and a hash of the wrapper and the flags: a component already
 # built is never built again. Prints the cache directory of each component as NAME=DIR lines.
@@ -37,7 +37,7 @@ build() {
 }
 
 if [ -n "${MESHCNI_CLUSTER_BIN:-}" ]; then
-  for name in kubernetes etcd containerd cni-plugins; do echo "$name=$MESHCNI_CLUSTER_BIN"; done
+  for name in kubernetes etcd containerd cni-plugins helm; do echo "$name=$MESHCNI_CLUSTER_BIN"; done
   exit 0
 fi
 
@@ -61,3 +61,6 @@ plugins=$(version "$here/cni-plugins" github.com/containernetworking/plugins)
 build cni-plugins github.com/containernetworking/plugins "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$plugins" "" \
   github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/main/loopback \
   github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/meta/portmap
+# Helm, which the chart's tests run (lint, template, install, upgrade, uninstall).
+helm=$(version "$here/helm" helm.sh/helm/v4)
+build helm helm.sh/helm/v4 "-X helm.sh/helm/v4/internal/version.version=$helm" "" helm.sh/helm/v4/cmd/helm

@@ -10,14 +10,16 @@ export interface TaintSpec {
   effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
 }
 
-const effects = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
+export const taintEffects = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
+/** kubectl's form `key[=value][:Effect]`, the effect any word (checked against taintEffects). */
+export const taintForm = /^([A-Za-z0-9./_-]+)(?:=([A-Za-z0-9._-]*))?(?::([A-Za-z]+))?$/;
 
 /** Parses kubectl's form `key[=value][:Effect]`; the effect defaults to NoSchedule. */
 export function parseTaint(text: string): TaintSpec {
-  const match = /^([A-Za-z0-9./_-]+)(?:=([A-Za-z0-9._-]*))?(?::([A-Za-z]+))?$/.exec(text);
+  const match = taintForm.exec(text);
   const effect = (match?.[3] ?? "NoSchedule") as TaintSpec["effect"];
-  if (!match || !effects.includes(effect)) {
-    throw new Error(`--startup-taint must look like key[=value][:${effects.join("|")}], not ${JSON.stringify(text)}`);
+  if (!match || !taintEffects.includes(effect)) {
+    throw new Error(`--startup-taint must look like key[=value][:${taintEffects.join("|")}], not ${JSON.stringify(text)}`);
   }
   return { key: match[1]!, ...(match[2] ? { value: match[2] } : {}), effect };
 }

@@ -32,9 +32,19 @@ export function nodeScopePolicy(
   serviceAccount: string,
   labels: Record<string, string>,
 ) {
-  const policyName = `${serviceAccount}-node-scope`;
   // The agent's own reading of the flag: the policy allows exactly the taint it sets.
   const taint = options.startupTaint ? parseTaint(options.startupTaint) : undefined;
+  return nodeScopePolicyFor({ taint, evictNamespaces: options.evictNamespaces }, serviceAccount, labels);
+}
+
+/** The policy for a taint already read (the chart's generator passes placeholders Helm replaces). */
+export function nodeScopePolicyFor(
+  options: { taint: { key: string; effect: string } | undefined; evictNamespaces: string[] | undefined },
+  serviceAccount: string,
+  labels: Record<string, string>,
+) {
+  const policyName = `${serviceAccount}-node-scope`;
+  const taint = options.taint;
   const key = taint?.key ?? "";
   const unchangedBut = (field: string, except: string) =>
     `(has(object.${field}) ? object.${field} : {}).filter(k, k != '${except}').all(k, k in (has(oldObject.${field}) ? oldObject.${field} : {}) && oldObject.${field}[k] == object.${field}[k]) && ` +

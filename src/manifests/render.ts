@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import { parseTaint } from "../agent/taint.js";
 import { buildInfo } from "../build-info.js";
 import { kubeconfigPlaceholder } from "../installer/template.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
@@ -41,6 +43,17 @@ function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linkerd">): 
   return JSON.stringify(entry, null, 2);
 }
 
+/**
+ * Every taint by default; else the operator's and the startup taint's: the agent lifts
+ * that taint, so it must run where the taint is.
+ */
+function tolerations(options: Pick<ManifestOptions, "tolerations" | "startupTaint">): Array<Record<string, string>> {
+  if (!options.tolerations) return [{ operator: "Exists" }];
+  if (!options.startupTaint) return options.tolerations;
+  const { key, effect } = parseTaint(options.startupTaint);
+  return [...options.tolerations, { key, operator: "Exists", effect }];
+}
+
 /** Every object `kubectl apply` needs, in apply order. Pure: options in, objects out. */
 export function renderManifests(options: ManifestOptions): K8sObject[] {
   const labels = commonLabels(options);
@@ -55,6 +68,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
     roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: roleKind, name: roleName },
     subjects: [{ kind: "ServiceAccount", name: account, namespace: options.namespace }],
   });
+  const netconf = networkConfig(options);
   const objects: K8sObject[] = [
     {
       apiVersion: "v1",
@@ -74,7 +88,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
       apiVersion: "v1",
       kind: "ConfigMap",
       metadata: meta({ name: `${name}-config` }),
-      data: { cni_network_config: networkConfig(options) },
+      data: { cni_network_config: netconf },
     },
     {
       apiVersion: "apps/v1",
@@ -82,6 +96,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
       metadata: meta(),
       spec: {
         selector: { matchLabels: selector },
+        revisionHistoryLimit: 10,
         updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } },
         template: {
           metadata: {
@@ -90,6 +105,8 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
               "prometheus.io/scrape": "true",
               "prometheus.io/port": String(options.metricsPort),
               "prometheus.io/path": "/metrics",
+              // A new netconf rolls the agents out (their env reads it at start).
+              "checksum/config": createHash("sha256").update(netconf).digest("hex"),
             },
           },
           spec: {
@@ -97,13 +114,14 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
             hostNetwork: true,
             priorityClassName: options.priorityClassName,
             nodeSelector: { "kubernetes.io/os": "linux", ...options.nodeSelector },
-            tolerations: options.tolerations ?? [{ operator: "Exists" }],
+            tolerations: tolerations(options),
             terminationGracePeriodSeconds: 30,
             securityContext: { seccompProfile: { type: "RuntimeDefault" } },
             containers: [
               {
                 name: "install",
                 image: options.image,
+                imagePullPolicy: "IfNotPresent",
                 command: ["/usr/local/bin/meshcni", "install"],
                 args: [
                   "--listen",

@@ -1,10 +1,7 @@
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { PodMonitor, PrometheusRule } from "@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1";
-import { ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding } from "kubernetes-models/admissionregistration.k8s.io/v1";
-import { DaemonSet, type IDaemonSet } from "kubernetes-models/apps/v1";
-import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
-import { ConfigMap, Namespace, ServiceAccount } from "kubernetes-models/v1";
+import type { IDaemonSet } from "kubernetes-models/apps/v1";
 import { describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { parseAgentOptions } from "../../src/agent/options.js";
@@ -16,22 +13,9 @@ import { manifestFiles, manifestsYaml } from "../../src/manifests/yaml.js";
 import { linkerdDefaults } from "../../src/mesh/defaults.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
 import { manifestKinds } from "../kit/fixtures.js";
+import { expectValid } from "../kit/k8s-schema.js";
 
 const deployDir = join(import.meta.dirname, "../../deploy");
-const models: Record<string, new (data: never) => { validate(): void }> = {
-  DaemonSet: DaemonSet as never,
-  ClusterRole: ClusterRole as never,
-  ClusterRoleBinding: ClusterRoleBinding as never,
-  Role: Role as never,
-  RoleBinding: RoleBinding as never,
-  ConfigMap: ConfigMap as never,
-  Namespace: Namespace as never,
-  ServiceAccount: ServiceAccount as never,
-  PodMonitor: PodMonitor as never,
-  PrometheusRule: PrometheusRule as never,
-  ValidatingAdmissionPolicy: ValidatingAdmissionPolicy as never,
-  ValidatingAdmissionPolicyBinding: ValidatingAdmissionPolicyBinding as never,
-};
 
 type Manifest = { kind: string; metadata: { name: string; namespace?: string }; [key: string]: unknown };
 
@@ -44,15 +28,6 @@ function parseYaml(text: string, source: string): Manifest[] {
 
 const load = (file: string) => parseYaml(readFileSync(join(deployDir, file), "utf8"), file);
 const rendered = (argv: string[]) => parseYaml(manifestsYaml(parseManifestArgs(argv)), `meshcni manifests ${argv.join(" ")}`);
-
-/** Each object against the Kubernetes OpenAPI schema (and the Prometheus Operator's CRD schema), offline. */
-function expectValid(manifests: Manifest[]): void {
-  for (const manifest of manifests) {
-    const Model = models[manifest.kind];
-    expect(Model, `no schema for ${manifest.kind}`).toBeDefined();
-    expect(() => new Model!(manifest as never).validate(), `${manifest.kind}/${manifest.metadata.name}`).not.toThrow();
-  }
-}
 
 /** The agent's container and its settings as the DaemonSet gives them: its args and the env values it sets. */
 function agentOf(manifests: Manifest[]) {
@@ -67,6 +42,14 @@ function agentOf(manifests: Manifest[]) {
   );
   return { daemonSet, podSpec, container, env, options };
 }
+
+/** The netconf template in the manifests' ConfigMap, as the agent's env gets it. */
+const netconfText = (manifests: Manifest[]) =>
+  (
+    manifests.find((manifest) => manifest.kind === "ConfigMap" && manifest.metadata.name === "meshcni-config") as unknown as {
+      data: { cni_network_config: string };
+    }
+  ).data.cni_network_config;
 
 const kustomization = load("kustomization.yaml")[0] as unknown as { resources: string[]; namespace: string };
 const deployed = kustomization.resources.flatMap(load);
@@ -149,7 +132,13 @@ describe("deploy/ and meshcni manifests", () => {
     expect(container.livenessProbe!.httpGet).toEqual({ path: "/healthz", port: "metrics" });
     expect(podSpec).toBeDefined();
     const annotations = agentOf(deployed).daemonSet.spec!.template.metadata!.annotations;
-    expect(annotations).toEqual({ "prometheus.io/scrape": "true", "prometheus.io/port": "9911", "prometheus.io/path": "/metrics" });
+    expect(annotations).toEqual({
+      "prometheus.io/scrape": "true",
+      "prometheus.io/port": "9911",
+      "prometheus.io/path": "/metrics",
+      // The netconf's hash: a new one rolls the agents out, as their env reads it at start.
+      "checksum/config": createHash("sha256").update(netconfText(deployed)).digest("hex"),
+    });
     const monitor = rendered(["--pod-monitor", "--metrics-port", "9100"]);
     expect(monitor.at(-1)).toMatchObject({ kind: "PodMonitor", spec: { podMetricsEndpoints: [{ port: "metrics", path: "/metrics" }] } });
     expect(agentOf(monitor).options.listen).toEqual({ host: "", port: 9100 });
@@ -312,7 +301,11 @@ describe("meshcni manifests flags", () => {
       expect.arrayContaining(["/host/etc/cni/multus/net.d", "/host/var/lib/cni/bin", "/host/run/netns"]),
     );
     expect(spec.nodeSelector).toEqual({ "kubernetes.io/os": "linux", pool: "mesh" });
-    expect(spec.tolerations).toEqual([{ key: "dedicated", operator: "Equal", value: "mesh", effect: "NoSchedule" }]);
+    // The operator's, and the startup taint's: the agent that lifts it must run where it is.
+    expect(spec.tolerations).toEqual([
+      { key: "dedicated", operator: "Equal", value: "mesh", effect: "NoSchedule" },
+      { key: "meshcni.io/not-ready", operator: "Exists", effect: "NoSchedule" },
+    ]);
     expect(agentContainer.resources).toEqual({ requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "224Mi" } });
     expect(daemonSet.metadata!.labels).toMatchObject({ team: "net", "app.kubernetes.io/name": "meshcni" });
     const configMap = manifests.find((manifest) => manifest.kind === "ConfigMap") as unknown as { data: { cni_network_config: string } };

@@ -13,6 +13,7 @@ export interface Components {
   etcd: string;
   containerd: string;
   "cni-plugins": string;
+  helm: string;
 }
 
 /** The binaries, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */

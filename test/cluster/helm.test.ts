@@ -1,0 +1,150 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
+import { agentStateDir, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
+import { Meshcni } from "../kit/cluster/meshcni.js";
+import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
+import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
+import { isRoot, sleep, until } from "../kit/common.js";
+import { chartDir, helm, valuesFile } from "../kit/helm.js";
+import { linkerdCniValues } from "../kit/linkerd-chart.js";
+
+/** An operator's linkerd2-cni values file (that chart's whole values.yaml), with this node's dirs, CRI socket and netns dir. */
+const values = {
+  ...linkerdCniValues,
+  destCNINetDir: paths.cniConfDir,
+  destCNIBinDir: paths.cniBinDir,
+  netnsDir: paths.netnsDir,
+  criSocket: paths.containerdSocket,
+};
+
+/** meshcni's entry in the primary's conflist now (undefined: not chained), read as the runtime reads it. */
+const meshcniEntry = () => {
+  const conflist = JSON.parse(readFileSync(primaryConflistPath, "utf8")) as {
+    plugins: Array<{ type: string; linkerd?: Record<string, unknown> }>;
+  };
+  return conflist.plugins.find((plugin) => plugin.type === "meshcni");
+};
+
+/**
+ * meshcni installed, upgraded and uninstalled with Helm (built from the Go module proxy) on
+ * the real cluster, from a values file written for linkerd2-cni: the redirect proven with
+ * real TCP, the conflist watched through the upgrade's rollout, the node and the API server
+ * read after the uninstall.
+ */
+describe.skipIf(!isRoot)("meshcni's chart on a real cluster", () => {
+  const cluster = new RealCluster();
+  const meshcni = new Meshcni(cluster);
+  const release = ["meshcni", chartDir, "--namespace", "meshcni"];
+  const kubeconfig = paths.adminKubeconfig;
+
+  beforeAll(async () => {
+    await cluster.up();
+  }, 300_000);
+
+  afterAll(async () => {
+    await cluster.down();
+  }, 120_000);
+
+  /** Every running pod of the shop answers inbound through its proxy. */
+  const everyShopPodRedirected = async () => {
+    const client = await cluster.podIp("client");
+    const pods = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=shop")).items.filter(
+      (pod) => pod.status.phase === "Running" && !pod.metadata.deletionTimestamp,
+    );
+    const answers = await Promise.all(pods.map((pod) => cluster.connect("client", `${pod.status.podIP}:8080`)));
+    expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${pod.status.podIP}:8080 src=${client}`));
+    return pods.length;
+  };
+
+  it("helm install with linkerd2-cni's values: chained last, the node ready, a meshed pod redirected; NOTES name Linkerd's image", async () => {
+    const install = await helm(
+      ["install", ...release, "--create-namespace", "--values", valuesFile(values), "--wait", "--timeout", "3m"],
+      kubeconfig,
+    );
+    expect(install.exitCode, install.stderr).toBe(0);
+    expect(install.stdout).toContain("WARNING: image.name cr.l5d.io/linkerd/cni-plugin is Linkerd's plugin");
+    expect(chainedTypes()).toEqual(["bridge", "portmap", "meshcni"]);
+    expect(meshcniEntry()?.linkerd).toMatchObject({ "inbound-ports-to-ignore": ["4191", "4190"], "iptables-mode": "nft" });
+    await until(
+      async () => {
+        const node = await cluster.get<{ spec: { taints?: Array<{ key: string }> } }>("node", nodeName);
+        return !(node.spec.taints ?? []).some((taint) => taint.key === startupTaint);
+      },
+      30_000,
+      250,
+    );
+    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native", replicas: 1 })));
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+    expect(await everyShopPodRedirected()).toBe(1);
+    const status = await meshcni.cli("status");
+    expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s`, "m"));
+  }, 300_000);
+
+  it("helm upgrade with a changed value: it reaches the node's conflist, meshcni stays chained throughout, pods started meanwhile are redirected", async () => {
+    const before = (await meshcni.agentPod()).metadata.name;
+    let reads = 0;
+    const unchained: string[] = [];
+    let watching = true;
+    const watcher = (async () => {
+      while (watching) {
+        // The runtime reads the file at each pod's ADD: every read must find meshcni's entry.
+        try {
+          if (!meshcniEntry()) unchained.push(new Date().toISOString());
+        } catch (error) {
+          unchained.push(`${new Date().toISOString()} unreadable: ${String(error)}`);
+        }
+        reads++;
+        await sleep(20);
+      }
+    })();
+    const upgrade = helm(
+      ["upgrade", ...release, "--values", valuesFile({ ...values, ignoreInboundPorts: "9999" }), "--wait", "--timeout", "3m"],
+      kubeconfig,
+    );
+    for (let replicas = 2; replicas <= 4; replicas++) {
+      await cluster.kubectl(["scale", "deployment/shop", `--replicas=${replicas}`]);
+      await sleep(1500);
+    }
+    const upgraded = await upgrade;
+    expect(upgraded.exitCode, upgraded.stderr).toBe(0);
+    await until(() => JSON.stringify(meshcniEntry()?.linkerd?.["inbound-ports-to-ignore"]) === '["4191","4190","9999"]', 60_000, 100);
+    watching = false;
+    await watcher;
+    expect(unchained).toEqual([]);
+    expect(reads).toBeGreaterThan(100);
+    // The checksum of the netconf rolled the agent out: a new pod read the new ConfigMap.
+    expect((await meshcni.agentPod()).metadata.name).not.toBe(before);
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=120s"]);
+    expect(await everyShopPodRedirected()).toBe(4);
+  }, 300_000);
+
+  it("helm uninstall: nothing of meshcni is left on the node or in the API; running pods keep their redirect", async () => {
+    const uninstall = await helm(["uninstall", "meshcni", "--namespace", "meshcni", "--wait", "--timeout", "3m"], kubeconfig);
+    expect(uninstall.exitCode, uninstall.stderr).toBe(0);
+    await until(() => meshcniEntry() === undefined && !existsSync(join(paths.cniBinDir, "meshcni")), 60_000, 250);
+    expect(chainedTypes()).toEqual(["bridge", "portmap"]);
+    expect(readdirSync(paths.cniConfDir)).toEqual([basename(primaryConflistPath)]);
+    expect(readdirSync(paths.cniBinDir).sort()).toEqual(
+      readdirSync(cluster.bin["cni-plugins"])
+        .filter((name) => !name.startsWith("."))
+        .sort(),
+    );
+    const stateLeft = () => (existsSync(agentStateDir) ? readdirSync(agentStateDir) : []);
+    await until(() => stateLeft().length === 0, 10_000, 100).catch(() => expect(stateLeft()).toEqual([]));
+    // Every object the chart made is gone, cluster-wide ones included.
+    const left = await cluster.kubectl([
+      "get",
+      "clusterroles,clusterrolebindings,validatingadmissionpolicies,validatingadmissionpolicybindings,daemonsets,configmaps,serviceaccounts,roles,rolebindings",
+      "--all-namespaces",
+      "-l",
+      "app.kubernetes.io/name=meshcni",
+      "-o",
+      "name",
+    ]);
+    expect(left.trim()).toBe("");
+    expect((await helm(["list", "--all-namespaces", "--short"], kubeconfig)).stdout.trim()).toBe("");
+    expect(await everyShopPodRedirected()).toBe(4);
+  }, 300_000);
+});
