@@ -138,6 +138,13 @@ describe("linkerd2-cni's values, taken unchanged", () => {
     expect(await installNotes(linkerdCniValues)).not.toContain("repairController");
   });
 
+  it("warns that linkerd2-cni's empty priorityClassName leaves the agent without one, and renders none", async () => {
+    expect(await installNotes(linkerdCniValues)).toContain("WARNING: no priorityClassName");
+    expect(podSpec(await renderedObjects(linkerdCniValues)).priorityClassName).toBeUndefined();
+    expect(await installNotes({})).not.toContain("priorityClassName");
+    expect(podSpec(await renderedObjects({})).priorityClassName).toBe("system-node-critical");
+  });
+
   it.each([
     [{ enablePSP: true }, "enablePSP: true is refused: PodSecurityPolicy was removed in Kubernetes 1.25"],
     [{ inboundProxyPrt: 4143 }, "inboundProxyPrt"],
