@@ -71,7 +71,7 @@ export class NodeAgent {
       (ok) => metrics.pluginTokenRequests.inc({ result: ok ? "minted" : "failed" }),
     );
     metrics.tokenLeft.seconds = () => this.credentials.pluginTokenSecondsLeft();
-    const retry = () => this.watcher.schedule(undefined, 1000);
+    const retry = (delayMs = 1000) => this.watcher.schedule(undefined, delayMs);
     this.nodeTasks = options.node
       ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, this.installation.template, log, metrics, retry, now)
       : undefined;

@@ -58,12 +58,13 @@ export class NodeTasks {
     private readonly template: Template,
     private readonly log: Logger,
     private readonly metrics: AgentMetrics,
-    retry: () => void,
+    /** A reconcile after delayMs (1 s when not said). */
+    retry: (delayMs?: number) => void,
     now: () => number,
     /** Who may ask on the plugin's socket (root only; tests run without the FFI it needs). */
     private readonly peerCheck: () => Promise<PeerCheck> = rootPeersOnly,
   ) {
-    this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, retry);
+    this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, () => retry());
     this.condition = new ConditionKeeper(log);
     this.scope = new ScopeCheck(log, retry, now);
   }

@@ -80,6 +80,8 @@ describe.skipIf(!isRoot)("meshcni's chart on a real cluster", () => {
     expect(await everyShopPodRedirected()).toBe(1);
     const status = await meshcni.cli("status");
     expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s`, "m"));
+    // A clean install says nothing is wrong, though the policy it applies with the DaemonSet is enforced seconds later.
+    expect((await meshcni.log()).filter((line) => line.level === "error" || line.level === "warn")).toEqual([]);
   }, 300_000);
 
   it("helm upgrade with a changed value: it reaches the node's conflist, meshcni stays chained throughout, pods started meanwhile are redirected", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { AgentClient } from "../../../src/agent/credentials.js";
 import { ScopeCheck, unboundProblem } from "../../../src/agent/scope-check.js";
+import { Backoff } from "../../../src/kube/backoff.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
 import type { NodeApi } from "../../../src/kube/node-api.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
@@ -24,13 +25,14 @@ describe("the agent's check that the node-scope policy binds it", () => {
   const setup = () => {
     const logs: LogEntry[] = [];
     let now = 0;
-    let changes = 0;
+    const scheduled: number[] = [];
     const check = new ScopeCheck(
       memoryLogger(logs),
-      () => changes++,
+      (delayMs) => scheduled.push(delayMs),
       () => now,
+      new Backoff(1000, 60_000, () => 0),
     );
-    return { check, logs, changes: () => changes, advance: (ms: number) => (now += ms) };
+    return { check, logs, scheduled, changes: () => scheduled.length, advance: (ms: number) => (now += ms) };
   };
 
   it("asks once per client while bound, and says so once", async () => {
@@ -47,28 +49,49 @@ describe("the agent's check that the node-scope policy binds it", () => {
     expect(logs.filter((entry) => entry.level !== "debug")).toEqual([]);
   });
 
-  it("is a problem while unbound, asked again each minute, and lifted once the operator applies the policy", async () => {
-    const { check, logs, changes, advance } = setup();
-    const renamed = client(["unbound", "unbound", "bound"]);
-    check.follow(renamed);
-    await settle();
-    expect(check.problem()).toBe(unboundProblem);
-    expect(changes()).toBe(1);
-    advance(30_000);
-    check.follow(renamed);
-    await settle();
-    expect(renamed.asked()).toBe(1);
-    advance(30_000);
-    check.follow(renamed);
-    await settle();
-    expect(renamed.asked()).toBe(2);
-    expect(logs.filter((entry) => entry.level === "error")).toHaveLength(1);
-    advance(60_000);
-    check.follow(renamed);
-    await settle();
+  it("is a problem while unbound, asked again after 1 s, 2 s, 4 s … up to each minute, and lifted once the policy holds", async () => {
+    const { check, logs, scheduled, advance } = setup();
+    const answers: Answer[] = [...Array.from({ length: 9 }, () => "unbound" as const), "bound"];
+    const renamed = client(answers);
+    const asks: number[] = [];
+    let at = 0;
+    for (let i = 0; i < 200 && renamed.asked() < answers.length; i++) {
+      check.follow(renamed);
+      await settle();
+      if (renamed.asked() > asks.length) asks.push(at);
+      if (renamed.asked() < answers.length) expect(check.problem()).toBe(unboundProblem);
+      // A reconcile before the recheck is due does not ask; the one the check asked for does.
+      const next = scheduled.at(-1)!;
+      const asked = renamed.asked();
+      advance(next - 200);
+      check.follow(renamed);
+      await settle();
+      expect(renamed.asked()).toBe(asked);
+      advance(200);
+      at += next;
+    }
+    const waits = asks.slice(1).map((time, i) => time - asks[i]!);
+    expect(waits).toEqual([1100, 2100, 4100, 8100, 16100, 32100, 60100, 60100, 60100]);
     expect(check.problem()).toBeUndefined();
-    expect(changes()).toBe(2);
     expect(logs.at(-1)).toMatchObject({ level: "info", message: "the node-scope policy holds the agent to its node" });
+  });
+
+  it("says unbound at info while a new policy may still be taking effect, and as an error once, past 30 s", async () => {
+    const { check, logs, scheduled, advance } = setup();
+    const renamed = client(["unbound"]);
+    const errors = () => logs.filter((entry) => entry.level === "error").map((entry) => entry.message);
+    check.follow(renamed);
+    await settle();
+    expect(errors()).toEqual([]);
+    expect(logs).toContainEqual(
+      expect.objectContaining({ level: "info", message: expect.stringContaining("does not hold this agent yet") }),
+    );
+    while (renamed.asked() < 8) {
+      advance(scheduled.at(-1)!);
+      check.follow(renamed);
+      await settle();
+    }
+    expect(errors()).toEqual([unboundProblem]);
   });
 
   it("before 1.30 says once that the token is as wide as its RBAC, and is no problem", async () => {
