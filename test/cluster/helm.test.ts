@@ -1,11 +1,11 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
-import { agentStateDir, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
-import { Meshcni } from "../kit/cluster/meshcni.js";
+import { RealCluster } from "../kit/cluster/cluster.js";
+import { nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
+import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
-import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
+import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
 import { isRoot, sleep, until } from "../kit/common.js";
 import { chartDir, helm, valuesFile } from "../kit/helm.js";
 import { linkerdCniValues } from "../kit/linkerd-chart.js";
@@ -47,17 +47,6 @@ describe.skipIf(!isRoot)("meshcni's chart on a real cluster", () => {
     await cluster.down();
   }, 120_000);
 
-  /** Every running pod of the shop answers inbound through its proxy. */
-  const everyShopPodRedirected = async () => {
-    const client = await cluster.podIp("client");
-    const pods = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=shop")).items.filter(
-      (pod) => pod.status.phase === "Running" && !pod.metadata.deletionTimestamp,
-    );
-    const answers = await Promise.all(pods.map((pod) => cluster.connect("client", `${pod.status.podIP}:8080`)));
-    expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${pod.status.podIP}:8080 src=${client}`));
-    return pods.length;
-  };
-
   it("helm install with linkerd2-cni's values: chained last, the node ready, a meshed pod redirected; NOTES name Linkerd's image", async () => {
     const install = await helm(
       ["install", ...release, "--create-namespace", "--values", valuesFile(values), "--wait", "--timeout", "3m"],
@@ -77,7 +66,7 @@ describe.skipIf(!isRoot)("meshcni's chart on a real cluster", () => {
     );
     await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native", replicas: 1 })));
     await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
-    expect(await everyShopPodRedirected()).toBe(1);
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(1);
     const status = await meshcni.cli("status");
     expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s`, "m"));
     // A clean install says nothing is wrong, though the policy it applies with the DaemonSet is enforced seconds later.
@@ -119,22 +108,14 @@ describe.skipIf(!isRoot)("meshcni's chart on a real cluster", () => {
     // The checksum of the netconf rolled the agent out: a new pod read the new ConfigMap.
     expect((await meshcni.agentPod()).metadata.name).not.toBe(before);
     await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=120s"]);
-    expect(await everyShopPodRedirected()).toBe(4);
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(4);
   }, 300_000);
 
   it("helm uninstall: nothing of meshcni is left on the node or in the API; running pods keep their redirect", async () => {
     const uninstall = await helm(["uninstall", "meshcni", "--namespace", "meshcni", "--wait", "--timeout", "3m"], kubeconfig);
     expect(uninstall.exitCode, uninstall.stderr).toBe(0);
     await until(() => meshcniEntry() === undefined && !existsSync(join(paths.cniBinDir, "meshcni")), 60_000, 250);
-    expect(chainedTypes()).toEqual(["bridge", "portmap"]);
-    expect(readdirSync(paths.cniConfDir)).toEqual([basename(primaryConflistPath)]);
-    expect(readdirSync(paths.cniBinDir).sort()).toEqual(
-      readdirSync(cluster.bin["cni-plugins"])
-        .filter((name) => !name.startsWith("."))
-        .sort(),
-    );
-    const stateLeft = () => (existsSync(agentStateDir) ? readdirSync(agentStateDir) : []);
-    await until(() => stateLeft().length === 0, 10_000, 100).catch(() => expect(stateLeft()).toEqual([]));
+    await expectNothingLeftOnNode(cluster);
     // Every object the chart made is gone, cluster-wide ones included.
     const left = await cluster.kubectl([
       "get",
@@ -147,6 +128,6 @@ describe.skipIf(!isRoot)("meshcni's chart on a real cluster", () => {
     ]);
     expect(left.trim()).toBe("");
     expect((await helm(["list", "--all-namespaces", "--short"], kubeconfig)).stdout.trim()).toBe("");
-    expect(await everyShopPodRedirected()).toBe(4);
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(4);
   }, 300_000);
 });

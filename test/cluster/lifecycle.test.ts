@@ -1,12 +1,12 @@
-import { existsSync, readdirSync, renameSync } from "node:fs";
-import { basename, join } from "node:path";
+import { existsSync, renameSync } from "node:fs";
+import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
-import { agentStateDir, nodeName, paths } from "../kit/cluster/layout.js";
-import { Meshcni } from "../kit/cluster/meshcni.js";
+import { RealCluster } from "../kit/cluster/cluster.js";
+import { nodeName, paths } from "../kit/cluster/layout.js";
+import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
-import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
+import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
 import { isRoot, sleep, until } from "../kit/common.js";
 import { meshcniBinary } from "../kit/network.js";
 
@@ -32,17 +32,6 @@ describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () =
     await cluster.down();
   }, 120_000);
 
-  /** Every running pod of the shop answers inbound through its proxy. */
-  const everyShopPodRedirected = async () => {
-    const client = await cluster.podIp("client");
-    const pods = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=shop")).items.filter(
-      (pod) => pod.status.phase === "Running" && !pod.metadata.deletionTimestamp,
-    );
-    const answers = await Promise.all(pods.map((pod) => cluster.connect("client", `${pod.status.podIP}:8080`)));
-    expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${pod.status.podIP}:8080 src=${client}`));
-    return pods.length;
-  };
-
   it("rollout restart: every pod started while the agent was replaced runs with its redirect", async () => {
     const before = (await meshcni.agentPod()).metadata.name;
     await cluster.kubectl(["-n", "meshcni", "rollout", "restart", "daemonset/meshcni"]);
@@ -54,7 +43,7 @@ describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () =
     await meshcni.rolledOut();
     expect((await meshcni.agentPod()).metadata.name).not.toBe(before);
     await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=120s"]);
-    expect(await everyShopPodRedirected()).toBe(7);
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(7);
     expect(installed()).toEqual({ chained: true, binary: true, kubeconfig: true });
   }, 240_000);
 
@@ -66,7 +55,7 @@ describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () =
     expect(installed()).toEqual({ chained: true, binary: true, kubeconfig: true });
     await meshcni.rolledOut();
     await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=120s"]);
-    expect(await everyShopPodRedirected()).toBe(9);
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(9);
   }, 240_000);
 
   it("portmap taken out of the bin dir: the Node's MeshcniReady is False, ChainBroken, meshcni status and ready name it; back, True", async () => {
@@ -107,17 +96,7 @@ describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () =
   it("DaemonSet deleted: uninstalled (entry, binary, kubeconfig, socket, records gone); running pods keep their redirect", async () => {
     await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
     await until(() => !installed().chained && !installed().binary && !installed().kubeconfig, 60_000, 250);
-    expect(chainedTypes()).toEqual(["bridge", "portmap"]);
-    // The net dir holds the primary's config alone; the bin dir the primary's plugins; no state dir.
-    expect(readdirSync(paths.cniConfDir)).toEqual([basename(primaryConflistPath)]);
-    expect(readdirSync(paths.cniBinDir).sort()).toEqual(
-      readdirSync(cluster.bin["cni-plugins"])
-        .filter((name) => !name.startsWith("."))
-        .sort(),
-    );
-    // The state dir is the agent's hostPath volume: emptied (records, locks, socket), the mount point itself kept by kubelet.
-    const stateLeft = () => (existsSync(agentStateDir) ? readdirSync(agentStateDir) : []);
-    await until(() => stateLeft().length === 0, 10_000, 100).catch(() => expect(stateLeft()).toEqual([]));
-    expect(await everyShopPodRedirected()).toBe(9);
+    await expectNothingLeftOnNode(cluster);
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(9);
   }, 120_000);
 });

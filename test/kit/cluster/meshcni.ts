@@ -1,8 +1,12 @@
+import { existsSync, readdirSync } from "node:fs";
+import { basename } from "node:path";
 import { execa } from "execa";
+import { expect } from "vitest";
 import { until } from "../common.js";
 import { meshcniBinary } from "../network.js";
 import type { RealCluster } from "./cluster.js";
-import { nodeName, paths } from "./layout.js";
+import { agentStateDir, nodeName, paths } from "./layout.js";
+import { chainedTypes, primaryConflistPath } from "./node.js";
 
 /** The flags an operator of this node gives `meshcni manifests`: the node's CNI dirs, netns dir and CRI socket. */
 export const nodeFlags = [
@@ -83,4 +87,21 @@ export class Meshcni {
     const result = await execa(meshcniBinary, args, { env: { KUBECONFIG: paths.adminKubeconfig }, reject: false });
     return { exitCode: result.exitCode ?? -1, stdout: result.stdout, stderr: result.stderr };
   }
+}
+
+/**
+ * After an uninstall: the chain back to the primary's, the net dir holding the primary's
+ * config alone, the bin dir the primary's plugins, the state dir emptied (it is the agent's
+ * hostPath volume: its records, locks and socket go, the mount point itself kubelet keeps).
+ */
+export async function expectNothingLeftOnNode(cluster: RealCluster): Promise<void> {
+  expect(chainedTypes()).toEqual(["bridge", "portmap"]);
+  expect(readdirSync(paths.cniConfDir)).toEqual([basename(primaryConflistPath)]);
+  expect(readdirSync(paths.cniBinDir).sort()).toEqual(
+    readdirSync(cluster.bin["cni-plugins"])
+      .filter((name) => !name.startsWith("."))
+      .sort(),
+  );
+  const stateLeft = () => (existsSync(agentStateDir) ? readdirSync(agentStateDir) : []);
+  await until(() => stateLeft().length === 0, 10_000, 100).catch(() => expect(stateLeft()).toEqual([]));
 }

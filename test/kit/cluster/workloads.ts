@@ -1,3 +1,5 @@
+import { expect } from "vitest";
+import type { PodObject, RealCluster } from "./cluster.js";
 import { probeImage } from "./images.js";
 import { startupTaint } from "./layout.js";
 
@@ -93,3 +95,14 @@ export function disruptionBudget(name: string, maxUnavailable: number, namespace
 
 /** Objects as one `kubectl apply -f -` input. */
 export const asList = (...items: Manifest[]) => JSON.stringify({ apiVersion: "v1", kind: "List", items });
+
+/** Every running pod `app=<app>` (not one being deleted) answers inbound through its proxy, from the pod `client`; how many there are. */
+export async function expectRunningPodsRedirected(cluster: RealCluster, app: string): Promise<number> {
+  const client = await cluster.podIp("client");
+  const pods = (await cluster.get<{ items: PodObject[] }>("pods", "-l", `app=${app}`)).items.filter(
+    (pod) => pod.status.phase === "Running" && !pod.metadata.deletionTimestamp,
+  );
+  const answers = await Promise.all(pods.map((pod) => cluster.connect("client", `${pod.status.podIP}:8080`)));
+  expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${pod.status.podIP}:8080 src=${client}`));
+  return pods.length;
+}
