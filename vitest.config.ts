@@ -7,5 +7,7 @@ export default defineConfig({
     fileParallelism: false,
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // The default report, and how many suites of each kind (unit, netns, cri, cluster…) ran or were skipped.
+    reporters: ["default", "./test/kit/suite-kinds.ts"],
   },
 });

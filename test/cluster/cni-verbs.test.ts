@@ -1,9 +1,10 @@
 import { readFileSync } from "node:fs";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { Meshcni, withPluginLog } from "../kit/cluster/meshcni.js";
 import { asList, meshedDeployment } from "../kit/cluster/workloads.js";
-import { isRoot, until } from "../kit/common.js";
+import { until } from "../kit/common.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 const pluginLog = "/var/run/meshcni/plugin.log";
 
@@ -18,7 +19,7 @@ const invocations = () =>
  * What containerd 2 really calls when the primary's conflist says cniVersion 1.1.0 (the
  * only version where libcni sends STATUS and GC), recorded by the plugin itself.
  */
-describe.skipIf(!isRoot)("the CNI verbs containerd 2 calls with a cniVersion 1.1.0 chain", () => {
+describeAsRoot("the CNI verbs containerd 2 calls with a cniVersion 1.1.0 chain", () => {
   const cluster = new RealCluster({ cniVersion: "1.1.0" });
   const meshcni = new Meshcni(cluster);
 

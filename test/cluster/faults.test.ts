@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AuditEvent, agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
 import { compactEtcd } from "../kit/cluster/control-plane.js";
 import { nodeName, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
-import { isRoot, sleep, until } from "../kit/common.js";
+import { sleep, until } from "../kit/common.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 const skipInbound = "config.linkerd.io/skip-inbound-ports";
 
@@ -19,7 +20,7 @@ const agentRequestsSince = (since: string): AuditEvent[] =>
  * and registered again, kubelet and containerd restarted with pods running. Counted by the
  * API server's own audit log.
  */
-describe.skipIf(!isRoot)("meshcni through real control-plane and node failures", () => {
+describeAsRoot("meshcni through real control-plane and node failures", () => {
   const cluster = new RealCluster();
   const meshcni = new Meshcni(cluster);
   /** The shop's first pod, started while its namespace skipped 9090: its rules keep skipping it. */

@@ -1,14 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
 import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
-import { isRoot, sleep, until } from "../kit/common.js";
+import { sleep, until } from "../kit/common.js";
 import { chartDir, helm, valuesFile } from "../kit/helm.js";
 import { linkerdCniValues } from "../kit/linkerd-chart.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /** An operator's linkerd2-cni values file (that chart's whole values.yaml), with this node's dirs, CRI socket and netns dir. */
 const values = {
@@ -33,7 +34,7 @@ const meshcniEntry = () => {
  * real TCP, the conflist watched through the upgrade's rollout, the node and the API server
  * read after the uninstall.
  */
-describe.skipIf(!isRoot)("meshcni's chart on a real cluster", () => {
+describeAsRoot("meshcni's chart on a real cluster", () => {
   const cluster = new RealCluster();
   const meshcni = new Meshcni(cluster);
   const release = ["meshcni", chartDir, "--namespace", "meshcni"];

@@ -1,13 +1,14 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeIp, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, writePrimaryConflist } from "../kit/cluster/node.js";
 import { pluginTokenClaims } from "../kit/cluster/tokens.js";
 import { asList, meshedDeployment, plainPod, proxyInbound, proxyOutbound } from "../kit/cluster/workloads.js";
-import { isRoot, until } from "../kit/common.js";
+import { until } from "../kit/common.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 interface NodeObject {
   spec: { taints?: Array<{ key: string; effect: string }> };
@@ -19,7 +20,7 @@ interface NodeObject {
  * manifests | kubectl apply`), its redirects proven with real TCP between real pods that
  * kubelet started through containerd 2.
  */
-describe.skipIf(!isRoot)("meshcni on a real cluster", () => {
+describeAsRoot("meshcni on a real cluster", () => {
   const cluster = new RealCluster();
   const meshcni = new Meshcni(cluster);
   let earlyBefore = "";

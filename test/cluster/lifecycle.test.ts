@@ -1,14 +1,15 @@
 import { existsSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, paths } from "../kit/cluster/layout.js";
 import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
 import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
-import { isRoot, sleep, until } from "../kit/common.js";
+import { sleep, until } from "../kit/common.js";
 import { meshcniBinary } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 const installed = () => ({
   chained: chainedTypes().at(-1) === "meshcni",
@@ -17,7 +18,7 @@ const installed = () => ({
 });
 
 /** meshcni's own life on a real node: a rollout, its pod force-deleted, its DaemonSet deleted. */
-describe.skipIf(!isRoot)("meshcni's rollout and removal on a real cluster", () => {
+describeAsRoot("meshcni's rollout and removal on a real cluster", () => {
   const cluster = new RealCluster();
   const meshcni = new Meshcni(cluster);
 

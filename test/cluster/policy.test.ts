@@ -2,13 +2,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni, nodeFlags, renderManifests } from "../kit/cluster/meshcni.js";
 import { AgentIdentity } from "../kit/cluster/tokens.js";
-import { isRoot, until } from "../kit/common.js";
+import { until } from "../kit/common.js";
 import { meshcniBinary } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 const otherNode = "node-2";
 const denied = /denied request: meshcni's agent may/;
@@ -19,7 +20,7 @@ const denied = /denied request: meshcni's agent may/;
  * to its own node): checked as installed, then again after a kustomize overlay moved the
  * manifests to another namespace.
  */
-describe.skipIf(!isRoot)("the agent's authority on a real cluster", () => {
+describeAsRoot("the agent's authority on a real cluster", () => {
   const cluster = new RealCluster();
   const overlayDir = mkdtempSync(join(tmpdir(), "meshcni-overlay-"));
 

@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { asList, disruptionBudget, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
-import { isRoot, until } from "../kit/common.js";
+import { until } from "../kit/common.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 interface EventObject {
   reason: string;
@@ -19,7 +20,7 @@ interface EventObject {
  * are evicted through the real Eviction API, one at a time as their PodDisruptionBudget
  * allows; their replacements start with the redirect.
  */
-describe.skipIf(!isRoot)("meshcni --repair evict on a real cluster", () => {
+describeAsRoot("meshcni --repair evict on a real cluster", () => {
   const cluster = new RealCluster();
   const meshcni = new Meshcni(cluster);
   let early: string[] = [];

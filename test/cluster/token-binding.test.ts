@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { pluginTokenClaims } from "../kit/cluster/tokens.js";
 import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
-import { isRoot, until } from "../kit/common.js";
+import { until } from "../kit/common.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /**
  * A cluster as it was before 1.31: a control plane emulating 1.32, the API server's
@@ -13,7 +14,7 @@ import { isRoot, until } from "../kit/common.js";
  * 400 BadRequest. The agent must still mint the plugin's token (unbound), get ready and
  * lift the startup taint, or no pod is ever scheduled on the node.
  */
-describe.skipIf(!isRoot)("meshcni where the API server cannot bind tokens to Nodes", () => {
+describeAsRoot("meshcni where the API server cannot bind tokens to Nodes", () => {
   const cluster = new RealCluster({
     emulatedVersion: "1.32",
     apiserverArgs: ["--feature-gates=ServiceAccountTokenNodeBinding=false"],

@@ -1,12 +1,13 @@
 import { readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { agentTemplate, isRoot, sleep } from "../kit/common.js";
+import { agentTemplate, sleep } from "../kit/common.js";
 import { ContainerdNode, type Sandbox } from "../kit/cri/containerd.js";
 import { meshcniBinary, natRules, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "cri-node";
 
@@ -36,7 +37,7 @@ function scenario(subnet: number) {
   return { api, net, host, runtime, primary, runMeshedPod, redirected, teardown };
 }
 
-describe.skipIf(!isRoot)("meshcni install keeping containerd's CNI config", () => {
+describeAsRoot("meshcni install keeping containerd's CNI config", () => {
   const s = scenario(71);
   beforeAll(async () => {
     await s.api.start();
@@ -77,7 +78,7 @@ describe.skipIf(!isRoot)("meshcni install keeping containerd's CNI config", () =
   });
 });
 
-describe.skipIf(!isRoot)("a meshed sandbox started before the agent chained meshcni (the node-start race)", () => {
+describeAsRoot("a meshed sandbox started before the agent chained meshcni (the node-start race)", () => {
   const s = scenario(72);
   let early: Sandbox;
   beforeAll(async () => {

@@ -1,14 +1,15 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { buildImage, imageName } from "../../build/image.js";
 import { AgentHarness } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { agentTemplate, isRoot, sleep } from "../kit/common.js";
+import { agentTemplate, sleep } from "../kit/common.js";
 import type { ContainerConfig } from "../kit/cri/client.js";
 import { ContainerdNode, type Sandbox } from "../kit/cri/containerd.js";
 import { natRules, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "image-node";
 const daemonSet = readFileSync(join(import.meta.dirname, "../../deploy/daemonset.yaml"), "utf8");
@@ -20,7 +21,7 @@ const daemonSet = readFileSync(join(import.meta.dirname, "../../deploy/daemonset
  * token and CA projected. It installs itself and chains meshcni into the config
  * containerd reads; the pods containerd then starts are redirected.
  */
-describe.skipIf(!isRoot)("the agent from its image under containerd", () => {
+describeAsRoot("the agent from its image under containerd", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(74);
   const host = new AgentHarness({ onHost: true });

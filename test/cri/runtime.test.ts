@@ -1,11 +1,11 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { isRoot } from "../kit/common.js";
 import { ContainerdNode } from "../kit/cri/containerd.js";
 import { natRules, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /** meshcni's log lines (log_file), by verb and container. */
 function pluginLog(file: string): Array<{ command: string; containerId?: string; msg: string; level: string }> {
@@ -22,7 +22,7 @@ function pluginLog(file: string): Array<{ command: string; containerId?: string;
  * netns and calls bridge + host-local + meshcni; StopPodSandbox and RemovePodSandbox call
  * DEL twice. The redirect is read in the pause process's own netns and proven with TCP.
  */
-describe.skipIf(!isRoot)("meshcni under containerd's CRI", () => {
+describeAsRoot("meshcni under containerd's CRI", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(70);
   const logFile = () => join(net.dir, "meshcni.log");

@@ -1,7 +1,7 @@
 import { execa } from "execa";
 import { kubeconfigPlaceholder } from "../../src/installer/template.js";
 
-/** The netns, iptables and CRI suites need root; elsewhere they are skipped. */
+/** The netns, CRI and cluster suites need root. */
 export const isRoot = process.getuid?.() === 0;
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

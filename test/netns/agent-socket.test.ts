@@ -2,11 +2,12 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync
 import { request } from "node:https";
 import { join } from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentHarness, askAgent } from "../kit/agent.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
-import { agentTemplate, isRoot, podArgs, sleep, until } from "../kit/common.js";
+import { agentTemplate, podArgs, sleep, until } from "../kit/common.js";
 import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "node-s";
 
@@ -15,7 +16,7 @@ const node = "node-s";
  * server; a stale cache, a dead or a hung agent still give the right answer (from the API);
  * the token on the node's disk can read pods and namespaces and nothing else.
  */
-describe.skipIf(!isRoot)("the plugin asks the agent on the node", () => {
+describeAsRoot("the plugin asks the agent on the node", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(84);
   const host = new AgentHarness({ onHost: true });

@@ -4,10 +4,11 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
-import { deleteLoopbackRule, isRoot, loopbackRule } from "../kit/common.js";
+import { deleteLoopbackRule, loopbackRule } from "../kit/common.js";
 import { PodFleet } from "../kit/fleet.js";
 import { writeLinkerdCniRules } from "../kit/linkerd.js";
 import { meshcniBinary, natRules, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /**
  * `meshcni audit` on a node with a pod of each kind: protected (ADDed through meshcni),
@@ -15,7 +16,7 @@ import { meshcniBinary, natRules, TestNetwork } from "../kit/network.js";
  * at node start), drifted (a rule deleted by hand), unknown (netns gone), and pods it must
  * not judge. It changes nothing without --repair.
  */
-describe.skipIf(!isRoot)("meshcni audit", () => {
+describeAsRoot("meshcni audit", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(40);
   let kubeconfig = "";
@@ -227,7 +228,7 @@ describe.skipIf(!isRoot)("meshcni audit", () => {
   });
 });
 
-describe.skipIf(!isRoot)("meshcni audit at scale", () => {
+describeAsRoot("meshcni audit at scale", () => {
   const fleet = new PodFleet();
   beforeAll(() => fleet.start(200), 180_000);
   afterAll(() => fleet.stop(), 60_000);

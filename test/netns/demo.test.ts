@@ -1,10 +1,10 @@
 import { execa } from "execa";
-import { describe, expect, it } from "vitest";
-import { isRoot } from "../kit/common.js";
+import { expect, it } from "vitest";
 import { projectRoot } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /** `npm run demo`'s script, as a newcomer runs it: what it shows must be true. */
-describe.skipIf(!isRoot)("the demo", () => {
+describeAsRoot("the demo", () => {
   it("tells meshcni's story: the plugin's redirect, then the agent chaining, repairing in place, re-chaining, the condition and meshcni status", async () => {
     const demo = await execa(process.execPath.endsWith("bun") ? process.execPath : "node_modules/.bin/bun", ["demo/demo.ts"], {
       cwd: projectRoot,

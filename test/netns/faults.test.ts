@@ -3,12 +3,13 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
-import { isRoot, meshcniNetconf, podArgs, sleep } from "../kit/common.js";
+import { meshcniNetconf, podArgs, sleep } from "../kit/common.js";
 import { expectCniError } from "../kit/expect-cni.js";
 import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /** Runs the binary directly so the CNI error object on stdout can be read whole. */
-describe.skipIf(!isRoot)("meshcni errors and the other verbs", () => {
+describeAsRoot("meshcni errors and the other verbs", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(20);
   let kubeconfig = "";

@@ -17,15 +17,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { unfinishedAdd } from "../../src/audit/classify.js";
 import { logFileMaxBytes } from "../../src/log.js";
 import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
-import { isRoot, meshcniNetconf, podArgs, sleep, until } from "../kit/common.js";
+import { meshcniNetconf, podArgs, sleep, until } from "../kit/common.js";
 import { expectCniError } from "../kit/expect-cni.js";
 import { invokePlugin, invokePluginIn, meshcniBinary, natRules, outcome, pluginEnv, startPlugin, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /**
  * What a hostile probe of the compiled plugin found (issue 9), one describe per finding:
  * each runs the binary against real netns and the in-test API server.
  */
-describe.skipIf(!isRoot)("meshcni under hostile input", () => {
+describeAsRoot("meshcni under hostile input", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(21);
   const podPath = "/api/v1/namespaces/demo/pods/web";

@@ -1,17 +1,18 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { agentTemplate, isRoot, podArgs } from "../kit/common.js";
+import { agentTemplate, podArgs } from "../kit/common.js";
 import { natRules, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /**
  * The agent on this host's real paths: it installs the binary and kubeconfig and chains
  * into a bridge conflist; after each re-chain, real cnitool ADDs a meshed pod through
  * the resulting conflist and the rules are there.
  */
-describe.skipIf(!isRoot)("meshcni install feeding real cnitool", () => {
+describeAsRoot("meshcni install feeding real cnitool", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(30);
   let host: AgentHarness;
@@ -67,7 +68,7 @@ describe.skipIf(!isRoot)("meshcni install feeding real cnitool", () => {
  * A DaemonSet rollout stops the agent while its DaemonSet stays: meshcni stays chained,
  * so a pod started while no agent runs is redirected; deleting the DaemonSet uninstalls.
  */
-describe.skipIf(!isRoot)("meshcni install across a rollout, then an uninstall", () => {
+describeAsRoot("meshcni install across a rollout, then an uninstall", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(31);
   const self = { POD_NAMESPACE: "meshcni", POD_NAME: "meshcni-abcde" };

@@ -2,11 +2,12 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { isRoot, meshcniNetconf, podArgs, until } from "../kit/common.js";
+import { meshcniNetconf, podArgs, until } from "../kit/common.js";
 import { expectCniError } from "../kit/expect-cni.js";
 import { type CniOutcome, invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /** `nft list table` of our table in a pod netns, one trimmed line each, or [] when there is none. */
 async function nftTable(netns: string, family: "ip" | "ip6"): Promise<string[]> {
@@ -60,7 +61,7 @@ const expectedIpv4 = [
  * netlink from its own process, in tables of its own (`ip meshcni`, `ip6 meshcni`). Pods
  * on a dual-stack bridge; a second client's /24 is a skip-subnet.
  */
-describe.skipIf(!isRoot)("the nftables backend, through cnitool", () => {
+describeAsRoot("the nftables backend, through cnitool", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(80, { ipv6: true });
   const skipped = new TestNetwork(81);
@@ -354,7 +355,7 @@ describe.skipIf(!isRoot)("the nftables backend, through cnitool", () => {
  * namespace hides them, and `iptables-mode: auto` picks nftables. ADD, CHECK, DEL and
  * the audit still work.
  */
-describe.skipIf(!isRoot)("the nftables backend on a host without iptables, nft or nsenter", () => {
+describeAsRoot("the nftables backend on a host without iptables, nft or nsenter", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(82);
   let kubeconfig = "";

@@ -1,11 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { inNetnsCommand, isRoot, meshcniNetconf, podArgs } from "../kit/common.js";
+import { inNetnsCommand, meshcniNetconf, podArgs } from "../kit/common.js";
 import { linkerdChartNetconf } from "../kit/linkerd.js";
 import { type LinkerdNetconf, type LinkerdPod, linkerdCommands } from "../kit/linkerd-port.js";
 import { invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 /** linkerd2-proxy-init at the commit the port in test/kit/linkerd-port.ts follows. */
 const source = (path: string, test: string) => `linkerd/linkerd2-proxy-init@183e791 ${path} ${test}`;
@@ -197,7 +198,7 @@ const byDesign: Array<ParityCase & { linkerd: string; meshcni: { code: number; s
  * port) in one netns and the compiled plugin's ADD in another, both read back with
  * iptables-nft-save; then `meshcni audit` on the pod linkerd-cni set up must say adopted.
  */
-describe.skipIf(!isRoot)("parity with linkerd-cni's rules", () => {
+describeAsRoot("parity with linkerd-cni's rules", () => {
   const api = new FakeApiServer();
   const net = new TestNetwork(85);
   let kubeconfig = "";

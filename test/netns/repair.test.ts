@@ -1,12 +1,13 @@
 import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
-import { agentTemplate, deleteLoopbackRule, isRoot, loopbackRule, sleep } from "../kit/common.js";
+import { agentTemplate, deleteLoopbackRule, loopbackRule, sleep } from "../kit/common.js";
 import { writeLinkerdCniRules } from "../kit/linkerd.js";
 import { natRules, TestNetwork } from "../kit/network.js";
+import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "node-r";
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
@@ -89,7 +90,7 @@ function scenario(subnet: number) {
   };
 }
 
-describe.skipIf(!isRoot)("the agent's repair, policy redirect (the default)", () => {
+describeAsRoot("the agent's repair, policy redirect (the default)", () => {
   const s = scenario(50);
   let early = { netns: "", ip: "" };
   beforeAll(() =>
@@ -168,7 +169,7 @@ describe.skipIf(!isRoot)("the agent's repair, policy redirect (the default)", ()
   });
 });
 
-describe.skipIf(!isRoot)("the agent's repair, policy evict", () => {
+describeAsRoot("the agent's repair, policy evict", () => {
   const s = scenario(53);
   const evictionsOf = (name: string) => s.api.requestsTo("POST", new RegExp(`/pods/${name}/eviction$`));
   beforeAll(() =>
@@ -199,7 +200,7 @@ describe.skipIf(!isRoot)("the agent's repair, policy evict", () => {
   });
 });
 
-describe.skipIf(!isRoot)("the agent's repair, policy evict, a PodDisruptionBudget that holds", () => {
+describeAsRoot("the agent's repair, policy evict, a PodDisruptionBudget that holds", () => {
   const s = scenario(55);
   beforeAll(() =>
     s.setup(["--repair", "evict"], async () => {
@@ -217,7 +218,7 @@ describe.skipIf(!isRoot)("the agent's repair, policy evict, a PodDisruptionBudge
   });
 });
 
-describe.skipIf(!isRoot)("the agent's repair, policy evict, refused otherwise than by a budget", () => {
+describeAsRoot("the agent's repair, policy evict, refused otherwise than by a budget", () => {
   const s = scenario(56);
   beforeAll(() =>
     s.setup(["--repair", "evict", "--max-evictions-per-minute", "5"], async () => {
@@ -248,23 +249,25 @@ describe.skipIf(!isRoot)("the agent's repair, policy evict, refused otherwise th
   });
 });
 
-describe.skipIf(!isRoot).each(["label", "none"] as const)("the agent's repair, policy %s", (policy) => {
-  const s = scenario(policy === "label" ? 51 : 52);
-  beforeAll(() => s.setup(["--repair", policy], () => s.startPod("owned-early", "plain", { owned: true }).then(() => undefined)));
-  afterAll(() => s.teardown());
+for (const policy of ["label", "none"] as const) {
+  describeAsRoot(`the agent's repair, policy ${policy}`, () => {
+    const s = scenario(policy === "label" ? 51 : 52);
+    beforeAll(() => s.setup(["--repair", policy], () => s.startPod("owned-early", "plain", { owned: true }).then(() => undefined)));
+    afterAll(() => s.teardown());
 
-  it(`emits the Event and ${policy === "label" ? "labels" : "leaves"} the pod, writing no rules`, async () => {
-    await s.host.waitFor(() => s.eventsFor("owned-early").length === 1, 10_000);
-    await sleep(300);
-    expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
-    expect(s.api.requestsTo("PATCH", /\/pods\/owned-early$/)).toHaveLength(policy === "label" ? 1 : 0);
-    expect(s.eventsFor("owned-early")[0]!.message).toContain(
-      policy === "none" ? "takes no action" : "labelled it meshcni.io/unprotected=true",
-    );
+    it(`emits the Event and ${policy === "label" ? "labels" : "leaves"} the pod, writing no rules`, async () => {
+      await s.host.waitFor(() => s.eventsFor("owned-early").length === 1, 10_000);
+      await sleep(300);
+      expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
+      expect(s.api.requestsTo("PATCH", /\/pods\/owned-early$/)).toHaveLength(policy === "label" ? 1 : 0);
+      expect(s.eventsFor("owned-early")[0]!.message).toContain(
+        policy === "none" ? "takes no action" : "labelled it meshcni.io/unprotected=true",
+      );
+    });
   });
-});
+}
 
-describe.skipIf(!isRoot)("a node migrating from linkerd-cni", () => {
+describeAsRoot("a node migrating from linkerd-cni", () => {
   const s = scenario(54);
   const names = ["web", "api", "worker"];
   beforeAll(() =>
