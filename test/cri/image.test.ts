@@ -35,7 +35,7 @@ describeAsRoot("the agent from its image under containerd", () => {
     await api.start();
     api.addPod(podObject("meshcni", "meshcni-img01", { proxy: false, nodeName: node, daemonSet: "meshcni" }));
     api.addDaemonSet("meshcni", "meshcni");
-    host.rotateToken(api.token, api.caPem);
+    host.rotateToken(api.agentToken, api.caPem);
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
     mkdirSync(net.stateDir, { recursive: true });
     // As on a systemd host, where / is shared: the agent sees netns mounted after it started.

@@ -209,8 +209,9 @@ describe("the agent against an API server that behaves like a real one", () => {
   it("says not ready, PolicyNotBound in its Node's condition, when a renamed ServiceAccount slips past the node-scope policy", async () => {
     api.admissionPolicies = renderManifests(defaultManifestOptions).filter((object) => object.kind.startsWith("ValidatingAdmissionPolicy"));
     api.addNode({ metadata: { name: "n1" }, spec: {}, status: { conditions: [] } });
-    // A kustomize namePrefix: system:serviceaccount:meshcni:staging-meshcni, which the policy does not match.
+    // A kustomize namePrefix: system:serviceaccount:meshcni:staging-meshcni, which the policy does not match (its RBAC renamed with it).
     api.agentUser = { username: "system:serviceaccount:meshcni:staging-meshcni", node: "n1" };
+    api.authorizeAs({}, "staging-");
     writeFileSync(host.path("10-calico.conflist"), calico);
     await host.startWithApi(api, ["--node", "n1", "--watch-timeout-seconds", "2"]);
     const condition = () => api.nodeConditions("n1").find((held) => held.type === "MeshcniReady");

@@ -16,9 +16,10 @@ import {
 import { connect, createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseAgentOptions } from "../../src/agent/options.js";
 import type { AgentAnswer, AgentAsk } from "../../src/agent-socket.js";
 import { type Connector, parseAnswer } from "../../src/kube/agent-connection.js";
-import { pluginRules, pluginServiceAccount } from "../../src/manifests/rbac.js";
+import type { ManifestOptions } from "../../src/manifests/options.js";
 import { FakeApiServer } from "./api-server.js";
 import { sleep } from "./common.js";
 import { meshcniBinary } from "./network.js";
@@ -133,7 +134,6 @@ export class AgentHarness {
     if (env.KUBERNETES_SERVICE_HOST === undefined) {
       if (!this.ownApi) {
         this.ownApi = await new FakeApiServer().start();
-        grantPluginRules(this.ownApi);
         // The projected token stays what the test made it (token-one…); the API takes it as the agent's.
         this.ownApi.agentTokens.add(this.projectedToken());
         this.rotateToken(this.projectedToken(), this.ownApi.caPem);
@@ -168,8 +168,7 @@ export class AgentHarness {
 
   /** Starts the agent against an in-test API server: its token and CA projected, its address in the env. */
   async startWithApi(api: FakeApiServer, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<void> {
-    grantPluginRules(api);
-    this.rotateToken(api.token, api.caPem);
+    this.rotateToken(api.agentToken, api.caPem);
     await this.start(extra, { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port), ...env });
   }
 
@@ -304,9 +303,13 @@ export function askAgent(socket: string, ask: AgentAsk): Promise<AgentAnswer> {
   });
 }
 
-/** Lets tokens minted for the plugin's ServiceAccount do what deploy/ grants it. */
-export function grantPluginRules(api: FakeApiServer, namespace = "meshcni"): void {
-  api.serviceAccountRules.set(`${namespace}/${pluginServiceAccount}`, pluginRules);
+/**
+ * The manifests' settings that size the agent's RBAC, as an operator who runs it with these
+ * flags renders them (`meshcni manifests --repair … --startup-taint …`): for authorizeAs.
+ */
+export function rbacOptionsFor(agentArgs: string[]): Pick<ManifestOptions, "repair" | "startupTaint"> {
+  const { sweep, startupTaint } = parseAgentOptions(["--node", "n", ...agentArgs], {}, "/meshcni");
+  return { repair: sweep.repair, startupTaint: startupTaint && `${startupTaint.spec.key}:${startupTaint.spec.effect}` };
 }
 
 export const conflist = (name: string, plugins: object[], extra: object = {}) =>

@@ -4,8 +4,11 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { defaultManifestOptions, type ManifestOptions } from "../../src/manifests/options.js";
 import { nodeNameClaim } from "../../src/manifests/policy.js";
+import { renderManifests } from "../../src/manifests/render.js";
 import { admit } from "./admission.js";
+import { authorizationOf, isDiscovery, rbacAuthorizer, withNamePrefix } from "./rbac.js";
 import { type KubeObject, status, type WatchFault, WatchHub, type WatchKind } from "./watch-hub.js";
 
 /**
@@ -19,18 +22,10 @@ export interface RecordedRequest {
   path: string;
   query: Record<string, string>;
   authorized: boolean;
-  /** Whose token it carried: "agent" (the server's own token), a minted token's ServiceAccount, or "anonymous". */
+  /** Whose token it carried: "admin" (the server's own token), "agent", a minted token's ServiceAccount, or "anonymous". */
   who: string;
   body: unknown;
   at: number;
-}
-
-/** An RBAC rule, as a ClusterRole holds it. */
-export interface RbacRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
-  resourceNames?: string[];
 }
 
 /** A token minted through TokenRequest: for whom, until when (ms since the epoch), and the Node it dies with (its UID). */
@@ -38,50 +33,6 @@ interface MintedToken {
   serviceAccount: string;
   expires: number;
   boundNode?: { name: string; uid: string };
-}
-
-/**
- * The RBAC verb and resource of a request, as the API server's authorizer sees them:
- * GET of a collection is list (watch with ?watch=true), of one object get.
- */
-function authorizationOf(
-  method: string,
-  path: string,
-  query: Record<string, string>,
-): { verb: string; group: string; resource: string; name: string | undefined } {
-  const parts = path.split("/").filter(Boolean);
-  const group = parts[0] === "apis" ? parts[1]! : "";
-  let rest = parts.slice(parts[0] === "apis" ? 3 : 2);
-  if (rest[0] === "namespaces" && rest.length > 2) rest = rest.slice(2);
-  const [resource = "", name, subresource] = rest;
-  const verb =
-    method === "GET"
-      ? name === undefined
-        ? query.watch === "true"
-          ? "watch"
-          : "list"
-        : "get"
-      : ({ POST: "create", PATCH: "patch", PUT: "update", DELETE: "delete" }[method] ?? method.toLowerCase());
-  // A POST to a collection creates in it; to a subresource (eviction, token), creates that.
-  return {
-    verb,
-    group,
-    resource: subresource ? `${resource}/${subresource}` : resource,
-    name: subresource || verb !== "create" ? name : undefined,
-  };
-}
-
-export function allowedBy(
-  rules: RbacRule[],
-  request: { verb: string; group: string; resource: string; name: string | undefined },
-): boolean {
-  return rules.some(
-    (rule) =>
-      rule.apiGroups.includes(request.group) &&
-      rule.resources.includes(request.resource) &&
-      rule.verbs.includes(request.verb) &&
-      (!rule.resourceNames || (request.name !== undefined && rule.resourceNames.includes(request.name))),
-  );
 }
 
 /** What the server answers: a status code and a JSON body. */
@@ -149,14 +100,17 @@ function jsonPatch(target: KubeObject, ops: Array<{ op: string; path: string; va
  * list and watch by spec.nodeName, merge-patch, delete; namespaces: get, list, watch;
  * nodes: get and JSON-patch; events: create; ServiceAccount tokens: TokenRequest),
  * bearer-token auth and a self-signed CA, reached through a real kubeconfig. Its own
- * token may do anything; a token it minted may do what `serviceAccountRules` grants that
- * ServiceAccount, until it expires. Tests put objects in it, inject faults per path and
- * read back every request it got.
+ * (the admin's) token may do anything; the agent's, and a token it minted until it
+ * expires, what the RBAC of `meshcni manifests` grants that ServiceAccount, nothing more.
+ * Tests put objects in it, inject faults per path and read back every request it got.
  */
 export class FakeApiServer {
+  /** The cluster admin's token: any request, no admission (the test's own, and the operator's commands'). */
   readonly token = `meshcni-test-${Math.random().toString(36).slice(2)}`;
+  /** The agent's projected ServiceAccount token, as the harness gives it (see agentUser). */
+  readonly agentToken = `meshcni-agent-${Math.random().toString(36).slice(2)}`;
   /** Tokens that act as the agent's (its own token, and any a test projects for it). */
-  readonly agentTokens = new Set([this.token]);
+  readonly agentTokens = new Set([this.agentToken]);
   readonly pods = new Map<string, KubeObject>();
   readonly namespaces = new Map<string, KubeObject>();
   readonly nodes = new Map<string, KubeObject>();
@@ -182,8 +136,11 @@ export class FakeApiServer {
   readonly events: KubeObject[] = [];
   readonly faults = new Map<string, Fault>();
   readonly requests: RecordedRequest[] = [];
-  /** What each ServiceAccount (`namespace/name`) may do with a token minted for it. */
-  readonly serviceAccountRules = new Map<string, RbacRule[]>();
+  /**
+   * The RBAC the agent's and every minted token are authorised by: the Roles, ClusterRoles
+   * and bindings `meshcni manifests` renders (deploy/'s by default; see authorizeAs).
+   */
+  private authorize = rbacAuthorizer(rbacObjects(defaultManifestOptions));
   /** Tokens minted through TokenRequest. */
   readonly minted = new Map<string, MintedToken>();
   /** Whether TokenRequest binds tokens to a Node (Kubernetes ≥ 1.33); before, it refuses the kind. */
@@ -211,6 +168,15 @@ export class FakeApiServer {
   private hanging = new Set<ServerResponse>();
   private version = 1;
   port = 0;
+
+  /**
+   * Authorises as the manifests rendered with these options would (an agent run with
+   * --repair evict needs evict's RBAC), through a kustomize namePrefix when one is given.
+   */
+  authorizeAs(options: Partial<ManifestOptions>, namePrefix = ""): this {
+    this.authorize = rbacAuthorizer(withNamePrefix(rbacObjects({ ...defaultManifestOptions, ...options }), namePrefix));
+    return this;
+  }
 
   async start(): Promise<this> {
     this.dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));
@@ -253,7 +219,12 @@ export class FakeApiServer {
     return readFileSync(join(this.dir, "server.crt"), "utf8");
   }
 
-  /** Writes a kubeconfig for this server; `token` and `caPem` override the valid ones. */
+  /** A kubeconfig with the agent's token: its requests authorised by the agent's RBAC and admitted by the policies. */
+  writeAgentKubeconfig(): string {
+    return this.writeKubeconfig(join(this.dir, "agent-kubeconfig"), this.agentToken);
+  }
+
+  /** Writes a kubeconfig for this server (the admin's token); `token` and `caPem` override the valid ones. */
   writeKubeconfig(path = join(this.dir, "kubeconfig"), token = this.token, caPem = this.caPem): string {
     const ca = Buffer.from(caPem).toString("base64");
     writeFileSync(
@@ -420,7 +391,14 @@ export class FakeApiServer {
     const mintedToken = bearer === undefined ? undefined : this.minted.get(bearer);
     const boundNodeAlive = (bound: MintedToken["boundNode"]) => !bound || this.nodes.get(bound.name)?.metadata?.uid === bound.uid;
     const live = mintedToken !== undefined && mintedToken.expires > this.now() && boundNodeAlive(mintedToken.boundNode);
-    const who = bearer !== undefined && this.agentTokens.has(bearer) ? "agent" : live ? mintedToken.serviceAccount : "anonymous";
+    const who =
+      bearer === this.token
+        ? "admin"
+        : bearer !== undefined && this.agentTokens.has(bearer)
+          ? "agent"
+          : live
+            ? mintedToken.serviceAccount
+            : "anonymous";
     const authorized = who !== "anonymous";
     let body: unknown = rawBody;
     try {
@@ -450,8 +428,14 @@ export class FakeApiServer {
       res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
       return;
     }
-    if (authorized && who !== "agent" && !allowedBy(this.serviceAccountRules.get(who) ?? [], authorizationOf(method, path, query))) {
-      const forbidden = failure(403, "Forbidden", `system:serviceaccount:${who.replace("/", ":")} cannot ${method} ${path}`);
+    const serviceAccount = who === "agent" ? this.agentServiceAccount() : who;
+    if (
+      authorized &&
+      who !== "admin" &&
+      !isDiscovery(method, path) &&
+      !this.authorize(serviceAccount, authorizationOf(method, path, query))
+    ) {
+      const forbidden = failure(403, "Forbidden", `system:serviceaccount:${serviceAccount.replace("/", ":")} cannot ${method} ${path}`);
       res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
       return;
     }
@@ -487,6 +471,12 @@ export class FakeApiServer {
     };
     res.on("drain", more);
     more();
+  }
+
+  /** The agent's ServiceAccount (`namespace/name`), from the username its tokens authenticate as. */
+  private agentServiceAccount(): string {
+    const [, namespace, name] = /^system:serviceaccount:([^:]+):(.+)$/.exec(this.agentUser.username) ?? [];
+    return `${namespace}/${name}`;
   }
 
   /** What the API server's admission says of a write by `who` (the policies run for the agent's requests). */
@@ -788,4 +778,9 @@ export function podObject(namespace: string, name: string, options: PodOptions =
     },
     status: options.podIP ? { phase: "Running", podIP: options.podIP, podIPs: [{ ip: options.podIP }] } : { phase: "Pending" },
   };
+}
+
+/** The RBAC objects of the manifests rendered with these options. */
+function rbacObjects(options: ManifestOptions): KubeObject[] {
+  return renderManifests(options).filter((object) => /^(Cluster)?Role(Binding)?$/.test(object.kind)) as KubeObject[];
 }

@@ -2,7 +2,7 @@ import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { AgentHarness } from "../kit/agent.js";
+import { AgentHarness, rbacOptionsFor } from "../kit/agent.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
 import { agentTemplate, deleteLoopbackRule, loopbackRule, sleep } from "../kit/common.js";
 import { writeLinkerdCniRules } from "../kit/linkerd.js";
@@ -40,7 +40,8 @@ function scenario(subnet: number) {
   /** Starts the API and the network; `before` runs before the agent (pods of the node-start race). */
   const setup = async (agentArgs: string[], before: () => Promise<void> = async () => undefined) => {
     host = new AgentHarness({ onHost: true });
-    await api.start();
+    // The RBAC the manifests render for these flags: evict's evictions and labels, label's labels.
+    (await api.start()).authorizeAs(rbacOptionsFor(agentArgs));
     api.addNode({ metadata: { name: node }, spec: { taints: [otherTaint, taint] } });
     writeFileSync(join(net.confDir, "plain.conflist"), JSON.stringify(net.primaryConflist("plain")));
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NodeAgent } from "../../../src/agent/agent.js";
 import { type AgentMetrics, createAgentMetrics } from "../../../src/agent/metrics.js";
 import { parseAgentOptions } from "../../../src/agent/options.js";
-import { AgentHarness, conflist, grantPluginRules } from "../../kit/agent.js";
+import { AgentHarness, conflist } from "../../kit/agent.js";
 import { FakeApiServer } from "../../kit/api-server.js";
 import { until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
@@ -41,8 +41,7 @@ describe("the agent's main loop", () => {
   beforeEach(async () => {
     host = new AgentHarness();
     api = await new FakeApiServer().start();
-    grantPluginRules(api);
-    host.rotateToken(api.token, api.caPem);
+    host.rotateToken(api.agentToken, api.caPem);
     logs = [];
     metrics = createAgentMetrics();
   });

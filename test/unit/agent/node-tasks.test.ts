@@ -68,7 +68,7 @@ describe("the agent's node tasks", () => {
     return "cached" in answer && answer.cached;
   };
   const client = (): AgentClient => {
-    const config = kubeConfigFrom(api.writeKubeconfig());
+    const config = kubeConfigFrom(api.writeAgentKubeconfig());
     return { api: createNodeApi(config, "n1"), config, kubeconfig: `kubeconfig-${Math.random()}` };
   };
 

@@ -8,8 +8,9 @@ describe("the node API", () => {
   let node: NodeApi;
 
   beforeAll(async () => {
-    api = await new FakeApiServer().start();
-    node = createNodeApi(kubeConfigFrom(api.writeKubeconfig()), "n1", "meshcni-test");
+    // The node API is the agent's with every repair turned on: evict's RBAC (labels, evictions) and the startup taint's.
+    api = (await new FakeApiServer().start()).authorizeAs({ repair: "evict" });
+    node = createNodeApi(kubeConfigFrom(api.writeAgentKubeconfig()), "n1", "meshcni-test");
   });
   afterAll(() => api.stop());
   beforeEach(() => {

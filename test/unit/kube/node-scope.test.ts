@@ -21,7 +21,7 @@ const meshcniReady = { type: "MeshcniReady", status: "True", reason: "Ready", me
  */
 describe("the agent's ServiceAccount held to its own node", () => {
   let api: FakeApiServer;
-  const config = () => kubeConfigFrom(api.writeKubeconfig());
+  const config = () => kubeConfigFrom(api.writeAgentKubeconfig());
   const onNode = (node: string) => createNodeApi(config(), node, "meshcni-test");
 
   beforeAll(async () => {
@@ -34,6 +34,7 @@ describe("the agent's ServiceAccount held to its own node", () => {
   beforeEach(() => {
     for (const map of [api.pods, api.nodes]) map.clear();
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n1" };
+    api.authorizeAs({ repair: "evict", startupTaint: "meshcni.io/not-ready:NoSchedule" });
     api.nodeBoundTokens = true;
     for (const name of ["n1", "n2"])
       api.addNode({
@@ -143,7 +144,6 @@ describe("the agent's ServiceAccount held to its own node", () => {
     expect(minted.boundToNode).toBe(true);
     expect(api.minted.get(minted.token)?.boundNode?.name).toBe("n1");
     const plugin = createNodeApi(kubeConfigFrom(api.writeKubeconfig(join(api.dir, "plugin-kubeconfig"), minted.token)), "n1");
-    api.serviceAccountRules.set("meshcni/meshcni-plugin", [{ apiGroups: [""], resources: ["pods"], verbs: ["get"] }]);
     expect((await plugin.readPod("shop", "web")).metadata?.name).toBe("web");
     api.deleteNode("n1");
     api.addNode({ metadata: { name: "n1" }, spec: {} });
@@ -171,6 +171,7 @@ describe("the agent's ServiceAccount held to its own node", () => {
     await expect(onNode("n1").probeNodeScope()).resolves.toBe("bound");
     // A kustomize namePrefix: the policy matches nobody, and the server serves policies.
     api.agentUser = { username: "system:serviceaccount:meshcni:staging-meshcni", node: "n1" };
+    api.authorizeAs({ repair: "evict" }, "staging-");
     await expect(onNode("n1").probeNodeScope()).resolves.toBe("unbound");
     const policies = api.admissionPolicies;
     api.admissionPolicies = [];

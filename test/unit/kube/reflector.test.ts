@@ -25,7 +25,7 @@ describe("the reflector", () => {
   const lists = () => api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === undefined);
 
   const start = (backoffMs = { first: 200, cap: 2000 }, watchTimeoutSeconds = 1) => {
-    const config = kubeConfigFrom(api.writeKubeconfig());
+    const config = kubeConfigFrom(api.writeAgentKubeconfig());
     reflector = new Reflector<Namespace>(
       apiSource<Namespace>({
         name: "namespaces",

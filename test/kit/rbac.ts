@@ -1,0 +1,124 @@
+import type { KubeObject } from "./watch-hub.js";
+
+/** An RBAC rule, as a Role or ClusterRole holds it. */
+export interface RbacRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+/** A request as the API server's authorizer sees it (its RequestInfo). */
+export interface AuthorizationRequest {
+  verb: string;
+  group: string;
+  resource: string;
+  name: string | undefined;
+  /** undefined: a cluster-scoped request. */
+  namespace: string | undefined;
+}
+
+/**
+ * The RBAC attributes of a request, as k8s.io/apiserver's RequestInfoFactory makes them:
+ * GET of a collection is list (watch with ?watch=true), of one object get; a list or watch
+ * whose fieldSelector names one object (metadata.name=X) is asked for X, so a rule with
+ * resourceNames allows it; a POST to a subresource (eviction, token) creates that.
+ */
+export function authorizationOf(method: string, path: string, query: Record<string, string>): AuthorizationRequest {
+  const parts = path.split("/").filter(Boolean);
+  const group = parts[0] === "apis" ? parts[1]! : "";
+  let rest = parts.slice(parts[0] === "apis" ? 3 : 2);
+  let namespace: string | undefined;
+  if (rest[0] === "namespaces" && rest.length > 2) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  const [resource = "", name, subresource] = rest;
+  const verb =
+    method === "GET"
+      ? name === undefined
+        ? query.watch === "true" || query.watch === "1"
+          ? "watch"
+          : "list"
+        : "get"
+      : ({ POST: "create", PATCH: "patch", PUT: "update", DELETE: "delete" }[method] ?? method.toLowerCase());
+  const selectedName = /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
+  return {
+    verb,
+    group,
+    namespace,
+    resource: subresource ? `${resource}/${subresource}` : resource,
+    name: verb === "list" || verb === "watch" ? selectedName : subresource || verb !== "create" ? name : undefined,
+  };
+}
+
+/**
+ * Discovery (/api, /apis, a group, a group version) and /version: every authenticated user
+ * may GET them, by the system:discovery ClusterRole bound to system:authenticated.
+ */
+export const isDiscovery = (method: string, path: string) =>
+  method === "GET" && (/^\/(api|apis)(\/[^/]+){0,2}\/?$/.test(path) || path === "/version") && !/^\/api\/v1\/.+/.test(path);
+
+export function allowedBy(rules: RbacRule[], request: Omit<AuthorizationRequest, "namespace">): boolean {
+  return rules.some(
+    (rule) =>
+      rule.apiGroups.includes(request.group) &&
+      rule.resources.includes(request.resource) &&
+      rule.verbs.includes(request.verb) &&
+      (!rule.resourceNames || (request.name !== undefined && rule.resourceNames.includes(request.name))),
+  );
+}
+
+type Subject = { kind: string; name: string; namespace?: string };
+type Binding = KubeObject & { subjects?: Subject[]; roleRef: { kind: string; name: string } };
+type Role = KubeObject & { rules?: RbacRule[] };
+
+/**
+ * RBAC as kube-apiserver's authorizer applies it to a ServiceAccount (`namespace/name`),
+ * from Roles, ClusterRoles and their bindings as manifests hold them: a ClusterRoleBinding
+ * grants its ClusterRole everywhere, a RoleBinding its Role (or a ClusterRole) in its own
+ * namespace only. Nothing else is allowed.
+ */
+export function rbacAuthorizer(objects: KubeObject[]): (serviceAccount: string, request: AuthorizationRequest) => boolean {
+  const of = (kind: string) => objects.filter((object) => object.kind === kind);
+  const role = (kind: string, name: string, namespace?: string) =>
+    of(kind).find((object) => object.metadata?.name === name && (kind === "ClusterRole" || object.metadata?.namespace === namespace)) as
+      | Role
+      | undefined;
+  const binds = (binding: Binding, serviceAccount: string) =>
+    (binding.subjects ?? []).some(
+      (subject) => subject.kind === "ServiceAccount" && `${subject.namespace}/${subject.name}` === serviceAccount,
+    );
+  return (serviceAccount, request) => {
+    const clusterWide = (of("ClusterRoleBinding") as Binding[])
+      .filter((binding) => binds(binding, serviceAccount))
+      .flatMap((binding) => role("ClusterRole", binding.roleRef.name)?.rules ?? []);
+    const namespaced =
+      request.namespace === undefined
+        ? []
+        : (of("RoleBinding") as Binding[])
+            .filter((binding) => binding.metadata?.namespace === request.namespace && binds(binding, serviceAccount))
+            .flatMap((binding) => role(binding.roleRef.kind, binding.roleRef.name, request.namespace)?.rules ?? []);
+    return allowedBy([...clusterWide, ...namespaced], request);
+  };
+}
+
+/** RBAC objects as kustomize's namePrefix leaves them: every name prefixed, and the references to them (roleRef, ServiceAccount subjects). */
+export function withNamePrefix(objects: KubeObject[], prefix: string): KubeObject[] {
+  if (!prefix) return objects;
+  return objects.map((object) => {
+    const binding = object as Binding;
+    return {
+      ...object,
+      metadata: { ...object.metadata, name: `${prefix}${object.metadata?.name}` },
+      ...(binding.roleRef ? { roleRef: { ...binding.roleRef, name: `${prefix}${binding.roleRef.name}` } } : {}),
+      ...(binding.subjects
+        ? {
+            subjects: binding.subjects.map((subject) =>
+              subject.kind === "ServiceAccount" ? { ...subject, name: `${prefix}${subject.name}` } : subject,
+            ),
+          }
+        : {}),
+    };
+  });
+}
