@@ -125,6 +125,9 @@ export class FakeApiServer {
    * with Retry-After, no cause), "several-budgets" (500: more than one PDB matches the pod).
    */
   readonly evictionRefusals = new Map<string, "throttled" | "several-budgets">();
+  /** How long a pod deleted with a grace period stays terminating before its kubelet removes it; undefined: until deletePod. */
+  terminatingMs: number | undefined = 0;
+  private readonly kubeletTimers = new Set<NodeJS.Timeout>();
   /** What watches of a path get instead of events (see WatchFault). */
   readonly watchFaults = new Map<string, WatchFault>();
   /** While set and not past `until` (this.now()), requests whose path matches are answered 429 with Retry-After. */
@@ -251,18 +254,55 @@ export class FakeApiServer {
     const { namespace = "default", name = "" } = pod.metadata ?? {};
     const key = `${namespace}/${name}`;
     const existed = this.pods.has(key);
+    if (!this.namespaces.has(namespace)) this.addNamespace({ metadata: { name: namespace } });
     const stored = this.stamp({ apiVersion: "v1", kind: "Pod", ...pod });
     this.pods.set(key, stored);
-    if (!this.namespaces.has(namespace)) this.addNamespace({ metadata: { name: namespace } });
     if (!options.quietly) this.notify(existed ? "MODIFIED" : "ADDED", stored);
   }
 
-  /** Deletes a pod at once (no grace period); pod watchers see DELETED. */
+  /**
+   * Removes a pod at once, as its kubelet's final delete (or a force delete) does: pod
+   * watchers see DELETED, stamped with the deletion's own resourceVersion.
+   */
   deletePod(namespace: string, name: string): void {
     const found = this.pods.get(`${namespace}/${name}`);
     if (!found || !this.pods.delete(`${namespace}/${name}`)) return;
-    this.version++;
-    this.notify("DELETED", found);
+    this.notify("DELETED", this.stamp(found));
+  }
+
+  /**
+   * A DELETE or an eviction, as kube-apiserver carries it out: a pod bound to a node is
+   * marked (deletionTimestamp, deletionGracePeriodSeconds: MODIFIED) and stays until its
+   * kubelet removes it, here `terminatingMs` later (undefined: until deletePod); an
+   * unscheduled pod, or a grace period of 0, goes at once. A pod already terminating is
+   * left as it is.
+   */
+  private deleteGracefully(namespace: string, name: string, gracePeriodSeconds: number | undefined): KubeObject | undefined {
+    const found = this.pods.get(`${namespace}/${name}`);
+    if (!found || found.metadata?.deletionTimestamp) return found;
+    const spec = found.spec as { nodeName?: string; terminationGracePeriodSeconds?: number } | undefined;
+    const grace = gracePeriodSeconds ?? spec?.terminationGracePeriodSeconds ?? 30;
+    if (!spec?.nodeName || grace === 0) {
+      this.deletePod(namespace, name);
+      return found;
+    }
+    const deletionTimestamp = new Date(this.now() + grace * 1000).toISOString().replace(/\.\d+Z$/, "Z");
+    const terminating = this.stamp({ ...found, metadata: { ...found.metadata, deletionTimestamp, deletionGracePeriodSeconds: grace } });
+    this.pods.set(`${namespace}/${name}`, terminating);
+    this.notify("MODIFIED", terminating);
+    if (this.terminatingMs !== undefined) {
+      const timer = setTimeout(() => {
+        this.kubeletTimers.delete(timer);
+        this.deletePod(namespace, name);
+      }, this.terminatingMs);
+      this.kubeletTimers.add(timer);
+    }
+    return terminating;
+  }
+
+  /** Whether a pod is being deleted or gone: a DELETE or an eviction went through. */
+  deleting(namespace: string, name: string): boolean {
+    return this.pods.get(`${namespace}/${name}`)?.metadata?.deletionTimestamp !== undefined || !this.pods.has(`${namespace}/${name}`);
   }
 
   /** Adds or replaces a namespace; namespace watchers see ADDED or MODIFIED. */
@@ -274,11 +314,12 @@ export class FakeApiServer {
     this.watches.record({ version: this.version, kind: "Namespace", type: existed ? "MODIFIED" : "ADDED", object: stored });
   }
 
-  /** Deletes a namespace; watchers see DELETED. */
+  /** Deletes a namespace; watchers see DELETED, at the deletion's resourceVersion. */
   deleteNamespace(name: string): void {
     const found = this.namespaces.get(name);
     if (!found || !this.namespaces.delete(name)) return;
-    this.watches.record({ version: ++this.version, kind: "Namespace", type: "DELETED", object: found });
+    const deleted = this.stamp(found);
+    this.watches.record({ version: this.version, kind: "Namespace", type: "DELETED", object: deleted });
   }
 
   addDaemonSet(namespace: string, name: string): void {
@@ -288,7 +329,6 @@ export class FakeApiServer {
     );
   }
 
-  /** Adds (registers) or replaces a node; node watchers see ADDED or MODIFIED. */
   /** The `kubernetes` Service as a cluster's API server keeps it: port 443 to `targetPort` on the API servers. */
   addKubernetesService(targetPort: number | string): void {
     const existed = this.services.has("default/kubernetes");
@@ -302,6 +342,7 @@ export class FakeApiServer {
     this.watches.record({ version: this.version, kind: "Service", type: existed ? "MODIFIED" : "ADDED", object: stored });
   }
 
+  /** Adds (registers) or replaces a node; node watchers see ADDED or MODIFIED. */
   addNode(node: KubeObject): void {
     const name = node.metadata?.name ?? "";
     const existed = this.nodes.has(name);
@@ -316,7 +357,8 @@ export class FakeApiServer {
   deleteNode(name: string): void {
     const found = this.nodes.get(name);
     if (!found || !this.nodes.delete(name)) return;
-    this.watches.record({ version: ++this.version, kind: "Node", type: "DELETED", object: found });
+    const deleted = this.stamp(found);
+    this.watches.record({ version: this.version, kind: "Node", type: "DELETED", object: deleted });
   }
 
   /**
@@ -344,6 +386,7 @@ export class FakeApiServer {
   }
 
   async stop(): Promise<void> {
+    for (const timer of this.kubeletTimers) clearTimeout(timer);
     for (const res of this.hanging) res.destroy();
     this.watches.destroyAll();
     this.server?.closeAllConnections();
@@ -355,8 +398,9 @@ export class FakeApiServer {
     return { ...object, metadata: { ...object.metadata, resourceVersion: String(++this.version) } };
   }
 
+  /** Pod watchers see this change, at the version it was stamped with. */
   private notify(type: "ADDED" | "MODIFIED" | "DELETED", pod: KubeObject): void {
-    this.watches.record({ version: this.version, kind: "Pod", type, object: pod });
+    this.watches.record({ version: Number(pod.metadata?.resourceVersion), kind: "Pod", type, object: pod });
   }
 
   /** Takes a watch request over (undefined: nothing more to answer), with what watchFaults says for its path. */
@@ -561,11 +605,10 @@ export class FakeApiServer {
         return ok(patched);
       }
       if (method === "DELETE") {
-        const uid = (body as { preconditions?: { uid?: string } } | undefined)?.preconditions?.uid;
+        const options = body as { preconditions?: { uid?: string }; gracePeriodSeconds?: number } | undefined;
+        const uid = options?.preconditions?.uid;
         if (uid && uid !== (found.metadata as { uid?: string }).uid) return failure(409, "Conflict", "precondition failed: UID");
-        this.pods.delete(key);
-        this.notify("DELETED", found);
-        return ok(found);
+        return ok(this.deleteGracefully(pod[1]!, pod[2]!, options?.gracePeriodSeconds));
       }
     }
     const eviction = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/eviction$/.exec(path);
@@ -592,10 +635,11 @@ export class FakeApiServer {
         res.setHeader("retry-after", "2");
         return failure(429, "TooManyRequests", "Too many requests, please try again later.");
       }
-      const uid = (body as { deleteOptions?: { preconditions?: { uid?: string } } } | undefined)?.deleteOptions?.preconditions?.uid;
+      const options = (body as { deleteOptions?: { preconditions?: { uid?: string }; gracePeriodSeconds?: number } } | undefined)
+        ?.deleteOptions;
+      const uid = options?.preconditions?.uid;
       if (uid && uid !== (found.metadata as { uid?: string }).uid) return failure(409, "Conflict", "precondition failed: UID");
-      this.pods.delete(key);
-      this.notify("DELETED", found);
+      this.deleteGracefully(eviction[1]!, eviction[2]!, options?.gracePeriodSeconds);
       return ok({ kind: "Status", apiVersion: "v1", status: "Success" }, 201);
     }
     const services = /^\/api\/v1\/namespaces\/([^/]+)\/services$/.exec(path);

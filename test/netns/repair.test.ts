@@ -191,7 +191,7 @@ describeAsRoot("the agent's repair, policy evict", () => {
     expect(evictionsOf("first")[0]!.body).toMatchObject({ kind: "Eviction", deleteOptions: { preconditions: { uid: "uid-shop-first" } } });
     expect(evictionsOf("second")).toEqual([]);
     expect(evictionsOf("guarded").length).toBeGreaterThanOrEqual(1);
-    expect(s.api.pods.has("shop/guarded")).toBe(true);
+    expect(s.api.deleting("shop", "guarded")).toBe(false);
     expect(s.eventsFor("guarded")).toEqual([]);
     expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
     expect(s.eventsFor("first")[0]!.message).toContain("evicted it through the Eviction API (PodDisruptionBudgets hold)");
@@ -213,7 +213,7 @@ describeAsRoot("the agent's repair, policy evict, a PodDisruptionBudget that hol
 
   it("tries again at later sweeps, never forcing it and without an Event each time", async () => {
     await s.host.waitFor(() => s.api.requestsTo("POST", /\/pods\/guarded\/eviction$/).length >= 3, 10_000);
-    expect(s.api.pods.has("shop/guarded")).toBe(true);
+    expect(s.api.deleting("shop", "guarded")).toBe(false);
     expect(s.eventsFor("guarded")).toEqual([]);
     expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
   });
@@ -246,7 +246,7 @@ describeAsRoot("the agent's repair, policy evict, refused otherwise than by a bu
     );
     expect(event!.message).not.toMatch(/HTTP-Code|Headers|Body:/);
     s.api.evictionRefusals.delete("shop/throttled");
-    await s.host.waitFor(() => !s.api.pods.has("shop/throttled"), 10_000);
+    await s.host.waitFor(() => s.api.deleting("shop", "throttled"), 10_000);
   });
 });
 

@@ -64,9 +64,12 @@ describe("the node API", () => {
     api.disruptionBudgetBlocks.clear();
     api.addPod({ ...podObject("shop", "web", { nodeName: "n1" }), metadata: { ...podObject("shop", "web").metadata, uid: "a-new-pod" } });
     await expect(node.evictPod(pod)).rejects.toThrow();
-    expect(api.pods.has("shop/web")).toBe(true);
+    expect(api.deleting("shop", "web")).toBe(false);
+    // As kube-apiserver: the pod is marked, with its grace period, and stays until its kubelet removes it.
+    api.terminatingMs = undefined;
     expect(await node.evictPod(await node.readPod("shop", "web"))).toBe("evicted");
-    expect(api.pods.has("shop/web")).toBe(false);
+    expect(api.pods.get("shop/web")?.metadata).toMatchObject({ deletionTimestamp: expect.any(String), deletionGracePeriodSeconds: 30 });
+    api.terminatingMs = 0;
   });
 
   it("reads which DaemonSet owns a pod (a 404 throws), and tells whether a DaemonSet is present, deleted or denied", async () => {

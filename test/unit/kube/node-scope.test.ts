@@ -124,9 +124,9 @@ describe("the agent's ServiceAccount held to its own node", () => {
       await expect(onNode("n1").evictPod(api.pods.get("shop/web") as V1Pod)).rejects.toThrow(
         "meshcni's agent may evict pods only in web (--evict-namespaces)",
       );
-      expect(api.pods.has("shop/web")).toBe(true);
+      expect(api.deleting("shop", "web")).toBe(false);
       await onNode("n1").evictPod(api.pods.get("web/front") as V1Pod);
-      expect(api.pods.has("web/front")).toBe(false);
+      expect(api.deleting("web", "front")).toBe(true);
     } finally {
       api.admissionPolicies = policies;
     }
@@ -136,7 +136,7 @@ describe("the agent's ServiceAccount held to its own node", () => {
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: undefined };
     await expect(lift("n1")).rejects.toThrow("acts only with a token bound to its pod on a node");
     await expect(onNode("n1").evictPod(api.pods.get("shop/web") as V1Pod)).rejects.toThrow("acts only with a token bound");
-    expect(api.pods.has("shop/web")).toBe(true);
+    expect(api.deleting("shop", "web")).toBe(false);
   });
 
   it("mints the plugin's token bound to its Node: it stops working once the Node is deleted, even if registered anew", async () => {

@@ -122,7 +122,11 @@ describe("ADD", () => {
   it("programs IPv6 too when the pod got an IPv6 address", async () => {
     const dualStack = { ...prevResult, ips: [...prevResult.ips, { address: "fd00::5/64", interface: 0 }] };
     await add(pluginRequest("ADD", { pod: ["shop", "web"], conf: { prevResult: dualStack } }), node.deps());
+    // The same rules in both families, and the redirect among them (two empty tables are equal too).
     expect(node.rules(netns, "ipv6")).toEqual(node.rules(netns));
+    expect(node.rules(netns, "ipv6")).toContain(
+      "PROXY_INIT_REDIRECT -p tcp -m comment --comment proxy-init/redirect-all-incoming-to-proxy-port -j REDIRECT --to-ports 4143",
+    );
   });
 
   it("fails when the pod cannot be looked up, writing nothing", async () => {
