@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import packageJson from "../../package.json" with { type: "json" };
+import { createAgentMetrics } from "../../src/agent/metrics.js";
 import { alertRules } from "../../src/manifests/alerts.js";
 import { grafanaDashboard } from "../../src/manifests/dashboard.js";
 import { AgentHarness, conflist, primaryBinDir } from "../kit/agent.js";
@@ -62,8 +63,8 @@ describe("meshcni install", () => {
     expect(host.stderr.join("\n")).not.toContain("token-one");
   });
 
-  it("serves the metrics the README lists, with their types and labels, and the process's own", async () => {
-    await started({ "10-calico.conflist": calico() });
+  it("serves the metrics the README lists, with their types and labels, and the process's own, each series with its node", async () => {
+    await started({ "10-calico.conflist": calico() }, ["--node", "n1"]);
     await host.waitFor(async () => (await host.readyz()).status === 200);
     const text = await host.scrape();
     // As Prometheus's own linter reads it: types, names, suffixes, help.
@@ -83,14 +84,22 @@ describe("meshcni install", () => {
     const version = execFileSync(meshcniBinary, ["--version"], { encoding: "utf8" });
     const [, commit] = /commit ([^,]+),/.exec(version)!;
     expect(text).toMatch(
-      new RegExp(`^meshcni_build_info\\{version="${packageJson.version}",commit="${commit}",runtime="bun [0-9.]+"\\} 1$`, "m"),
+      new RegExp(`^meshcni_build_info\\{version="${packageJson.version}",commit="${commit}",runtime="bun [0-9.]+",node="n1"\\} 1$`, "m"),
     );
-    // The labels the README names are the ones served.
+    // Every series carries its node: the alerts name the node by it, whatever labels the scrape adds.
+    const series = text.split("\n").filter((line) => line && !line.startsWith("#"));
+    expect(series.length).toBeGreaterThan(20);
+    for (const line of series) expect(line).toMatch(/[{,]node="n1"[,}]/);
+    // The labels the README names are the ones each metric declares (whether it has a series yet or not), and the ones served.
+    const declared = createAgentMetrics("n1").registry;
     for (const [, name, , labels] of rows) {
-      const named = [...labels!.matchAll(/`(\w+)`/g)].map((match) => match[1]);
-      const series = text.split("\n").filter((line) => line.startsWith(`${name}{`));
-      for (const line of series)
-        expect(Object.keys(Object.fromEntries([...line.matchAll(/(\w+)="/g)].map((m) => [m[1], 1]))), line).toEqual(named);
+      const named = [...labels!.matchAll(/`(\w+)`/g)].map((match) => match[1]!);
+      const metric = declared.getSingleMetric(name!) as unknown as { labelNames: string[] } | undefined;
+      expect([...(metric?.labelNames ?? ["not registered"])].sort(), name).toEqual([...named].sort());
+      for (const line of series.filter((entry) => entry.startsWith(`${name}{`)))
+        expect(Object.keys(Object.fromEntries([...line.matchAll(/(\w+)="/g)].map((m) => [m[1], 1]))).sort(), line).toEqual(
+          [...named, "node"].sort(),
+        );
     }
   });
 

@@ -88,7 +88,7 @@ describe("the agent against an API server that behaves like a real one", () => {
       const answer = await web();
       return !answer.cached && answer.annotation === "10.3.0.0/16";
     }, 10_000);
-    await host.waitFor(async () => (await host.metric('meshcni_watch_restarts_total{watch="pods",cause="silent"}')) >= 1, 15_000);
+    await host.waitFor(async () => ((await host.metric('meshcni_watch_restarts_total{watch="pods",cause="silent"}')) ?? 0) >= 1, 15_000);
     expect(await host.metric('meshcni_cache_age_seconds{cache="pods"}')).toBeGreaterThan(2);
     api.watchFaults.delete("/api/v1/pods");
     annotate("10.4.0.0/16");

@@ -61,6 +61,8 @@ export class AgentHarness {
   readonly logs: LogLine[] = [];
   readonly stderr: string[] = [];
   private child: ChildProcess | undefined;
+  /** The node the running agent was given (--node or NODE_NAME): its metrics carry it. */
+  private node: string | undefined;
   private exited: Promise<number | null> | undefined;
   private tokenGeneration = 0;
   address = "";
@@ -140,7 +142,10 @@ export class AgentHarness {
       }
       env = { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(this.ownApi.port), ...env };
     }
-    const child = spawn(meshcniBinary, ["install", ...this.args(["--listen", "127.0.0.1:0", "--resync-seconds", "60", ...extra])], {
+    const args = this.args(["--listen", "127.0.0.1:0", "--resync-seconds", "60", ...extra]);
+    const node = args.lastIndexOf("--node");
+    this.node = node >= 0 ? args[node + 1] : env.NODE_NAME;
+    const child = spawn(meshcniBinary, ["install", ...args], {
       env: { ...this.env, ...env },
       stdio: ["ignore", "ignore", "pipe"],
     });
@@ -211,11 +216,26 @@ export class AgentHarness {
     return (await fetch(`http://${this.address}/metrics`)).text();
   }
 
-  /** A series' value, named as the agent writes it less the node label every series carries. */
-  async metric(name: string): Promise<number> {
-    const lines = (await this.scrape()).split("\n").map((entry) => entry.replace(/,?node="[^"]*"/, "").replace("{}", ""));
-    const line = lines.find((entry) => entry.startsWith(`${name} `));
-    return Number(line?.split(" ")[1]);
+  /**
+   * A series' value (undefined: no such series), named as the agent writes it less the
+   * node label. Run with --node, every series must carry node="NODE" (the alerts name the
+   * node by it): a scrape with one that does not throws.
+   */
+  async metric(name: string): Promise<number | undefined> {
+    const series = (await this.scrape()).split("\n").filter((line) => line && !line.startsWith("#"));
+    if (this.node !== undefined) {
+      const unlabelled = series.filter((line) => !new RegExp(`[{,]node="${this.node}"[,}]`).test(line));
+      if (unlabelled.length > 0) throw new Error(`series without node="${this.node}": ${unlabelled.slice(0, 3).join("; ")}`);
+    }
+    const line = series
+      .map((entry) =>
+        entry
+          .replace(/,?node="[^"]*"/, "")
+          .replace("{,", "{")
+          .replace("{}", ""),
+      )
+      .find((entry) => entry.startsWith(`${name} `));
+    return line === undefined ? undefined : Number(line.split(" ")[1]);
   }
 
   /** Polls until the condition holds; rejects with the agent's log when it never does. */

@@ -58,7 +58,7 @@ describeAsRoot("the plugin asks the agent on the node", () => {
     return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { state: string; netns: string; backend: string }) : undefined;
   };
   const writes = (verb: "ADD" | "DEL", result: "done" | "handed_back") =>
-    host.metric(`meshcni_agent_writes_total{verb="${verb}",result="${result}"}`).then((count) => (Number.isNaN(count) ? 0 : count));
+    host.metric(`meshcni_agent_writes_total{verb="${verb}",result="${result}"}`).then((count) => count ?? 0);
   /** Whether the agent's writer logged this line for this container (the plugin's own lines, written by the agent). */
   const agentLogged = (msg: string, containerId: string) => host.logs.some((line) => line.msg === msg && line.containerId === containerId);
 
