@@ -124,15 +124,23 @@ describe("the agent against an API server that behaves like a real one", () => {
 
   it("waits out API Priority and Fairness's 429 with Retry-After, then answers fresh", async () => {
     await start();
-    api.throttle = { until: Date.now() + 11_000, retryAfterSeconds: 5, path: /^\/api\/v1\/pods$/ };
+    const windowMs = 11_000;
+    const from = performance.now();
+    api.throttle = { until: Date.now() + windowMs, retryAfterSeconds: 5, path: /^\/api\/v1\/pods$/ };
     const before = api.requests.length;
-    await sleep(11_000);
-    const tries = api.requests
-      .slice(before)
-      .filter((request) => request.path === "/api/v1/pods")
-      .map((request) => request.at);
-    for (let i = 1; i < tries.length; i++) expect(tries[i]! - tries[i - 1]!).toBeGreaterThanOrEqual(4900);
-    expect(tries.length).toBeLessThanOrEqual(3);
+    const tries = () =>
+      api.requests
+        .slice(before)
+        .filter((request) => request.path === "/api/v1/pods")
+        .map((request) => request.at);
+    // The pods' watch ends (every 2-4 s here), is refused with 429, waits, and is back once the window is over.
+    await host.waitFor(() => tries().some((at) => at > from + windowMs), 30_000);
+    const refused = tries().filter((at) => at <= from + windowMs);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    expect(refused.length).toBeLessThanOrEqual(3);
+    const waited = [...refused, tries().find((at) => at > from + windowMs)!];
+    for (let i = 1; i < waited.length; i++) expect(waited[i]! - waited[i - 1]!).toBeGreaterThanOrEqual(4900);
+    expect(await host.metric('meshcni_watch_restarts_total{watch="pods",cause="throttled"}')).toBeGreaterThanOrEqual(1);
     annotate("10.5.0.0/16");
     await host.waitFor(async () => {
       const answer = await web();

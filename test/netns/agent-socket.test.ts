@@ -575,13 +575,20 @@ describeAsRoot("the plugin asks the agent on the node", () => {
     const before = api.requests.length;
     const results = await Promise.all(names.map((name) => addPod(name, `uid-shop-${name}`)));
     expect(results.filter(({ result }) => result.exitCode !== 0).map(({ result }) => result.stdout)).toEqual([]);
-    // On 2 busy cores an answer can take longer than the plugin waits: those few ask the API (correctly); the rest, the agent.
-    const fellBack = results.filter(({ result }) => result.stderr.includes("asking the API server instead of the agent")).length;
-    expect(fellBack).toBeLessThan(names.length);
+    // On 2 busy cores an answer can take longer than the plugin waits: those few ask the API (correctly), for that reason
+    // only; the agent decided every other one.
+    const fellBack = results.filter(({ result }) => result.stderr.includes("asking the API server instead of the agent"));
+    for (const { result } of fellBack) expect(result.stderr).toContain("no answer within 2000 ms");
+    const decided = new Set(host.logs.filter((line) => line.msg === "decided an ADD for the plugin").map((line) => line.pod));
+    const byAgent = names.filter((_, i) => !fellBack.includes(results[i]!));
+    expect(byAgent.filter((name) => !decided.has(`shop/${name}`))).toEqual([]);
     expect(lookups(before).filter((request) => !request.startsWith("meshcni/meshcni-plugin "))).toEqual([]);
-    expect(lookups(before)).toHaveLength(fellBack * 2);
-    process.stdout.write(`100 ADDs through the agent: ${fellBack} asked the API instead\n`);
-    for (const { netns } of results.slice(0, 5)) expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    expect(lookups(before)).toHaveLength(fellBack.length * 2);
+    process.stdout.write(`100 ADDs through the agent: ${fellBack.length} asked the API instead\n`);
+    const unredirected: string[] = [];
+    for (const [i, { netns }] of results.entries())
+      if (!(await natRules(netns, "nft")).includes(":PROXY_INIT_REDIRECT - [0:0]")) unredirected.push(names[i]!);
+    expect(unredirected).toEqual([]);
     for (const { netns } of results) await net.removeNetns(netns);
   }, 120_000);
 
