@@ -1,4 +1,6 @@
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
@@ -221,10 +223,24 @@ describeAsRoot("meshcni audit", () => {
     );
   });
 
-  it("exits 2 with the reason when the API cannot be reached", async () => {
+  it("exits 2 with the reason when its kubeconfig is missing", async () => {
     const result = await execa(meshcniBinary, ["audit", "--node", "node-a", "--kubeconfig", `${api.dir}/absent`], { reject: false });
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain("cannot read kubeconfig");
+  });
+
+  it("exits 2 with the reason when the API server cannot be reached (nothing listens on its port)", async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = server.address() as AddressInfo;
+        server.close(() => resolve(port));
+      });
+    });
+    const kubeconfig = api.writeKubeconfig(`${api.dir}/unreachable`);
+    writeFileSync(kubeconfig, readFileSync(kubeconfig, "utf8").replace(`127.0.0.1:${api.port}`, `127.0.0.1:${closed}`));
+    const result = await execa(meshcniBinary, ["audit", "--node", "node-a", "--kubeconfig", kubeconfig], { reject: false });
+    expect(result.exitCode).toBe(2);
+    expect(result.stderr).toContain("ECONNREFUSED");
   });
 });
 

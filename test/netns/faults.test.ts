@@ -72,10 +72,10 @@ describeAsRoot("meshcni errors and the other verbs", () => {
     });
   });
 
-  it("retries a passing 500 and then succeeds", async () => {
+  it.each([500, 503])("retries a passing %i and then succeeds", async (code) => {
     let failures = 1;
     const path = "/api/v1/namespaces/demo/pods/web";
-    api.faults.set(path, { status: 503 });
+    api.faults.set(path, { status: code });
     const before = api.requests.length;
     const clear = setInterval(() => {
       if (api.requests.slice(before).some((r) => r.path === path) && failures-- > 0) api.faults.delete(path);

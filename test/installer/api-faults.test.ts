@@ -13,13 +13,15 @@ const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
 const skip = "config.linkerd.io/skip-subnets";
 
 /**
- * The compiled agent against an API server that behaves like a real kube-apiserver where
- * it matters: each situation of issue 18's table, counting the requests the agent makes
- * and checking that what it answers the plugin afterwards is what the API holds. Watches
+ * The compiled agent against the in-test API server, made to fail as a real kube-apiserver
+ * does only by accident (silent watches, 410s, 429s, restarts, clock skew): each situation
+ * of issue 18's table, counting the requests the agent makes and checking that what it
+ * answers the plugin afterwards is what the API holds. (The real kube-apiserver runs in
+ * test/cluster/.) Watches
  * here ask for timeoutSeconds of 2 to 4 (--watch-timeout-seconds 2); the server sends a
  * bookmark every second.
  */
-describe("the agent against an API server that behaves like a real one", () => {
+describe("the agent against the in-test API server's faults", () => {
   let api: FakeApiServer;
   let host: AgentHarness;
   const socket = () => join(host.stateDir, "agent", "plugin.sock");
