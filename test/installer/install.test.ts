@@ -4,6 +4,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
 import packageJson from "../../package.json" with { type: "json" };
 import { createAgentMetrics } from "../../src/agent/metrics.js";
 import { alertRules } from "../../src/manifests/alerts.js";
@@ -61,6 +62,80 @@ describe("meshcni install", () => {
     expect((await fetch(`http://${host.address}/nothing`)).status).toBe(404);
     expect(ready().status).toBe(0);
     expect(host.stderr.join("\n")).not.toContain("token-one");
+  });
+
+  it.each([
+    ["flags", (template: string) => ({ args: ["--kubeconfig-name", "ZZZ-linkerd-cni-kubeconfig", "--template-file", template], env: {} })],
+    [
+      "Linkerd's environment",
+      (template: string) => ({ args: [], env: { KUBECONFIG_FILE_NAME: "ZZZ-linkerd-cni-kubeconfig", CNI_NETWORK_CONFIG_FILE: template } }),
+    ],
+  ])("writes Linkerd's kubeconfig name and a template read from a file, given as %s", async (_how, given) => {
+    host = new AgentHarness();
+    writeFileSync(host.path("10-calico.conflist"), calico());
+    const template = join(host.root, "template.json");
+    writeFileSync(
+      template,
+      JSON.stringify({ name: "meshcni", type: "meshcni", log_level: "warn", kubernetes: { kubeconfig: "__KUBECONFIG_FILEPATH__" } }),
+    );
+    const { args, env } = given(template);
+    await host.start(args, env);
+    await host.waitFor(chainedIn("10-calico.conflist"));
+    expect(host.json("10-calico.conflist").plugins!.at(-1)).toMatchObject({
+      log_level: "warn",
+      kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig" },
+    });
+    await host.waitFor(() => existsSync(host.path("ZZZ-linkerd-cni-kubeconfig")));
+    expect(existsSync(host.kubeconfigPath)).toBe(false);
+  });
+
+  it("trusts the API server through KUBE_CA_FILE, or not at all with SKIP_TLS_VERIFY=true, over a projected CA that is wrong", async () => {
+    const api = await new FakeApiServer().start();
+    try {
+      const wrongCa = execFileSync(
+        "openssl",
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "ec",
+          "-pkeyopt",
+          "ec_paramgen_curve:prime256v1",
+          "-nodes",
+          "-subj",
+          "/CN=other",
+          "-keyout",
+          "/dev/null",
+        ],
+        { encoding: "utf8" },
+      );
+      const endpoint = { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port) };
+      const caFile = join(api.dir, "ca.pem");
+      writeFileSync(caFile, api.caPem);
+      for (const [env, cluster] of [
+        [{ KUBE_CA_FILE: caFile }, { "certificate-authority-data": Buffer.from(api.caPem).toString("base64") }],
+        [{ SKIP_TLS_VERIFY: "true" }, { "insecure-skip-tls-verify": true }],
+      ] as const) {
+        host = new AgentHarness();
+        writeFileSync(host.path("10-calico.conflist"), calico());
+        host.rotateToken(api.agentToken, wrongCa);
+        await host.start([], { ...endpoint, ...env });
+        await host.waitFor(async () => (await host.readyz()).status === 200, 10_000);
+        // The plugin's kubeconfig trusts the server the same way the agent did.
+        expect(parseYaml(host.kubeconfig()).clusters[0].cluster).toEqual({ server: `https://127.0.0.1:${api.port}`, ...cluster });
+        await host.cleanup();
+      }
+      // Neither: the wrong CA is refused; the agent says why and stays not ready (no plugin kubeconfig).
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      host.rotateToken(api.agentToken, wrongCa);
+      await host.start([], endpoint);
+      await host.waitFor(() => host.notReadyBecause("kubeconfig"), 10_000);
+      expect((await host.readyz()).status).toBe(503);
+      await host.waitFor(() => host.logs.some((line) => line.level === "warn" && line.msg.includes("self signed certificate")), 10_000);
+    } finally {
+      await api.stop();
+    }
   });
 
   it("serves the metrics the README lists, with their types and labels, and the process's own, each series with its node", async () => {

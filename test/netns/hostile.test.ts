@@ -256,6 +256,12 @@ describeAsRoot("meshcni under hostile input", () => {
       expect(ms).toBeLessThan(3000);
     });
 
+    it("a stdin over 16 MiB: code 6 naming the limit", async () => {
+      const huge = `{"cniVersion":"1.0.0","name":"x","type":"meshcni","padding":"${"a".repeat(17 << 20)}"}`;
+      const result = await invokePlugin(env(), huge);
+      expectCniError(result, 6, "network config on stdin is larger than 16 MiB");
+    });
+
     it("a stdin that never closes: code 6 after 5 s", async () => {
       const started = performance.now();
       const child: ChildProcess = spawn(meshcniBinary, [], { env: env(), stdio: ["pipe", "pipe", "ignore"] });

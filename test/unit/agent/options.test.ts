@@ -46,6 +46,35 @@ describe("the agent's flags", () => {
     expect(() => parse([], { LOG_LEVEL: "verbose" })).toThrow('--log-level must be one of debug, info, warn, error, not "verbose"');
   });
 
+  it("takes Linkerd's installer's environment where no flag is given, the flag over it where both are", () => {
+    const env = {
+      KUBECONFIG_FILE_NAME: "ZZZ-linkerd-cni-kubeconfig",
+      CNI_NETWORK_CONFIG_FILE: "/etc/meshcni/template.json",
+      MESHCNI_LISTEN: ":9400",
+      KUBERNETES_SERVICE_HOST: "10.96.0.1",
+      KUBERNETES_SERVICE_PORT: "443",
+      KUBERNETES_SERVICE_PROTOCOL: "http",
+      KUBE_CA_FILE: "/etc/kubernetes/ca.pem",
+      SKIP_TLS_VERIFY: "true",
+    };
+    expect(parse([], env)).toMatchObject({
+      install: { kubeconfigName: "ZZZ-linkerd-cni-kubeconfig", templateFile: "/etc/meshcni/template.json" },
+      listen: { host: "", port: 9400 },
+      api: { host: "10.96.0.1", port: "443", protocol: "http", caFile: "/etc/kubernetes/ca.pem", skipTlsVerify: true },
+    });
+    expect(parse(["--kubeconfig-name", "k", "--template-file", "/t.json", "--listen", "127.0.0.1:1"], env)).toMatchObject({
+      install: { kubeconfigName: "k", templateFile: "/t.json" },
+      listen: { host: "127.0.0.1", port: 1 },
+    });
+    // Unset: https, the projected CA, TLS verified.
+    expect(parse([]).api).toMatchObject({
+      protocol: "https",
+      caFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+      skipTlsVerify: false,
+    });
+    expect(parse([], { SKIP_TLS_VERIFY: "yes" }).api.skipTlsVerify).toBe(false);
+  });
+
   it("takes lists and repeats", () => {
     expect(
       parse([
