@@ -60,6 +60,8 @@ export class AuditMonitor {
     private readonly options: MonitorOptions,
     private readonly log: Logger,
     private readonly metrics: MonitorMetrics,
+    /** Runs one sweep (`meshcni sweep` as a child process; tests pass their own). */
+    private readonly runSweep: typeof runSweepChild = runSweepChild,
   ) {
     this.memory = new SweepMemory(options.sweep.maxEvictionsPerMinute);
     this.problems = new StandingProblems(log);
@@ -152,7 +154,7 @@ export class AuditMonitor {
       dirs,
     };
     this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
-    const outcome = await runSweepChild(this.options.binary, { kubeconfig, request }, undefined, this.stopping.signal);
+    const outcome = await this.runSweep(this.options.binary, { kubeconfig, request }, undefined, this.stopping.signal);
     if (this.stopped) return;
     this.metrics.audited((performance.now() - started) / 1000);
     if ("problem" in outcome) {

@@ -4,7 +4,7 @@ import { parseTaint, TaintKeeper } from "../../../src/agent/taint.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
 import type { NodeApi } from "../../../src/kube/node-api.js";
 import { until } from "../../kit/common.js";
-import { memoryLogger } from "../../kit/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 describe("startup taint", () => {
   it("reads kubectl's key[=value][:Effect]", () => {
@@ -54,5 +54,35 @@ describe("TaintKeeper", () => {
     expect(node.taints).toHaveLength(1);
     expect(node.writes).toBe(1);
     expect(retries).toEqual([1]);
+  });
+});
+
+describe("TaintKeeper with --restore-taint", () => {
+  const spec = parseTaint("meshcni.io/not-ready:NoSchedule");
+  const untainted = { spec: { taints: [] as V1Taint[] } };
+
+  it("puts the taint back on its node while the agent is not ready, and lifts it again once ready", async () => {
+    const { node, api } = fakeNode([]);
+    node.taints = [];
+    const logs: LogEntry[] = [];
+    const keeper = new TaintKeeper(spec, true, memoryLogger(logs), () => undefined);
+    keeper.follow(api, false, untainted);
+    await until(() => node.taints.length === 1, 2000);
+    expect(node.taints).toEqual([{ key: "meshcni.io/not-ready", effect: "NoSchedule" }]);
+    await until(() => logs.some((entry) => entry.message === "startup taint restored"), 2000);
+    keeper.follow(api, true, { spec: { taints: node.taints } });
+    await until(() => node.taints.length === 0, 2000);
+    expect(node.writes).toBe(2);
+  });
+
+  it("without it, leaves a node the agent lifted the taint from untainted, however long it is not ready", async () => {
+    const { node, api } = fakeNode([]);
+    node.taints = [];
+    const keeper = new TaintKeeper(spec, false, memoryLogger([]), () => undefined);
+    keeper.follow(api, false, untainted);
+    keeper.follow(api, false, untainted);
+    // Decided at once, without asking: no write started.
+    expect(node.writes).toBe(0);
+    expect(node.taints).toEqual([]);
   });
 });

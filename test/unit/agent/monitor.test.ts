@@ -1,0 +1,74 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { AuditMonitor } from "../../../src/agent/monitor.js";
+import type { SweepOptions } from "../../../src/agent/options.js";
+import type { SweepRequest } from "../../../src/audit/contract.js";
+import { podObject } from "../../kit/api-server.js";
+import { memoryLogger } from "../../kit/fake-node.js";
+
+const pod = (name: string, deleting = false) =>
+  podObject("shop", name, { proxy: "container", nodeName: "n1", podIP: "10.0.0.9", deleting }) as V1Pod;
+
+/**
+ * The agent's event sweeps (README: the node agent), on a clock the test moves: at least
+ * 2 s apart, events in between making one sweep, each of only the pods the events named,
+ * and none for a pod being deleted.
+ */
+describe("the agent's sweeps on pod events", () => {
+  let sweeps: Array<{ at: number; pods: string[] }>;
+  let monitor: AuditMonitor;
+
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "performance"] });
+    sweeps = [];
+    const sweep = { repair: "redirect", maxEvictionsPerMinute: 2, excludeNamespaces: [], evictNamespaces: undefined, auditSeconds: 600 };
+    monitor = new AuditMonitor(
+      {
+        binary: "/meshcni",
+        node: "n1",
+        credentials: () => "kubeconfig",
+        self: undefined,
+        dirs: {} as SweepRequest["dirs"],
+        sweep: sweep as unknown as SweepOptions,
+        view: () => undefined,
+      },
+      memoryLogger([]),
+      { statuses: () => undefined, repaired: () => undefined, recordsRemoved: () => undefined, audited: () => undefined },
+      async (_binary, input) => {
+        sweeps.push({ at: performance.now(), pods: input.request.pods });
+        const summary = { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 };
+        return { report: { node: "n1", pods: [], summary, recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 } } };
+      },
+    );
+  });
+  afterEach(async () => {
+    await monitor.stop();
+    vi.useRealTimers();
+  });
+
+  it("sweeps a changed pod at once, then the next events' pods together, 2 s after the last sweep and only those", async () => {
+    const start = performance.now();
+    monitor.changed(pod("web"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sweeps).toEqual([{ at: start, pods: ["shop/web"] }]);
+    await vi.advanceTimersByTimeAsync(300);
+    monitor.changed(pod("api"));
+    await vi.advanceTimersByTimeAsync(500);
+    monitor.changed(pod("db"));
+    await vi.advanceTimersByTimeAsync(1199);
+    expect(sweeps).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sweeps.at(-1)).toEqual({ at: start + 2000, pods: ["shop/api", "shop/db"] });
+    monitor.changed(pod("web"));
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(sweeps.map((sweep) => sweep.at - start)).toEqual([0, 2000, 4000]);
+    expect(sweeps.at(-1)!.pods).toEqual(["shop/web"]);
+  });
+
+  it("starts no sweep for a pod being deleted, nor for an unmeshed one", async () => {
+    monitor.changed(pod("leaving", true));
+    monitor.changed(podObject("shop", "plain", { proxy: false, nodeName: "n1", podIP: "10.0.0.8" }) as V1Pod);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(sweeps).toEqual([]);
+  });
+});
