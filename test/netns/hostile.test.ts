@@ -256,6 +256,26 @@ describeAsRoot("meshcni under hostile input", () => {
       expect(ms).toBeLessThan(3000);
     });
 
+    it("an ADD still waiting at timeout_seconds + 15 s (for a write another process holds) is ended by the watchdog: code 11, no rules", async () => {
+      const locks = join(net.stateDir, "locks");
+      mkdirSync(locks, { recursive: true, mode: 0o700 });
+      const files = Array.from({ length: 64 }, (_, slot) => join(locks, `attachment-${slot}.lock`));
+      // One process holds every attachment's lock, as a writer stuck midway would.
+      const script = 'for file in "$@"; do exec {fd}>"$file"; flock -x "$fd"; done; echo held; exec sleep 120';
+      const holder = execa("bash", ["-c", script, "holder", ...files], { reject: false });
+      try {
+        await new Promise<void>((resolve) => holder.stdout!.once("data", () => resolve()));
+        const { result, ms } = await timed(() => invokePlugin(env(), conf()));
+        // timeout_seconds 3 + 15 s: before the lock's own 20 s.
+        expectCniError(result, 11, "meshcni did not finish ADD within 18 s");
+        expect(ms).toBeGreaterThanOrEqual(18_000);
+        expect(await natRules(pod, "nft")).toEqual([]);
+      } finally {
+        holder.kill("SIGKILL");
+        await holder;
+      }
+    }, 40_000);
+
     it("a stdin over 16 MiB: code 6 naming the limit", async () => {
       const huge = `{"cniVersion":"1.0.0","name":"x","type":"meshcni","padding":"${"a".repeat(17 << 20)}"}`;
       const result = await invokePlugin(env(), huge);

@@ -194,6 +194,27 @@ describe("the reflector", () => {
     expect(refused.length).toBeGreaterThan(0);
   });
 
+  it("says a failing watch once, again at its 10th, 100th and 1000th restart, and once more when it recovers", async () => {
+    api.addNamespace({ metadata: { name: "shop" } });
+    // Back-off of 1 ms: a thousand failures within seconds.
+    start({ first: 1, cap: 1 });
+    await until(() => reflector!.fresh() && watches().length >= 1, 3000);
+    const failing = watches().length;
+    api.watchFaults.set("/api/v1/namespaces", { status: 500 });
+    await until(() => watches().length >= failing + 1001, 30_000, 50);
+    api.watchFaults.delete("/api/v1/namespaces");
+    await until(() => logs.some((entry) => entry.message === "the watch of namespaces recovered"), 5000);
+    const said = logs.filter((entry) => entry.level !== "debug" && entry.message.startsWith("the watch of namespaces"));
+    expect(said.map((entry) => [entry.message, entry.fields?.restarts])).toEqual([
+      ["the watch of namespaces ended early (failed); backing off", 1],
+      ["the watch of namespaces keeps failing", 10],
+      ["the watch of namespaces keeps failing", 100],
+      ["the watch of namespaces keeps failing", 1000],
+      ["the watch of namespaces recovered", expect.any(Number)],
+    ]);
+    expect(said.at(-1)!.fields!.restarts).toBeGreaterThanOrEqual(1000);
+  }, 45_000);
+
   it("honours Retry-After while the server throttles it", async () => {
     api.throttle = { until: Date.now() + 2500, retryAfterSeconds: 2, path: /^\/api\/v1\/namespaces$/ };
     start();
