@@ -18,8 +18,13 @@ type Handler = (call: { request: Record<string, unknown> }, callback: grpc.sendU
 export class FakeCriRuntime {
   private readonly dir = mkdtempSync(join(tmpdir(), "meshcni-cri-"));
   readonly socket = join(this.dir, "cri.sock");
-  /** Each pod's (by UID) netns path, as the runtime made it. */
+  /** Each pod's (by UID) netns path, as the runtime made it: its ready sandbox. */
   readonly sandboxes = new Map<string, string>();
+  /**
+   * Each pod's sandboxes the runtime still lists but no longer runs (SANDBOX_NOTREADY: one
+   * kubelet replaced), by their netns paths: listed, and left out when the ready ones are asked for.
+   */
+  readonly notReady = new Map<string, string[]>();
   /** Every call it answered, by method name. */
   readonly calls: string[] = [];
   private server: grpc.Server | undefined;
@@ -30,28 +35,31 @@ export class FakeCriRuntime {
       RuntimeService: grpc.ServiceClientConstructor;
     };
     // A sandbox's id is the CNI container id its ADD was given: cnitool's, from the netns path (cnitool/cnitool.go).
-    const idOf = (uid: string) =>
-      `cnitool-${createHash("sha512")
-        .update(this.sandboxes.get(uid) ?? "")
-        .digest("hex")
-        .slice(0, 20)}`;
+    const idOf = (netns: string) => `cnitool-${createHash("sha512").update(netns).digest("hex").slice(0, 20)}`;
+    const all = () => [
+      ...[...this.sandboxes].map(([uid, netns]) => ({ uid, netns, state: "SANDBOX_READY" })),
+      ...[...this.notReady].flatMap(([uid, paths]) => paths.map((netns) => ({ uid, netns, state: "SANDBOX_NOTREADY" }))),
+    ];
     const handlers: Record<string, Handler> = {
       Version: (_call, done) => done(null, { version: "0.1.0", runtimeName: "fake-cri", runtimeVersion: "1", runtimeApiVersion: "v1" }),
       ListPodSandbox: ({ request }, done) => {
-        const selector = (request.filter as { labelSelector?: Record<string, string> })?.labelSelector ?? {};
-        const uid = selector[podUidLabel];
-        const items = [...this.sandboxes.keys()]
-          .filter((known) => uid === undefined || known === uid)
-          .map((known) => ({ id: idOf(known), state: "SANDBOX_READY", labels: { [podUidLabel]: known } }));
+        // As containerd filters: by id, by state when one is given, by labels.
+        const filter = (request.filter ?? {}) as { id?: string; state?: { state: string } | null; labelSelector?: Record<string, string> };
+        const uid = filter.labelSelector?.[podUidLabel];
+        const items = all()
+          .filter((sandbox) => uid === undefined || sandbox.uid === uid)
+          .filter((sandbox) => !filter.state || sandbox.state === filter.state.state)
+          .filter((sandbox) => !filter.id || idOf(sandbox.netns) === filter.id)
+          .map(({ uid, netns, state }) => ({ id: idOf(netns), state, labels: { [podUidLabel]: uid } }));
         done(null, { items });
       },
       PodSandboxStatus: ({ request }, done) => {
-        const uid = [...this.sandboxes.keys()].find((known) => idOf(known) === request.podSandboxId);
-        if (uid === undefined)
+        const found = all().find((sandbox) => idOf(sandbox.netns) === request.podSandboxId);
+        if (found === undefined)
           return done({ code: grpc.status.NOT_FOUND, details: `an error occurred when try to find sandbox ${request.podSandboxId}` });
-        const spec = { linux: { namespaces: [{ type: "pid" }, { type: "network", path: this.sandboxes.get(uid) }] } };
+        const spec = { linux: { namespaces: [{ type: "pid" }, { type: "network", path: found.netns }] } };
         done(null, {
-          status: { id: request.podSandboxId, state: "SANDBOX_READY" },
+          status: { id: request.podSandboxId, state: found.state },
           info: { info: JSON.stringify({ pid: 1, runtimeSpec: spec }) },
         });
       },

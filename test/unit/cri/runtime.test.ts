@@ -7,6 +7,7 @@ import protobuf from "protobufjs";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { podUidLabel, runtimeProto } from "../../../src/cri/api.js";
 import { connectRuntime } from "../../../src/cri/runtime.js";
+import { FakeCriRuntime } from "../../kit/cri/fake-runtime.js";
 
 /** A CRI runtime on a unix socket: ten ready sandboxes, and a PodSandboxStatus that answers only for the first. */
 async function hungRuntime(socket: string) {
@@ -64,4 +65,22 @@ describe("asking the container runtime where pods' netns are", () => {
       runtime.stop();
     }
   }, 10_000);
+
+  it("takes the pod's ready sandbox where the runtime still lists a replaced one (NOTREADY), and counts both as the runtime's", async () => {
+    const runtime = new FakeCriRuntime();
+    await runtime.start();
+    const client = await connectRuntime(runtime.socket);
+    try {
+      runtime.sandboxes.set("uid-web", "/var/run/netns/cni-new");
+      runtime.notReady.set("uid-web", ["/var/run/netns/cni-old"]);
+      runtime.notReady.set("uid-gone", ["/var/run/netns/cni-gone"]);
+      const found = await client.netnsOfPods(["uid-web", "uid-gone"], Date.now() + 3000);
+      expect(found.get("uid-web")).toMatchObject({ netns: "/var/run/netns/cni-new" });
+      expect(found.get("uid-gone")).toEqual({ problem: "the container runtime has no ready sandbox for the pod" });
+      expect((await client.sandboxIds(Date.now() + 3000))?.size).toBe(3);
+    } finally {
+      client.close();
+      await runtime.stop();
+    }
+  });
 });
