@@ -1,13 +1,16 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
+import type { IDaemonSet } from "kubernetes-models/apps/v1";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { buildImage, imageName } from "../../build/image.js";
+import { parseManifestArgs } from "../../src/manifests/main.js";
+import { renderManifests } from "../../src/manifests/render.js";
 import { AgentHarness } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { agentTemplate, sleep } from "../kit/common.js";
-import type { ContainerConfig } from "../kit/cri/client.js";
+import { agentTemplate, sleep, until } from "../kit/common.js";
 import { ContainerdNode, type Sandbox } from "../kit/cri/containerd.js";
+import { containerOf } from "../kit/cri/pod-spec.js";
 import { natRules, TestNetwork } from "../kit/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
@@ -35,6 +38,8 @@ describeAsRoot("the agent from its image under containerd", () => {
     await api.start();
     api.addPod(podObject("meshcni", "meshcni-img01", { proxy: false, nodeName: node, daemonSet: "meshcni" }));
     api.addDaemonSet("meshcni", "meshcni");
+    // Registered with the startup taint, as the DaemonSet's --startup-taint expects.
+    api.addNode({ metadata: { name: node }, spec: { taints: [{ key: "meshcni.io/not-ready", effect: "NoSchedule" }] } });
     host.rotateToken(api.agentToken, api.caPem);
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
     mkdirSync(net.stateDir, { recursive: true });
@@ -73,40 +78,25 @@ describeAsRoot("the agent from its image under containerd", () => {
     };
     const sandbox = await runtime.client.runPodSandbox(sandboxConfig);
     runtime.sandboxes.add(sandbox);
-    const mount = (hostPath: string, readonly = false) => ({ containerPath: `/host${hostPath}`, hostPath, readonly });
-    const config: ContainerConfig = {
-      metadata: { name: "install" },
-      image: { image: imageName },
-      command: ["/usr/local/bin/meshcni", "install"],
-      args: ["--node", node, "--state-dir", net.stateDir, "--netns-dir", netnsDir, "--cri-socket", runtime.socket, "--listen", ""],
-      envs: [
-        { key: "CONTAINER_MOUNT_PREFIX", value: "/host" },
-        { key: "DEST_CNI_NET_DIR", value: host.netDir },
-        { key: "DEST_CNI_BIN_DIR", value: host.binDir },
-        { key: "CNI_NETWORK_CONFIG", value: agentTemplate(net.stateDir) },
-        { key: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1" },
-        { key: "KUBERNETES_SERVICE_PORT", value: String(api.port) },
-        { key: "NODE_NAME", value: node },
-        { key: "POD_NAMESPACE", value: "meshcni" },
-        { key: "POD_NAME", value: "meshcni-img01" },
-      ],
-      mounts: [
-        mount(host.netDir),
-        mount(host.binDir),
-        mount(net.stateDir),
-        { ...mount(netnsDir, true), propagation: "PROPAGATION_HOST_TO_CONTAINER" },
-        // The runtime's CRI socket (the DaemonSet mounts its dir; here the dir holds containerd's own root).
-        mount(runtime.socket, true),
-        { containerPath: "/var/run/secrets/kubernetes.io/serviceaccount", hostPath: host.serviceAccountDir, readonly: true },
-      ],
+    // The container deploy/'s DaemonSet describes, for this node's dirs, as kubelet hands it to containerd.
+    const manifests = renderManifests(
+      parseManifestArgs(["--net-dir", host.netDir, "--bin-dir", host.binDir, "--netns-dir", netnsDir, "--cri-socket", runtime.socket]),
+    );
+    const config = containerOf(manifests.find((object) => object.kind === "DaemonSet") as unknown as IDaemonSet, "install", {
+      pod: { name: "meshcni-img01", namespace: "meshcni", nodeName: node },
+      // The one change: the plugin's template names this test's state dir, and the state dir's mount is it, so the host's
+      // /var/run/meshcni is never touched.
+      configMaps: { "meshcni-config": { cni_network_config: agentTemplate(net.stateDir) } },
+      hostPath: (path) => (path === "/var/run/meshcni" ? net.stateDir : path),
+      serviceEnv: { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port) },
+      serviceAccountDir: host.serviceAccountDir,
       logPath: "install.log",
-      linux: {
-        securityContext: {
-          capabilities: { addCapabilities: ["SYS_ADMIN", "NET_ADMIN", "NET_RAW"], dropCapabilities: ["ALL"] },
-          readonlyRootfs: true,
-        },
-      },
-    };
+    });
+    expect(config.linux?.securityContext).toMatchObject({
+      seccomp: { profileType: "RuntimeDefault" },
+      noNewPrivs: true,
+      readonlyRootfs: true,
+    });
     agentContainer = await runtime.client.createContainer(sandbox, config, sandboxConfig);
     await runtime.client.startContainer(agentContainer);
     const log = () => {
@@ -135,5 +125,15 @@ describeAsRoot("the agent from its image under containerd", () => {
     const event = () => api.events.find((held) => (held.involvedObject as { name: string }).name === "early");
     while (!event() && performance.now() - started < 30_000) await sleep(50);
     expect(event()).toMatchObject({ reason: "MeshRedirectMissing", type: "Normal", action: "WriteRedirect" });
+    // The runtime applied the DaemonSet's security context: seccomp filtering, no new privileges, three capabilities.
+    const [pid] = (await execa("pgrep", ["-f", "^/usr/local/bin/meshcni install"])).stdout.trim().split("\n");
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    expect(status).toMatch(/^Seccomp:\s+2$/m);
+    expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
+    // CAP_NET_ADMIN (12), CAP_NET_RAW (13), CAP_SYS_ADMIN (21).
+    expect(status).toMatch(/^CapEff:\s+0000000000203000$/m);
+    // Ready on the probe's port (the DaemonSet's --listen :9911, on the host network), and the startup taint lifted.
+    expect((await fetch("http://127.0.0.1:9911/readyz")).status).toBe(200);
+    await until(() => (api.nodes.get(node)?.spec as { taints?: unknown[] } | undefined)?.taints?.length === 0, 10_000);
   });
 });

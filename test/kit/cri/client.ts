@@ -37,7 +37,10 @@ export interface ContainerConfig {
     securityContext?: {
       capabilities?: { addCapabilities?: string[]; dropCapabilities?: string[] };
       privileged?: boolean;
+      runAsUser?: { value: number };
       readonlyRootfs?: boolean;
+      noNewPrivs?: boolean;
+      seccomp?: { profileType: "RuntimeDefault" | "Unconfined" | "Localhost"; localhostRef?: string };
     };
   };
 }
