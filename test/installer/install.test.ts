@@ -92,23 +92,10 @@ describe("meshcni install", () => {
   it("trusts the API server through KUBE_CA_FILE, or not at all with SKIP_TLS_VERIFY=true, over a projected CA that is wrong", async () => {
     const api = await new FakeApiServer().start();
     try {
-      const wrongCa = execFileSync(
-        "openssl",
-        [
-          "req",
-          "-x509",
-          "-newkey",
-          "ec",
-          "-pkeyopt",
-          "ec_paramgen_curve:prime256v1",
-          "-nodes",
-          "-subj",
-          "/CN=other",
-          "-keyout",
-          "/dev/null",
-        ],
-        { encoding: "utf8" },
-      );
+      // Another server's CA: valid, and not the one that signed this server's certificate.
+      const other = await new FakeApiServer().start();
+      const wrongCa = other.caPem;
+      await other.stop();
       const endpoint = { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port) };
       const caFile = join(api.dir, "ca.pem");
       writeFileSync(caFile, api.caPem);
