@@ -526,15 +526,18 @@ describe("meshcni install", () => {
     });
 
     it("reports an invalid first config as containerd sees it: the whole load fails, so not ready, naming it", async () => {
-      await started({ "05-broken.conflist": "{", "10-calico.conflist": calico() });
+      await started({ "05-broken.conflist": "{", "10-calico.conflist": calico() }, ["--resync-seconds", "1"]);
       await host.waitFor(() => host.notReadyBecause("05-broken.conflist is not a valid CNI config"), 5000);
       expect(host.notReadyBecause("containerd fails to load the CNI config dir until it is fixed or removed")).toBe(true);
       expect(host.read("10-calico.conflist")).toBe(calico());
       expect(ready().stdout).toContain("05-broken.conflist is not a valid CNI config");
       // Past the half-written grace, logged once, not at every resync.
-      await host.waitFor(() => host.logs.some((line) => line.msg.includes("05-broken.conflist is not a valid")), 5000);
-      await sleep(300);
-      expect(host.logs.filter((line) => line.msg.includes("05-broken.conflist is not a valid"))).toHaveLength(1);
+      const said = () => host.logs.filter((line) => line.msg.includes("05-broken.conflist is not a valid"));
+      await host.waitFor(() => said().length > 0, 5000);
+      // Two resyncs after it (one a second here), still one line.
+      const saidAt = host.logs.indexOf(said()[0]!);
+      await host.waitFor(() => host.logs.slice(saidAt).filter((line) => line.msg === "reconcile").length >= 2, 5000);
+      expect(said()).toHaveLength(1);
     });
 
     it("writes no kubeconfig from an empty token: not ready, saying so once", async () => {

@@ -36,6 +36,12 @@ function scenario(subnet: number) {
     });
   const eventsFor = (name: string) => api.events.filter((event) => (event.involvedObject as { name: string }).name === name);
   const hasRedirect = async (netns: string) => (await natRules(netns, "nft")).includes(":PROXY_INIT_REDIRECT - [0:0]");
+  /** Waits for `count` more of the agent's sweeps to have ended (its audit histogram's count), instead of for a time. */
+  const afterSweeps = async (count: number) => {
+    const ended = async () => (await host.metric("meshcni_audit_duration_seconds_count")) ?? 0;
+    const from = await ended();
+    await host.waitFor(async () => (await ended()) >= from + count, 15_000);
+  };
 
   /** Starts the API and the network; `before` runs before the agent (pods of the node-start race). */
   const setup = async (agentArgs: string[], before: () => Promise<void> = async () => undefined) => {
@@ -86,6 +92,7 @@ function scenario(subnet: number) {
     startPod,
     eventsFor,
     hasRedirect,
+    afterSweeps,
     setup,
     teardown,
   };
@@ -146,7 +153,7 @@ describeAsRoot("the agent's repair, policy redirect (the default)", () => {
 
   it("restores a drifted pod's redirect, with an Event saying it drifted", async () => {
     const drifting = await s.startPod("drifting", "agent", { owned: true });
-    await sleep(1500);
+    await s.afterSweeps(2);
     expect(s.eventsFor("drifting")).toEqual([]);
     await deleteLoopbackRule(drifting.netns);
     await s.host.waitFor(() => s.eventsFor("drifting").length === 1, 10_000);
@@ -158,7 +165,7 @@ describeAsRoot("the agent's repair, policy redirect (the default)", () => {
   });
 
   it("never acts on its own pod or a pod being deleted, and counts what it did", async () => {
-    await sleep(2500); // two more periodic sweeps
+    await s.afterSweeps(2);
     expect(s.eventsFor("agent-self")).toEqual([]);
     expect(s.eventsFor("leaving")).toEqual([]);
     expect(s.eventsFor("early")).toHaveLength(1);
@@ -184,9 +191,9 @@ describeAsRoot("the agent's repair, policy evict", () => {
   );
   afterAll(() => s.teardown());
 
-  it("evicts through the Eviction API at most once a minute, never forces past a PodDisruptionBudget, labels a pod without a controller", async () => {
+  it("evicts through the Eviction API within its budget per minute (later sweeps evict no more), never forces past a PodDisruptionBudget, labels a pod without a controller", async () => {
     await s.host.waitFor(() => s.api.requestsTo("PATCH", /\/pods\/bare$/).length === 1, 10_000);
-    await sleep(2500); // more sweeps: the budget stays spent for the minute
+    await s.afterSweeps(2); // the budget stays spent at later sweeps within the minute
     expect(evictionsOf("first")).toHaveLength(1);
     expect(evictionsOf("first")[0]!.body).toMatchObject({ kind: "Eviction", deleteOptions: { preconditions: { uid: "uid-shop-first" } } });
     expect(evictionsOf("second")).toEqual([]);
@@ -233,7 +240,7 @@ describeAsRoot("the agent's repair, policy evict, refused otherwise than by a bu
   it("waits out API Priority and Fairness's Retry-After (no block, no Event), and gives up for good on a pod several PDBs match, saying so in words", async () => {
     const evictions = (name: string) => s.api.requestsTo("POST", new RegExp(`/pods/${name}/eviction$`)).map((request) => request.at);
     await s.host.waitFor(() => evictions("throttled").length >= 2 && s.eventsFor("split").length === 1, 15_000);
-    await sleep(2500); // more sweeps: neither is asked more often than its answer allows
+    await s.afterSweeps(2); // neither is asked more often than its answer allows
     const throttled = evictions("throttled");
     for (let i = 1; i < throttled.length; i++) expect(throttled[i]! - throttled[i - 1]!).toBeGreaterThanOrEqual(1900);
     expect(s.eventsFor("throttled")).toEqual([]);
@@ -258,7 +265,7 @@ for (const policy of ["label", "none"] as const) {
 
     it(`emits the Event and ${policy === "label" ? "labels" : "leaves"} the pod, writing no rules`, async () => {
       await s.host.waitFor(() => s.eventsFor("owned-early").length === 1, 10_000);
-      await sleep(300);
+      await s.afterSweeps(1);
       expect(s.api.requestsTo("DELETE", /\/pods\//)).toEqual([]);
       expect(s.api.requestsTo("PATCH", /\/pods\/owned-early$/)).toHaveLength(policy === "label" ? 1 : 0);
       expect(s.eventsFor("owned-early")[0]!.message).toContain(
@@ -285,7 +292,7 @@ describeAsRoot("a node migrating from linkerd-cni", () => {
     const adopted = () => s.host.logs.filter((line) => line.msg.startsWith("adopted a pod")).map((line) => line.pod);
     await s.host.waitFor(() => adopted().length === names.length, 10_000);
     expect(adopted().sort()).toEqual(names.map((name) => `shop/${name}`).sort());
-    await sleep(1500);
+    await s.afterSweeps(1);
     // The agent's only writes: minting the plugin's token, and its own Node's MeshcniReady condition. None to a pod.
     const writes = s.api.requests.filter((request) => request.method !== "GET").map((request) => `${request.method} ${request.path}`);
     expect([...new Set(writes)]).toEqual([
