@@ -64,12 +64,16 @@ describe("the agent against the in-test API server's faults", () => {
     await start();
     const before = podWatches().length;
     api.watchFaults.set("/api/v1/pods", fault);
-    await sleep(6000);
-    const during = podWatches().length - before;
-    // 1 s doubling, stretched by up to as much again: a handful in 6 s (before: 16,674 and 24,901).
-    expect(during).toBeLessThanOrEqual(6);
+    // The watch running ends at its time; the next three (each after its wait) get the fault.
+    await host.waitFor(() => podWatches().length - before >= 3, 30_000);
+    const tries = podWatches()
+      .slice(before)
+      .map((request) => request.at);
+    // Backed off 1 s doubling, each wait stretched by up to as much again (before the back-off: 16,674 and 24,901 in 6 s).
+    for (let i = 1; i < tries.length; i++) expect(tries[i]! - tries[i - 1]!).toBeGreaterThanOrEqual(950 * 2 ** (i - 1));
     expect(warnings().map((line) => line.msg)).toEqual([`the watch of pods ended early (${cause}); backing off`]);
-    expect(await host.metric(`meshcni_watch_restarts_total{watch="pods",cause="${cause}"}`)).toBe(during);
+    const restarts = () => host.metric(`meshcni_watch_restarts_total{watch="pods",cause="${cause}"}`);
+    await host.waitFor(async () => (await restarts()) === podWatches().length - before, 5000);
     api.watchFaults.delete("/api/v1/pods");
     annotate("10.2.0.0/16");
     await host.waitFor(async () => {
@@ -101,26 +105,32 @@ describe("the agent against the in-test API server's faults", () => {
     expect(await host.metric('meshcni_cache_age_seconds{cache="pods"}')).toBeLessThan(2);
   });
 
-  it("on a quiet cluster runs watch after watch with timeoutSeconds and bookmarks: no relist, no warning, a few requests a minute", async () => {
+  it("on a quiet cluster runs watch after watch with timeoutSeconds and bookmarks: no relist, no warning, each watch started only once the last ran its time", async () => {
     api.addNode({ metadata: { name: "n1" }, spec: {}, status: { conditions: [] } });
     await start();
     // Once each: the node-scope policy asked (a dry run accepted, then discovery), the node's condition set.
     await host.waitFor(async () => api.requests.some((request) => request.path === "/apis/admissionregistration.k8s.io/v1"), 5_000);
     await host.waitFor(async () => api.nodeConditions("n1").some((held) => held.message?.endsWith("0 meshed pods: 0 protected")), 15_000);
     const before = api.requests.length;
-    await sleep(12_000);
+    const watchesOf = (path: string) =>
+      api.requests.slice(before).filter((request) => request.path === path && request.query.watch === "true");
+    const paths = ["/api/v1/pods", "/api/v1/namespaces", "/api/v1/namespaces/default/services", "/api/v1/nodes"];
+    // Three watches of each of the four (pods, namespaces, the kubernetes Service, the node), one after another.
+    await host.waitFor(() => paths.every((path) => watchesOf(path).length >= 3), 30_000);
     const watches = api.requests.slice(before).filter((request) => request.query.watch === "true");
     for (const watch of watches)
       expect(watch.query).toMatchObject({ allowWatchBookmarks: "true", timeoutSeconds: expect.stringMatching(/^[234]$/) });
     expect(lists("/api/v1/pods")).toHaveLength(1);
     expect(lists("/api/v1/namespaces")).toHaveLength(1);
     expect(warnings()).toEqual([]);
-    // Four watches (pods, namespaces, the kubernetes Service, the node) of 2-4 s each: at most 7 each in 12 s here;
-    // with the default 5-10 min, under one a minute for all four.
-    expect(api.requests.length - before).toBe(watches.length);
-    const paths = [...new Set(watches.map((watch) => watch.path))];
-    expect(paths).toHaveLength(4);
-    for (const path of paths) expect(watches.filter((watch) => watch.path === path).length, path).toBeLessThanOrEqual(7);
+    // Nothing but watches, each the next only once the last ran the time it asked for (2-4 s here; by default 5-10 min:
+    // under one request a minute for all four).
+    expect(api.requests.slice(before).filter((request) => request.query.watch !== "true")).toEqual([]);
+    expect([...new Set(watches.map((watch) => watch.path))].sort()).toEqual([...paths].sort());
+    for (const path of paths) {
+      const [first, second] = watchesOf(path);
+      expect(second!.at - first!.at, path).toBeGreaterThanOrEqual(Number(first!.query.timeoutSeconds) * 1000 - 50);
+    }
     expect(await web()).toEqual({ cached: true, annotation: "10.1.0.0/16" });
   });
 
