@@ -165,7 +165,10 @@ describe("the agent against the in-test API server's faults", () => {
     // Its Node is registered, as on a cluster: the token is bound to it.
     api.addNode({ metadata: { name: "n1" }, spec: {} });
     await start();
-    await sleep(8000);
+    await host.waitFor(() => host.kubeconfig() !== "", 10_000);
+    // The token's life read on the server's clock, not this node's: an hour left, so no renewal due for 48 minutes (a
+    // token read as expired two hours ago would be renewed at every chance, 10 s apart).
+    expect(await host.metric("meshcni_plugin_token_remaining_seconds")).toBeGreaterThan(3500);
     expect(api.requestsTo("POST", /\/serviceaccounts\/meshcni-plugin\/token$/)).toHaveLength(1);
     expect([...api.minted.values()].map((minted) => minted.boundNode?.name)).toEqual(["n1"]);
     expect(host.kubeconfig()).not.toBe("");
@@ -195,7 +198,8 @@ describe("the agent against the in-test API server's faults", () => {
     const condition = () => api.nodeConditions("n1").find((held) => held.type === "MeshcniReady");
     const patches = () => api.requestsTo("PATCH", /^\/api\/v1\/nodes\/n1\/status$/).length;
     api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1", podIP: "10.9.9.9" }));
-    await start();
+    // A resync and a sweep every second: each could patch the condition, and none may when nothing changed.
+    await start(["--resync-seconds", "1", "--audit-seconds", "1"]);
     await host.waitFor(() => /1 meshed pod: 0 protected, 1 unknown$/.test(condition()?.message ?? ""), 10_000);
     expect(condition()).toMatchObject({
       status: "True",
@@ -203,7 +207,10 @@ describe("the agent against the in-test API server's faults", () => {
       message: expect.stringMatching(/^meshcni \S+ chained in 10-calico.conflist; /),
     });
     const settled = patches();
-    await sleep(3000);
+    const reconciles = () => host.logs.filter((line) => line.msg === "reconcile").length;
+    const sweeps = async () => (await host.metric("meshcni_audit_duration_seconds_count")) ?? 0;
+    const [reconciled, swept] = [reconciles(), await sweeps()];
+    await host.waitFor(async () => reconciles() >= reconciled + 2 && (await sweeps()) >= swept + 2, 10_000);
     expect(patches()).toBe(settled);
     writeFileSync(host.path("10-calico.conflist"), "{ broken");
     await host.waitFor(() => condition()?.status === "False", 10_000);
