@@ -6,7 +6,6 @@ import { defaultManifestOptions } from "../../src/manifests/options.js";
 import { renderManifests } from "../../src/manifests/render.js";
 import { AgentHarness, askAgent, conflist } from "../kit/agent.js";
 import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { sleep } from "../kit/common.js";
 
 const calico = conflist("k8s-pod-network", [{ type: "calico" }]);
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
