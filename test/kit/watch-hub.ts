@@ -45,6 +45,8 @@ export class WatchHub {
   historyLimit = 10_000;
   /** How often a watch that allows bookmarks gets one (the real server: about once a minute). */
   bookmarkIntervalMs = 60_000;
+  /** Bookmarks sent so far, to every watch. */
+  bookmarksSent = 0;
   /** Watches opened, by kind (whatever they were answered). */
   readonly opened: Record<WatchKind, number> = { Pod: 0, Namespace: 0, Node: 0, Service: 0 };
   private history: WatchEvent[] = [];
@@ -136,6 +138,7 @@ export class WatchHub {
       watcher.timers.push(
         setInterval(() => {
           const version = String(currentVersion());
+          this.bookmarksSent++;
           res.write(
             `${JSON.stringify({ type: "BOOKMARK", object: { kind, apiVersion: "v1", metadata: { resourceVersion: version } } })}\n`,
           );

@@ -4,7 +4,7 @@ import { Reflector } from "../../../src/kube/reflector.js";
 import { apiSource } from "../../../src/kube/sources.js";
 import type { WatchEnd } from "../../../src/kube/watch-ends.js";
 import { FakeApiServer } from "../../kit/api-server.js";
-import { sleep, until } from "../../kit/common.js";
+import { until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 interface Namespace {
@@ -95,9 +95,12 @@ describe("the reflector", () => {
   ])("backs off when every watch gets %s, logs it once, and recovers", async (_what, fault, cause) => {
     api.watchFaults.set("/api/v1/namespaces", fault);
     start();
-    await sleep(3000);
-    // Back-off from 200 ms doubling to 2 s: about 6 watches in 3 s, not thousands.
-    expect(watches().length).toBeLessThanOrEqual(8);
+    await until(() => watches().length >= 5, 10_000);
+    // Back-off from 200 ms doubling to 2 s (no jitter here): not thousands of watches.
+    const gaps = watches()
+      .slice(1, 5)
+      .map((watch, i) => watch.at - watches()[i]!.at);
+    for (const [i, gap] of gaps.entries()) expect(gap, `wait ${i + 1}`).toBeGreaterThanOrEqual(190 * 2 ** i);
     expect(ends.every((end) => end === cause)).toBe(true);
     expect(logs.filter((entry) => entry.level === "warn").map((entry) => entry.message)).toEqual([
       `the watch of namespaces ended early (${cause}); backing off`,
@@ -127,7 +130,7 @@ describe("the reflector", () => {
     // Watches of 6 s (each asks 6 s: random is 0): dead silence is taken after 6 + 3 s, overdue bookmarks after 6 s.
     start(undefined, 6);
     await until(() => reflector!.fresh() && watches().length === 1, 3000);
-    await sleep(500); // a bookmark or two (every 300 ms)
+    await until(() => api.watches.bookmarksSent >= 1, 3000); // a bookmark (every 300 ms)
     const quietAt = performance.now();
     api.watches.goSilent();
     await until(() => ends.includes("silent"), 10_000, 20);
