@@ -184,7 +184,7 @@ export class NodeAgent {
     this.metrics.chainMissing.reset();
     for (const type of readiness.missingPlugins) this.metrics.chainMissing.set({ type }, 1);
     this.nodeTasks?.follow(this.credentials.client, readiness);
-    this.runtimeSocket?.check();
+    void this.runtimeSocket?.check();
     this.problems.set("runtime-socket", this.runtimeSocket?.problem(), { level: "error" });
   }
 

@@ -31,19 +31,24 @@ export class RuntimeSocketCheck {
     this.path = socket === undefined ? undefined : onHost(socket);
   }
 
-  check(): void {
-    if (!this.path || this.busy) return;
+  /** Connects once (unless one is under way); resolves when the answer is taken in. */
+  check(): Promise<void> {
+    const path = this.path;
+    if (!path || this.busy) return Promise.resolve();
     this.busy = true;
-    const connection = connect(this.path);
-    const settle = (refused: boolean) => {
-      connection.destroy();
-      this.busy = false;
-      if (refused) this.refusedSince ??= this.now();
-      else this.refusedSince = undefined;
-    };
-    connection.setTimeout(2000, () => settle(false));
-    connection.once("connect", () => settle(false));
-    connection.once("error", (error) => settle(errnoCode(error) === "ECONNREFUSED"));
+    return new Promise((resolve) => {
+      const connection = connect(path);
+      const settle = (refused: boolean) => {
+        connection.destroy();
+        this.busy = false;
+        if (refused) this.refusedSince ??= this.now();
+        else this.refusedSince = undefined;
+        resolve();
+      };
+      connection.setTimeout(2000, () => settle(false));
+      connection.once("connect", () => settle(false));
+      connection.once("error", (error) => settle(errnoCode(error) === "ECONNREFUSED"));
+    });
   }
 
   /** Why the agent is no longer alive, or undefined. */

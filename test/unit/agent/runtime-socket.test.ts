@@ -5,7 +5,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { RuntimeSocketCheck, runtimeRefusalLimitMs } from "../../../src/agent/runtime-socket.js";
-import { sleep } from "../../kit/common.js";
 
 describe("the agent's check of the runtime's socket as mounted", () => {
   let root: string;
@@ -21,19 +20,16 @@ describe("the agent's check of the runtime's socket as mounted", () => {
     spawnSync("python3", ["-c", "import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])", socket()]);
     let now = 0;
     const check = new RuntimeSocketCheck("/run/cri.sock", root, () => now);
-    check.check();
-    await sleep(100);
+    await check.check();
     expect(check.problem()).toBeUndefined();
     now += runtimeRefusalLimitMs;
-    check.check();
-    await sleep(100);
+    await check.check();
     expect(check.problem()).toMatch(/^the container runtime's socket .*cri\.sock has refused connections for 10 s/);
     rmSync(socket());
     const server = createServer((connection) => connection.destroy()).listen(socket());
     try {
       await new Promise((resolve) => server.once("listening", resolve));
-      check.check();
-      await sleep(100);
+      await check.check();
       expect(check.problem()).toBeUndefined();
     } finally {
       server.close();

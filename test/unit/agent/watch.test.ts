@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { DirWatcher, dirSignature } from "../../../src/agent/watch.js";
 import { sleep, until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
@@ -66,12 +66,19 @@ describe("the agent's dir watcher", () => {
   });
 
   it("stops calling back once stopped, even for what was scheduled", async () => {
-    const running = watch([dir], 50);
-    running.schedule(undefined, 30);
-    running.stop();
-    writeFileSync(join(dir, "10-a.conflist"), "{}");
-    await sleep(200);
-    expect(calls).toEqual([]);
+    vi.useFakeTimers();
+    try {
+      const running = watch([dir], 50);
+      running.schedule(undefined, 30);
+      running.schedule();
+      running.stop();
+      writeFileSync(join(dir, "10-a.conflist"), "{}");
+      // Every resync, poll, delay and queued call there could have been.
+      await vi.advanceTimersByTimeAsync(10_000);
+      expect(calls).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("signs a dir by its entries' names, inodes, sizes and mtimes", () => {
