@@ -226,7 +226,12 @@ describe("meshcni install", () => {
     await host.waitFor(chainedIn("10-calico.conflist"));
     const cilium = conflist("cilium", [{ type: "cilium-cni" }]);
     host.writeInPlace("05-cilium.conflist", cilium.slice(0, 40));
-    await sleep(300);
+    // The agent saw it, and waits for the rest.
+    await host.waitFor(() =>
+      host.logs.some(
+        (line) => line.msg === "the active config is not valid yet, retrying shortly" && String(line.file).endsWith("05-cilium.conflist"),
+      ),
+    );
     expect(host.read("05-cilium.conflist")).toBe(cilium.slice(0, 40));
     expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
     host.writeInPlace("05-cilium.conflist", cilium);
@@ -402,8 +407,10 @@ describe("meshcni install", () => {
     expect(warning?.msg).toContain(host.path("05-cilium.conflist"));
     expect(warning?.msg).toContain("cni.exclusive");
     expect(await host.metric("meshcni_fights_total")).toBe(1);
-    // Backing off: the stripped file stays stripped for a while.
-    await sleep(300);
+    // Backing off (1 s first): a change to the file meanwhile is looked at, and left stripped.
+    const heldFrom = host.logs.length;
+    host.writeInPlace("05-cilium.conflist", conflist("cilium", [{ type: "cilium-cni" }]));
+    await host.waitFor(() => host.logs.slice(heldFrom).some((line) => line.msg === "reconcile"), 900);
     expect(host.types("05-cilium.conflist")).toEqual(["cilium-cni"]);
     await host.waitFor(chainedIn("05-cilium.conflist"), 3000);
   });

@@ -3,7 +3,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
-import { meshcniNetconf, podArgs, sleep } from "../kit/common.js";
+import { meshcniNetconf, podArgs, until } from "../kit/common.js";
 import { expectCniError } from "../kit/expect-cni.js";
 import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
@@ -188,7 +188,7 @@ describeAsRoot("meshcni errors and the other verbs", () => {
     // Holds /run/xtables.lock as another iptables user on the node would.
     const holder = spawn("flock", ["/run/xtables.lock", "sleep", "30"], { stdio: "ignore" });
     try {
-      await sleep(200);
+      await until(async () => (await execa("flock", ["-n", "/run/xtables.lock", "true"], { reject: false })).exitCode !== 0, 5000, 10);
       const legacy = conf({}, { "iptables-mode": "legacy" });
       const result = await invokePlugin(env(), legacy);
       expect(result.exitCode, result.stdout).toBe(0);
