@@ -1,6 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,11 +7,11 @@ import { defaultManifestOptions, type ManifestOptions } from "../../src/manifest
 import { nodeNameClaim } from "../../src/manifests/policy.js";
 import { renderManifests } from "../../src/manifests/render.js";
 import { admit } from "./admission.js";
-import { clusterRoutes } from "./api/cluster-routes.js";
-import { podRoutes } from "./api/pod-routes.js";
-import { type ApiRequest, failure, type Reply } from "./api/replies.js";
+import { handleRequest } from "./api/handle.js";
+import { failure, type Reply } from "./api/replies.js";
 import { ApiStore } from "./api/store.js";
-import { authorizationOf, isDiscovery, rbacAuthorizer, withNamePrefix } from "./rbac.js";
+import { selfSignedCertificate } from "./api/tls.js";
+import { rbacAuthorizer, withNamePrefix } from "./rbac.js";
 import type { KubeObject } from "./watch-hub.js";
 
 export { type PodOptions, podObject } from "./api/pods.js";
@@ -67,14 +66,14 @@ export class FakeApiServer extends ApiStore {
   /** While set and not past `until` (this.now()), requests whose path matches are answered 429 with Retry-After. */
   throttle: { until: number; retryAfterSeconds: number; path: RegExp; listsOnly?: boolean } | undefined;
   /** Until when (this.now()) a restarted server's authorizer refuses every token (see restart()). */
-  private authorizationWarmupUntil = 0;
+  authorizationWarmupUntil = 0;
   readonly faults = new Map<string, Fault>();
   readonly requests: RecordedRequest[] = [];
   /**
    * The RBAC the agent's and every minted token are authorised by: the Roles, ClusterRoles
    * and bindings `meshcni manifests` renders (deploy/'s by default; see authorizeAs).
    */
-  private authorize = rbacAuthorizer(rbacObjects(defaultManifestOptions));
+  authorize = rbacAuthorizer(rbacObjects(defaultManifestOptions));
   /** Tokens minted through TokenRequest. */
   readonly minted = new Map<string, MintedToken>();
   /** Whether TokenRequest binds tokens to a Node (Kubernetes ≥ 1.33); before, it refuses the kind. */
@@ -97,7 +96,7 @@ export class FakeApiServer extends ApiStore {
   /** Made by start(), so a suite that never runs leaves nothing behind. */
   dir = "";
   private server: Server | undefined;
-  private hanging = new Set<ServerResponse>();
+  readonly hanging = new Set<ServerResponse>();
   port = 0;
 
   /**
@@ -111,35 +110,11 @@ export class FakeApiServer extends ApiStore {
 
   async start(): Promise<this> {
     this.dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));
-    const key = join(this.dir, "server.key");
-    const cert = join(this.dir, "server.crt");
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=meshcni-test-apiserver",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        "-keyout",
-        key,
-        "-out",
-        cert,
-      ],
-      { stdio: "ignore" },
-    );
-    this.server = createServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
+    const { key, cert } = selfSignedCertificate(this.dir);
+    this.server = createServer({ key, cert }, (req, res) => {
       let body = "";
       req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-      req.on("end", () => this.handle(req, res, body));
+      req.on("end", () => handleRequest(this, req, res, body));
     });
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
     this.port = (this.server.address() as { port: number }).port;
@@ -203,108 +178,6 @@ export class FakeApiServer extends ApiStore {
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  private handle(req: IncomingMessage, res: ServerResponse, rawBody: string): void {
-    const url = new URL(req.url ?? "/", "https://localhost");
-    const path = url.pathname;
-    const query = Object.fromEntries(url.searchParams);
-    const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
-    const mintedToken = bearer === undefined ? undefined : this.minted.get(bearer);
-    const boundNodeAlive = (bound: MintedToken["boundNode"]) => !bound || this.nodes.get(bound.name)?.metadata?.uid === bound.uid;
-    const live = mintedToken !== undefined && mintedToken.expires > this.now() && boundNodeAlive(mintedToken.boundNode);
-    const who =
-      bearer === this.token
-        ? "admin"
-        : bearer !== undefined && this.agentTokens.has(bearer)
-          ? "agent"
-          : live
-            ? mintedToken.serviceAccount
-            : "anonymous";
-    const authorized = who !== "anonymous";
-    let body: unknown = rawBody;
-    try {
-      body = rawBody ? JSON.parse(rawBody) : undefined;
-    } catch {
-      // kept as text
-    }
-    const method = req.method ?? "";
-    // Its own clock, as its answers' Date says it.
-    res.setHeader("date", new Date(this.now()).toUTCString());
-    this.requests.push({ method, path, query, authorized, who, body, at: performance.now() });
-    if (
-      this.throttle &&
-      this.now() < this.throttle.until &&
-      this.throttle.path.test(path) &&
-      !(this.throttle.listsOnly && query.watch === "true")
-    ) {
-      const { retryAfterSeconds } = this.throttle;
-      const throttled = failure(429, "TooManyRequests", "Too many requests, please try again later.");
-      res
-        .writeHead(429, { "content-type": "application/json", "retry-after": String(retryAfterSeconds) })
-        .end(JSON.stringify(throttled.body));
-      return;
-    }
-    if (authorized && this.now() < this.authorizationWarmupUntil) {
-      const forbidden = failure(403, "Forbidden", `${path} is forbidden: the authorizer's caches have not synced yet`);
-      res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
-      return;
-    }
-    const serviceAccount = who === "agent" ? this.agentServiceAccount() : who;
-    if (
-      authorized &&
-      who !== "admin" &&
-      !isDiscovery(method, path) &&
-      !this.authorize(serviceAccount, authorizationOf(method, path, query))
-    ) {
-      const forbidden = failure(403, "Forbidden", `system:serviceaccount:${serviceAccount.replace("/", ":")} cannot ${method} ${path}`);
-      res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
-      return;
-    }
-    const fault = this.faults.get(path);
-    if (fault && "hang" in fault) {
-      this.hanging.add(res);
-      return;
-    }
-    if (authorized && fault && "body" in fault) {
-      res.writeHead(200, { "content-type": "application/json" }).end(fault.body);
-      return;
-    }
-    if (authorized && fault && "endless" in fault) {
-      this.endless(res);
-      return;
-    }
-    const reply = !authorized
-      ? failure(401, "Unauthorized", "Unauthorized")
-      : fault && "status" in fault
-        ? failure(fault.status, "InternalError", `injected fault ${fault.status}`)
-        : this.route({ method, path, query, body, res, who, contentType: req.headers["content-type"] ?? "" });
-    if (reply) res.writeHead(reply.code, { "content-type": "application/json" }).end(JSON.stringify(reply.body));
-  }
-
-  /** A 200 whose body never ends: 1 MiB chunks of a string value, for as long as the client reads. */
-  private endless(res: ServerResponse): void {
-    const chunk = "a".repeat(1 << 20);
-    let sent = 0;
-    res.writeHead(200, { "content-type": "application/json" });
-    res.write('{"kind":"Pod","padding":"');
-    const more = () => {
-      while (!res.destroyed && sent < 1 << 30 && res.write(chunk)) sent += chunk.length;
-    };
-    res.on("drain", more);
-    more();
-  }
-
-  /** The agent's ServiceAccount (`namespace/name`), from the username its tokens authenticate as. */
-  private agentServiceAccount(): string {
-    const [, namespace, name] = /^system:serviceaccount:([^:]+):(.+)$/.exec(this.agentUser.username) ?? [];
-    return `${namespace}/${name}`;
-  }
-
-  /** Answers one request from the store; undefined when it took the response over (a watch). */
-  private route(request: ApiRequest): Reply | undefined {
-    const pods = podRoutes(this, request);
-    return pods === null ? clusterRoutes(this, request) : pods;
   }
 
   /** What the API server's admission says of a write by `who` (the policies run for the agent's requests). */
