@@ -41,11 +41,11 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
         "- it lists and watches its node's pods (a field selector RBAC cannot narrow) and every namespace, to answer the plugin",
         "  and to audit; it gets a pod or namespace its watches have not seen yet; it creates Events on unprotected pods;",
         `- ${repairs[options.repair]};`,
-        "- nodes get, list, watch and nodes/status patch: it watches its own node (a field selector RBAC cannot narrow) and",
+        "- nodes list, watch and nodes/status patch: it watches its own node (a field selector RBAC cannot narrow) and",
         "  keeps its MeshcniReady condition;",
         options.startupTaint
-          ? "- nodes patch: it lifts the startup taint once ready, again if kubelet registers the node anew with it."
-          : "- no nodes patch: no startup taint.",
+          ? "- nodes get and patch: it lifts the startup taint once ready, again if kubelet registers the node anew with it."
+          : "- no nodes get or patch: no startup taint.",
       ].join("\n"),
     },
     {

@@ -21,7 +21,12 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
     { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
     kubernetesService(["get", "list", "watch"]),
     { apiGroups: [""], resources: ["events"], verbs: ["create"] },
-    { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch", ...(options.startupTaint ? ["patch"] : [])] },
+    // Read one at a time only to lift the startup taint (its taints, then a conditional update); watched always.
+    {
+      apiGroups: [""],
+      resources: ["nodes"],
+      verbs: [...(options.startupTaint ? ["get"] : []), "list", "watch", ...(options.startupTaint ? ["patch"] : [])],
+    },
     { apiGroups: [""], resources: ["nodes/status"], verbs: ["patch"] },
   ];
 }

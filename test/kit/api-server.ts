@@ -11,7 +11,7 @@ import { handleRequest } from "./api/handle.js";
 import { failure, type Reply } from "./api/replies.js";
 import { ApiStore } from "./api/store.js";
 import { selfSignedCertificate } from "./api/tls.js";
-import { rbacAuthorizer, withNamePrefix } from "./rbac.js";
+import { grantsOf, rbacAuthorizer, withNamePrefix } from "./rbac.js";
 import type { KubeObject } from "./watch-hub.js";
 
 export { type PodOptions, podObject } from "./api/pods.js";
@@ -69,11 +69,10 @@ export class FakeApiServer extends ApiStore {
   authorizationWarmupUntil = 0;
   readonly faults = new Map<string, Fault>();
   readonly requests: RecordedRequest[] = [];
-  /**
-   * The RBAC the agent's and every minted token are authorised by: the Roles, ClusterRoles
-   * and bindings `meshcni manifests` renders (deploy/'s by default; see authorizeAs).
-   */
-  authorize = rbacAuthorizer(rbacObjects(defaultManifestOptions));
+  /** The RBAC objects the agent's and minted tokens are authorised by: deploy/'s by default (see authorizeAs). */
+  rbac = rbacObjects(defaultManifestOptions);
+  authorize = rbacAuthorizer(this.rbac);
+  readonly agentUsed = new Set<string>();
   /** Tokens minted through TokenRequest. */
   readonly minted = new Map<string, MintedToken>();
   /** Whether TokenRequest binds tokens to a Node (Kubernetes ≥ 1.33); before, it refuses the kind. */
@@ -104,9 +103,13 @@ export class FakeApiServer extends ApiStore {
    * --repair evict needs evict's RBAC), through a kustomize namePrefix when one is given.
    */
   authorizeAs(options: Partial<ManifestOptions>, namePrefix = ""): this {
-    this.authorize = rbacAuthorizer(withNamePrefix(rbacObjects({ ...defaultManifestOptions, ...options }), namePrefix));
+    this.rbac = withNamePrefix(rbacObjects({ ...defaultManifestOptions, ...options }), namePrefix);
+    this.authorize = rbacAuthorizer(this.rbac);
     return this;
   }
+
+  /** Every permission the agent's roles grant it (agentUsed: those its requests used). */
+  agentGrants = () => grantsOf(this.rbac, "meshcni/meshcni");
 
   async start(): Promise<this> {
     this.dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));

@@ -103,6 +103,33 @@ export function rbacAuthorizer(objects: KubeObject[]): (serviceAccount: string, 
   };
 }
 
+/** A permission as `verb resource` (`verb group/resource` outside the core group), for comparing what is granted with what is used. */
+export const permissionOf = ({ verb, group, resource }: { verb: string; group: string; resource: string }) =>
+  `${verb} ${group ? `${group}/` : ""}${resource}`;
+
+/** Every permission these RBAC objects grant a ServiceAccount (`namespace/name`), in any namespace. */
+export function grantsOf(objects: KubeObject[], serviceAccount: string): string[] {
+  const bound = (objects as Binding[]).filter(
+    (binding) =>
+      /RoleBinding$/.test(String(binding.kind)) &&
+      (binding.subjects ?? []).some(
+        (subject) => subject.kind === "ServiceAccount" && `${subject.namespace}/${subject.name}` === serviceAccount,
+      ),
+  );
+  const rules = bound.flatMap(
+    (binding) =>
+      (objects.find((object) => object.kind === binding.roleRef.kind && object.metadata?.name === binding.roleRef.name) as Role)?.rules ??
+      [],
+  );
+  return [
+    ...new Set(
+      rules.flatMap((rule) =>
+        rule.verbs.flatMap((verb) => rule.resources.map((resource) => permissionOf({ verb, group: rule.apiGroups[0] ?? "", resource }))),
+      ),
+    ),
+  ];
+}
+
 /** RBAC objects as kustomize's namePrefix leaves them: every name prefixed, and the references to them (roleRef, ServiceAccount subjects). */
 export function withNamePrefix(objects: KubeObject[], prefix: string): KubeObject[] {
   if (!prefix) return objects;

@@ -206,6 +206,17 @@ describeAsRoot("the agent's repair, policy evict", () => {
     expect(await s.host.metric('meshcni_repairs_total{action="evict",result="blocked"}')).toBeGreaterThanOrEqual(1);
     expect(await s.host.metric('meshcni_repairs_total{action="evict",result="done"}')).toBe(1);
   });
+
+  it("was granted by its roles nothing it did not use, but what only a stale cache or a stop asks for", () => {
+    // Its roles as `meshcni manifests --repair evict --startup-taint ""` renders them, against every request it made here.
+    const unused = s.api.agentGrants().filter((grant) => !s.api.agentUsed.has(grant));
+    expect(unused.sort()).toEqual([
+      // Its own DaemonSet, read as it stops (keep or uninstall).
+      "get apps/daemonsets",
+      // The kubernetes Service read one at a time, for a control-plane pod while the Service's cache is stale.
+      "get services",
+    ]);
+  });
 });
 
 describeAsRoot("the agent's repair, policy evict, a PodDisruptionBudget that holds", () => {

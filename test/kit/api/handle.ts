@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FakeApiServer, MintedToken } from "../api-server.js";
-import { authorizationOf, isDiscovery } from "../rbac.js";
+import { authorizationOf, isDiscovery, permissionOf } from "../rbac.js";
 import { clusterRoutes } from "./cluster-routes.js";
 import { podRoutes } from "./pod-routes.js";
 import { type ApiRequest, failure, type Reply } from "./replies.js";
@@ -61,6 +61,7 @@ export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: 
     res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
     return;
   }
+  if (who === "agent" && !isDiscovery(method, path)) server.agentUsed.add(permissionOf(authorizationOf(method, path, query)));
   const fault = server.faults.get(path);
   if (fault && "hang" in fault) {
     server.hanging.add(res);
