@@ -4,6 +4,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chartFiles } from "../src/manifests/chart.js";
 
-export const chartDir = join(import.meta.dirname, "../charts/meshcni");
+const chartDir = join(import.meta.dirname, "../charts/meshcni");
 
 if (import.meta.main) for (const { name, text } of chartFiles()) writeFileSync(join(chartDir, name), text);

@@ -11,8 +11,10 @@ export interface TaintSpec {
 }
 
 export const taintEffects = ["NoSchedule", "PreferNoSchedule", "NoExecute"] as const;
-/** kubectl's form `key[=value][:Effect]`, the effect any word (checked against taintEffects). */
-export const taintForm = /^([A-Za-z0-9./_-]+)(?:=([A-Za-z0-9._-]*))?(?::([A-Za-z]+))?$/;
+/** kubectl's form `key[=value][:Effect]` as a pattern (key, value and effect captured), the effect matching `effect`. */
+export const taintPattern = (effect: string) => `^([A-Za-z0-9./_-]+)(?:=([A-Za-z0-9._-]*))?(?::(${effect}))?$`;
+/** The form with any word as its effect, checked against taintEffects to name the wrong one. */
+const taintForm = new RegExp(taintPattern("[A-Za-z]+"));
 
 /** Parses kubectl's form `key[=value][:Effect]`; the effect defaults to NoSchedule. */
 export function parseTaint(text: string): TaintSpec {

@@ -1,4 +1,4 @@
-import { taintEffects } from "../agent/taint.js";
+import { taintEffects, taintPattern } from "../agent/taint.js";
 import { repairPolicies } from "../audit/repair.js";
 import { agentLogLevels } from "../log.js";
 import { iptablesModes } from "../redirect/redirector.js";
@@ -97,7 +97,7 @@ export function chartValuesSchema(): Schema {
       // meshcni's own.
       repair: { enum: [...repairPolicies] },
       evictNamespaces: list(string({ pattern: `^${dnsLabel}$` })),
-      startupTaint: string({ pattern: `^$|^[A-Za-z0-9./_-]+(=[A-Za-z0-9._-]*)?(:(${taintEffects.join("|")}))?$` }),
+      startupTaint: string({ pattern: `^$|${taintPattern(taintEffects.join("|"))}` }),
       extraCNIBinDirs: list(absolutePath),
       netnsDir: absolutePath,
       criSocket: string({ pattern: "^$|^/" }),

@@ -73,6 +73,31 @@ type Subject = { kind: string; name: string; namespace?: string };
 type Binding = KubeObject & { subjects?: Subject[]; roleRef: { kind: string; name: string } };
 type Role = KubeObject & { rules?: RbacRule[] };
 
+/** The role a binding refers to: a ClusterRole by name, or a Role by name in the binding's own namespace. */
+function roleOf(objects: KubeObject[], binding: Binding): Role | undefined {
+  const { kind, name } = binding.roleRef;
+  return objects.find(
+    (object) =>
+      object.kind === kind &&
+      object.metadata?.name === name &&
+      (kind === "ClusterRole" || object.metadata?.namespace === binding.metadata?.namespace),
+  ) as Role | undefined;
+}
+
+/** The rules of every role bound to a ServiceAccount (`namespace/name`) by the bindings `applies` keeps. */
+function boundRules(objects: KubeObject[], serviceAccount: string, applies: (binding: Binding) => boolean): RbacRule[] {
+  return (objects as Binding[])
+    .filter(
+      (binding) =>
+        /^(Cluster)?RoleBinding$/.test(String(binding.kind)) &&
+        applies(binding) &&
+        (binding.subjects ?? []).some(
+          (subject) => subject.kind === "ServiceAccount" && `${subject.namespace}/${subject.name}` === serviceAccount,
+        ),
+    )
+    .flatMap((binding) => roleOf(objects, binding)?.rules ?? []);
+}
+
 /**
  * RBAC as kube-apiserver's authorizer applies it to a ServiceAccount (`namespace/name`),
  * from Roles, ClusterRoles and their bindings as manifests hold them: a ClusterRoleBinding
@@ -80,27 +105,16 @@ type Role = KubeObject & { rules?: RbacRule[] };
  * namespace only. Nothing else is allowed.
  */
 export function rbacAuthorizer(objects: KubeObject[]): (serviceAccount: string, request: AuthorizationRequest) => boolean {
-  const of = (kind: string) => objects.filter((object) => object.kind === kind);
-  const role = (kind: string, name: string, namespace?: string) =>
-    of(kind).find((object) => object.metadata?.name === name && (kind === "ClusterRole" || object.metadata?.namespace === namespace)) as
-      | Role
-      | undefined;
-  const binds = (binding: Binding, serviceAccount: string) =>
-    (binding.subjects ?? []).some(
-      (subject) => subject.kind === "ServiceAccount" && `${subject.namespace}/${subject.name}` === serviceAccount,
+  return (serviceAccount, request) =>
+    allowedBy(
+      boundRules(
+        objects,
+        serviceAccount,
+        (binding) =>
+          binding.kind === "ClusterRoleBinding" || (request.namespace !== undefined && binding.metadata?.namespace === request.namespace),
+      ),
+      request,
     );
-  return (serviceAccount, request) => {
-    const clusterWide = (of("ClusterRoleBinding") as Binding[])
-      .filter((binding) => binds(binding, serviceAccount))
-      .flatMap((binding) => role("ClusterRole", binding.roleRef.name)?.rules ?? []);
-    const namespaced =
-      request.namespace === undefined
-        ? []
-        : (of("RoleBinding") as Binding[])
-            .filter((binding) => binding.metadata?.namespace === request.namespace && binds(binding, serviceAccount))
-            .flatMap((binding) => role(binding.roleRef.kind, binding.roleRef.name, request.namespace)?.rules ?? []);
-    return allowedBy([...clusterWide, ...namespaced], request);
-  };
 }
 
 /** A permission as `verb resource` (`verb group/resource` outside the core group), for comparing what is granted with what is used. */
@@ -109,25 +123,13 @@ export const permissionOf = ({ verb, group, resource }: { verb: string; group: s
 
 /** Every permission these RBAC objects grant a ServiceAccount (`namespace/name`), in any namespace. */
 export function grantsOf(objects: KubeObject[], serviceAccount: string): string[] {
-  const bound = (objects as Binding[]).filter(
-    (binding) =>
-      /RoleBinding$/.test(String(binding.kind)) &&
-      (binding.subjects ?? []).some(
-        (subject) => subject.kind === "ServiceAccount" && `${subject.namespace}/${subject.name}` === serviceAccount,
-      ),
-  );
-  const rules = bound.flatMap(
-    (binding) =>
-      (objects.find((object) => object.kind === binding.roleRef.kind && object.metadata?.name === binding.roleRef.name) as Role)?.rules ??
-      [],
-  );
-  return [
-    ...new Set(
-      rules.flatMap((rule) =>
-        rule.verbs.flatMap((verb) => rule.resources.map((resource) => permissionOf({ verb, group: rule.apiGroups[0] ?? "", resource }))),
-      ),
+  const rules = boundRules(objects, serviceAccount, () => true);
+  const permissions = rules.flatMap((rule) =>
+    rule.verbs.flatMap((verb) =>
+      rule.apiGroups.flatMap((group) => rule.resources.map((resource) => permissionOf({ verb, group, resource }))),
     ),
-  ];
+  );
+  return [...new Set(permissions)];
 }
 
 /** RBAC objects as kustomize's namePrefix leaves them: every name prefixed, and the references to them (roleRef, ServiceAccount subjects). */

@@ -50,18 +50,16 @@ export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: 
     res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
     return;
   }
-  const serviceAccount = who === "agent" ? agentServiceAccount(server) : who;
-  if (
-    authorized &&
-    who !== "admin" &&
-    !isDiscovery(method, path) &&
-    !server.authorize(serviceAccount, authorizationOf(method, path, query))
-  ) {
-    const forbidden = failure(403, "Forbidden", `system:serviceaccount:${serviceAccount.replace("/", ":")} cannot ${method} ${path}`);
-    res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
-    return;
+  if (authorized && who !== "admin" && !isDiscovery(method, path)) {
+    const serviceAccount = who === "agent" ? agentServiceAccount(server) : who;
+    const attributes = authorizationOf(method, path, query);
+    if (!server.authorize(serviceAccount, attributes)) {
+      const forbidden = failure(403, "Forbidden", `system:serviceaccount:${serviceAccount.replace("/", ":")} cannot ${method} ${path}`);
+      res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
+      return;
+    }
+    if (who === "agent") server.agentUsed.add(permissionOf(attributes));
   }
-  if (who === "agent" && !isDiscovery(method, path)) server.agentUsed.add(permissionOf(authorizationOf(method, path, query)));
   const fault = server.faults.get(path);
   if (fault && "hang" in fault) {
     server.hanging.add(res);
