@@ -7,11 +7,11 @@ import { defaultManifestOptions, type ManifestOptions } from "../../src/manifest
 import { nodeNameClaim } from "../../src/manifests/policy.js";
 import { renderManifests } from "../../src/manifests/render.js";
 import { admit } from "./admission.js";
-import { handleRequest } from "./api/handle.js";
+import { handleRequest, unusedGrants } from "./api/handle.js";
 import { failure, type Reply } from "./api/replies.js";
 import { ApiStore } from "./api/store.js";
 import { selfSignedCertificate } from "./api/tls.js";
-import { grantsOf, rbacAuthorizer, withNamePrefix } from "./rbac.js";
+import { rbacAuthorizer, withNamePrefix } from "./rbac.js";
 import type { KubeObject } from "./watch-hub.js";
 
 export { type PodOptions, podObject } from "./api/pods.js";
@@ -72,7 +72,6 @@ export class FakeApiServer extends ApiStore {
   /** The RBAC objects the agent's and minted tokens are authorised by: deploy/'s by default (see authorizeAs). */
   rbac = rbacObjects(defaultManifestOptions);
   authorize = rbacAuthorizer(this.rbac);
-  readonly agentUsed = new Set<string>();
   /** Tokens minted through TokenRequest. */
   readonly minted = new Map<string, MintedToken>();
   /** Whether TokenRequest binds tokens to a Node (Kubernetes ≥ 1.33); before, it refuses the kind. */
@@ -108,8 +107,8 @@ export class FakeApiServer extends ApiStore {
     return this;
   }
 
-  /** Every permission the agent's roles grant it (agentUsed: those its requests used). */
-  agentGrants = () => grantsOf(this.rbac, "meshcni/meshcni");
+  /** What `who`'s roles grant that none of `requests` used ("agent": the agent's tokens): what its RBAC could lose. */
+  unusedGrants = (who: string, requests: RecordedRequest[] = this.requests) => unusedGrants(this, who, requests);
 
   async start(): Promise<this> {
     this.dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));

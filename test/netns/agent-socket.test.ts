@@ -22,6 +22,8 @@ describeAsRoot("the plugin asks the agent on the node", () => {
   const host = new AgentHarness({ onHost: true });
   const socket = () => join(net.stateDir, "agent", "plugin.sock");
   let entry: Record<string, unknown> = {};
+  /** The requests the token test made itself with the plugin's token (indices into api.requests), apart from the plugin's. */
+  const probes = { from: 0, to: 0 };
 
   /** The plugin's ADD of a pod in a fresh netns, as the runtime runs it with the agent's entry: its outcome and how long it took. */
   const addPod = async (name: string, uid?: string, changes: Record<string, unknown> = {}, netnsName = name, namespace = "shop") => {
@@ -535,6 +537,7 @@ describeAsRoot("the plugin asks the agent on the node", () => {
   });
 
   it("the token on the node's disk reads pods and namespaces, and nothing else", async () => {
+    probes.from = api.requests.length;
     const token = host.pluginToken();
     expect(api.minted.get(token)?.serviceAccount).toBe("meshcni/meshcni-plugin");
     const status = (method: string, path: string, body?: unknown) =>
@@ -566,6 +569,7 @@ describeAsRoot("the plugin asks the agent on the node", () => {
     expect(await status("POST", "/api/v1/namespaces/shop/events", {})).toBe(403);
     expect(await status("POST", "/api/v1/namespaces/meshcni/serviceaccounts/meshcni-plugin/token", {})).toBe(403);
     expect(await status("POST", "/api/v1/namespaces/shop/pods/web/eviction", {})).toBe(403);
+    probes.to = api.requests.length;
   });
 
   it("100 ADDs at once through one agent: every one redirected, the API asked only by those the busy agent did not answer in time", async () => {
@@ -626,5 +630,11 @@ describeAsRoot("the plugin asks the agent on the node", () => {
     expect(result.stderr).toContain("ECONNREFUSED");
     expect(ms).toBeLessThan(1000);
     expect(await natRules(netns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+  });
+
+  it("the plugin's role grants nothing its own lookups did not use (a control-plane pod's among them)", () => {
+    // The plugin's requests alone: not the probes above, made with its token by the test.
+    const byPlugin = api.requests.filter((_, i) => i < probes.from || i >= probes.to);
+    expect(api.unusedGrants("meshcni/meshcni-plugin", byPlugin)).toEqual([]);
   });
 });

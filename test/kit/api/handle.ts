@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { FakeApiServer, MintedToken } from "../api-server.js";
-import { authorizationOf, isDiscovery, permissionOf } from "../rbac.js";
+import type { FakeApiServer, MintedToken, RecordedRequest } from "../api-server.js";
+import { authorizationOf, grantsOf, isDiscovery, permissionOf } from "../rbac.js";
 import { clusterRoutes } from "./cluster-routes.js";
 import { podRoutes } from "./pod-routes.js";
 import { type ApiRequest, failure, type Reply } from "./replies.js";
@@ -58,7 +58,6 @@ export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: 
       res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
       return;
     }
-    if (who === "agent") server.agentUsed.add(permissionOf(attributes));
   }
   const fault = server.faults.get(path);
   if (fault && "hang" in fault) {
@@ -92,6 +91,22 @@ function endless(res: ServerResponse): void {
   };
   res.on("drain", more);
   more();
+}
+
+/**
+ * The permissions the roles bound to `who` (a ServiceAccount, or "agent") grant that none of
+ * `requests` used, sorted: each one a grant the RBAC could do without, or one only a rarer path uses.
+ */
+export function unusedGrants(server: FakeApiServer, who: string, requests: RecordedRequest[]): string[] {
+  const used = new Set(
+    requests
+      .filter((request) => request.who === who && !isDiscovery(request.method, request.path))
+      .map((request) => permissionOf(authorizationOf(request.method, request.path, request.query))),
+  );
+  const account = who === "agent" ? agentServiceAccount(server) : who;
+  return grantsOf(server.rbac, account)
+    .filter((grant) => !used.has(grant))
+    .sort();
 }
 
 /** The agent's ServiceAccount (`namespace/name`), from the username its tokens authenticate as. */
