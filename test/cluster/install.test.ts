@@ -1,6 +1,8 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeIp, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
@@ -138,5 +140,43 @@ describeAsRoot("meshcni on a real cluster", () => {
     await cluster.kubectl(["rollout", "status", "deployment/after-rewrite", "--timeout=90s"]);
     const ip = await cluster.podIpOf("app=after-rewrite");
     expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${await cluster.podIp("client")}`);
+  });
+
+  it("deploy/ as committed: real kustomize builds it and its components into its files' objects; the real API server accepts each (server-side dry run)", async () => {
+    // deploy/ is checked against `meshcni manifests` by test/unit/deploy.test.ts; this is the independent half.
+    const deploy = join(import.meta.dirname, "../../deploy");
+    type Manifest = { kind: string; metadata: { name: string; namespace?: string } };
+    const objectsOf = (yaml: string) => parseAllDocuments(yaml).map((document) => document.toJS() as Manifest);
+    const sorted = (objects: Manifest[]) =>
+      objects.sort((a, b) => `${a.kind}/${a.metadata.name}`.localeCompare(`${b.kind}/${b.metadata.name}`));
+    const filesIn = (dir: string) =>
+      readdirSync(dir, { recursive: true, encoding: "utf8" }).filter(
+        (file) => file.endsWith(".yaml") && !file.endsWith("kustomization.yaml"),
+      );
+    const committed = (files: string[]) => files.flatMap((file) => objectsOf(readFileSync(join(deploy, file), "utf8")));
+    const overlay = mkdtempSync(join(tmpdir(), "meshcni-deploy-"));
+    try {
+      const components = readdirSync(join(deploy, "components")).map(
+        (name) => `  - ${relative(overlay, join(deploy, "components", name))}\n`,
+      );
+      const kustomization = `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ${relative(overlay, deploy)}\ncomponents:\n${components.join("")}`;
+      writeFileSync(join(overlay, "kustomization.yaml"), kustomization);
+      const built = objectsOf(await cluster.kubectl(["kustomize", "--load-restrictor", "LoadRestrictionsNone", overlay]));
+      // kubectl's kustomize does not know the admission policy kinds are cluster-scoped and gives them the namespace: the
+      // API server drops it (below), so it is set aside here.
+      const admission = built.filter((object) => object.kind.startsWith("ValidatingAdmissionPolicy"));
+      expect(admission.map((object) => object.metadata.namespace)).toEqual(["meshcni", "meshcni"]);
+      for (const object of admission) delete object.metadata.namespace;
+      expect(sorted(built)).toEqual(sorted(committed(filesIn(deploy))));
+    } finally {
+      rmSync(overlay, { recursive: true, force: true });
+    }
+    // The base alone: the cluster has no Prometheus Operator, whose kind the alerts' component holds.
+    const base = committed(readdirSync(deploy).filter((file) => file.endsWith(".yaml") && file !== "kustomization.yaml"));
+    const dryRun = await cluster.kubectl(["apply", "-k", deploy, "--dry-run=server", "-o", "json"]);
+    const accepted = JSON.parse(dryRun) as { items: Manifest[] };
+    expect(sorted(accepted.items).map(({ kind, metadata }) => ({ kind, name: metadata.name, namespace: metadata.namespace }))).toEqual(
+      sorted(base).map(({ kind, metadata }) => ({ kind, name: metadata.name, namespace: metadata.namespace })),
+    );
   });
 });
