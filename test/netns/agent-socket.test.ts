@@ -5,7 +5,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentHarness, askAgent } from "../kit/agent.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
-import { agentTemplate, podArgs, sleep, until } from "../kit/common.js";
+import { agentTemplate, podArgs, until } from "../kit/common.js";
 import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
@@ -306,7 +306,8 @@ describeAsRoot("the plugin asks the agent on the node", () => {
     expect(result.exitCode, result.stdout + result.stderr).toBe(0);
     expect(result.stderr).toContain("no answer within 2000 ms");
     expect(existsSync(slowFailure())).toBe(false);
-    // The agent's write has failed by now (it was 2.5 s) or fails soon: either way, what the plugin wrote stays.
+    // The agent says so once its writer answered that it failed (2.5 s in): the writer answers only after its own
+    // undo, so whatever it would take away is gone by then. What the plugin wrote stays.
     await until(
       () =>
         host.logs.some((line) => line.msg === "the plugin writes the redirect itself: the agent could not" && line.pod === `shop/${name}`),
@@ -314,7 +315,6 @@ describeAsRoot("the plugin asks the agent on the node", () => {
     ).catch(() => {
       throw new Error(JSON.stringify(host.logs.slice(-8)));
     });
-    await sleep(500);
     expect(record(`c-${name}`)).toMatchObject({ state: "added", backend: "legacy" });
     expect(await natRules(netns, "legacy")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
     const env = pluginEnv(net.netnsPath(netns), `c-${name}`, podArgs("shop", name), { CNI_COMMAND: "DEL" });
