@@ -1,7 +1,6 @@
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
-import { numberFlag, oneOf } from "../flags.js";
+import { numberFlag, oneOf, parseFlags } from "../flags.js";
 import type { InstallOptions } from "../installer/options.js";
 import { type AgentLogLevel, agentLogLevels } from "../log.js";
 import type { PodKey } from "../pod-key.js";
@@ -88,7 +87,7 @@ function serviceAccountOf(text: string): AgentOptions["pluginToken"]["serviceAcc
 
 /** Reads the flags and environment; throws one line naming the bad flag and value. */
 export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPath: string): AgentOptions {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args: argv,
     strict: true,
     options: {

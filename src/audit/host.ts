@@ -4,6 +4,7 @@ import type { KubeConfig } from "@kubernetes/client-node";
 import { readConfigFiles } from "../cni/config-dir.js";
 import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { criSocketOf, criSockets } from "../cri/sockets.js";
+import { timeoutFlag } from "../flags.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
 import { createNodeApi } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
@@ -24,11 +25,13 @@ export const hostFlags = {
   "netns-dir": { type: "string" as const, multiple: true as const, default: ["/var/run/netns"] },
   "cri-socket": { type: "string" as const, default: "auto" },
   output: { type: "string" as const, default: "table" },
+  timeout: { type: "string" as const, default: "30" },
 };
 
 export const hostFlagsUsage = `  --node NAME               the node [NODE_NAME] (this host's name)
   --output FORMAT           table or json (table)
-  --kubeconfig PATH         API access [KUBECONFIG] (else in-cluster; "-": read it from stdin)
+  --kubeconfig PATH         API access [KUBECONFIG] (else ~/.kube/config, else in-cluster; "-": stdin)
+  --timeout SECONDS         give up on the API server after this long (30)
   --host-root DIR           where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] ("")
   --state-dir DIR           the plugin's state_dir on the host (${defaultStateDir})
   --net-dir DIR             the CNI config dir on the host, for pods without a record (/etc/cni/net.d)
@@ -43,6 +46,7 @@ export interface HostValues {
   dirs: SweepRequest["dirs"];
   kubeconfig: string | undefined;
   output: "table" | "json";
+  timeoutSeconds: number;
 }
 
 /** The host flags' values with their environment fallbacks; throws on a bad --output. */
@@ -55,6 +59,7 @@ export function hostValues(values: {
   "netns-dir": string[];
   "cri-socket": string;
   output: string;
+  timeout: string;
 }): HostValues {
   if (values.output !== "table" && values.output !== "json")
     throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);
@@ -67,8 +72,9 @@ export function hostValues(values: {
       netnsDirs: values["netns-dir"],
       criSocket: values["cri-socket"],
     },
-    kubeconfig: values.kubeconfig ?? process.env.KUBECONFIG,
+    kubeconfig: values.kubeconfig,
     output: values.output,
+    timeoutSeconds: timeoutFlag(values.timeout),
   };
 }
 
@@ -76,14 +82,14 @@ export function hostValues(values: {
 const runtimeSweepMs = 15_000;
 
 /** The sweep's I/O on this host: the API (as `config` allows), the state dir, the runtime's netns, the redirect's backends. */
-export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeConfig): SweepIo {
+export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeConfig, explain?: (error: unknown) => unknown): SweepIo {
   const { hostRoot } = dirs;
   const onHost = hostPaths(hostRoot);
   const stateDir = onHost(dirs.stateDir);
   const redirector = (backend: Backend) => createRedirector(backend, { stateDir });
   const socket = criSocketOf(dirs.criSocket, (path) => existsSync(onHost(path)));
   return {
-    api: createNodeApi(config, node),
+    api: createNodeApi(config, node, "meshcni", explain),
     records: fileRecordStore(stateDir),
     netconf: () => activeNetconf(readConfigFiles(onHost(dirs.netDir))),
     // The netconf's state_dir holds the backend ADD detected: the same answer, read where the plugin wrote it.

@@ -1,15 +1,14 @@
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { KubeConfig } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
-import { numberFlag, oneOf } from "../flags.js";
-import { kubeConfigFrom } from "../kube/node-api.js";
+import { numberFlag, oneOf, parseFlags } from "../flags.js";
+import { cliKubeConfig, operatorMessage, withDeadline } from "../kube/cli-access.js";
 import { parsePodKey } from "../pod-key.js";
 import { parseSweepInput, type SweepInput, type SweepRequest } from "./contract.js";
 import { renderTable } from "./format.js";
 import { hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
 import { repairPolicies } from "./repair.js";
-import { allProtected, sweep } from "./sweep.js";
+import { allProtected, type SweepIo, sweep } from "./sweep.js";
 
 export const auditUsage = `meshcni audit [options]   judge this node's meshed pods by what their netns hold; repair them
 
@@ -38,7 +37,7 @@ Exit codes as meshcni audit's; 2 when the input is not a request.
 `;
 
 function parseAuditArgs(argv: string[]) {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args: argv,
     options: {
       ...hostFlags,
@@ -78,8 +77,23 @@ export async function runAudit(argv: string[]): Promise<number> {
     ...(namespace && name ? { self: { namespace, name } } : {}),
     dirs: host.dirs,
   };
-  return runSweepOf("audit", request, () => kubeConfigFrom(host.kubeconfig), host.output);
+  return withDeadline(host.timeoutSeconds, (signal) => {
+    const io = () => {
+      const { config, target } = cliKubeConfig(host.kubeconfig, process.env, signal);
+      return hostIo(
+        request.node,
+        request.dirs,
+        config,
+        (error) => new Error(operatorMessage(error, target, host.timeoutSeconds, auditNeeds)),
+      );
+    };
+    return runSweepOf("audit", request, io, host.output);
+  });
 }
+
+/** What the audit reads and writes, for a 403's message. */
+const auditNeeds =
+  "list and get on pods, get on namespaces and services; with --repair also create on events, patch on pods and create on pods/eviction";
 
 /** `meshcni sweep`, the agent's child: a request and the agent's kubeconfig on stdin (checked), the report as JSON on stdout. */
 export async function runSweep(argv: string[]): Promise<number> {
@@ -91,18 +105,18 @@ export async function runSweep(argv: string[]): Promise<number> {
     process.stderr.write(`meshcni sweep: ${errorMessage(error)}\n`);
     return 2;
   }
-  const kubeConfig = () => {
+  const io = () => {
     const config = new KubeConfig();
     config.loadFromString(input.kubeconfig);
-    return config;
+    return hostIo(input.request.node, input.request.dirs, config);
   };
-  return runSweepOf("sweep", input.request, kubeConfig, "json");
+  return runSweepOf("sweep", input.request, io, "json");
 }
 
 /** Runs one sweep on this host and prints its report. Exit 0 when the node ends it protected, 1 when not, 2 on an error. */
-async function runSweepOf(command: string, request: SweepRequest, kubeConfig: () => KubeConfig, output: "table" | "json"): Promise<number> {
+async function runSweepOf(command: string, request: SweepRequest, io: () => SweepIo, output: "table" | "json"): Promise<number> {
   try {
-    const report = await sweep(request, hostIo(request.node, request.dirs, kubeConfig()));
+    const report = await sweep(request, io());
     process.stdout.write(output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderTable(report));
     return allProtected(report) ? 0 : 1;
   } catch (error) {

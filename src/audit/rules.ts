@@ -1,7 +1,7 @@
-import { parseArgs } from "node:util";
 import { errorMessage } from "../errors.js";
+import { parseFlags } from "../flags.js";
 import { createRedirector, hostPaths } from "../host.js";
-import { kubeConfigFrom } from "../kube/node-api.js";
+import { cliKubeConfig, operatorMessage, withDeadline } from "../kube/cli-access.js";
 import { inNetns } from "../netns/enter.js";
 import { formatPodKey, parsePodKey, podName } from "../pod-key.js";
 import { planLines, type RulePlan } from "../redirect/plan.js";
@@ -10,7 +10,7 @@ import type { Family } from "../redirect/spec.js";
 import { ownLines } from "../redirect/table.js";
 import { classify } from "./classify.js";
 import { expectations } from "./expectation.js";
-import { hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
+import { type HostValues, hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
 
 export const rulesUsage = `meshcni rules NAMESPACE/POD [options]   a pod's redirect as its netns holds it, beside meshcni's plan
 
@@ -41,9 +41,9 @@ function indent(lines: string[]): string {
 }
 
 export async function runRules(argv: string[]): Promise<number> {
-  let parsed: { key: NonNullable<ReturnType<typeof parsePodKey>>; host: ReturnType<typeof hostValues> };
+  let parsed: { key: NonNullable<ReturnType<typeof parsePodKey>>; host: HostValues };
   try {
-    const { values, positionals } = parseArgs({ args: argv, options: hostFlags, allowPositionals: true });
+    const { values, positionals } = parseFlags({ args: argv, options: hostFlags, allowPositionals: true });
     const key = positionals.length === 1 ? parsePodKey(positionals[0]!) : undefined;
     if (!key) throw new Error(`expected one NAMESPACE/POD, got ${JSON.stringify(positionals.join(" "))}`);
     parsed = { key, host: hostValues(values) };
@@ -52,8 +52,15 @@ export async function runRules(argv: string[]): Promise<number> {
     return 2;
   }
   const { key, host } = parsed;
+  return withDeadline(host.timeoutSeconds, (signal) => printRules(key, host, signal));
+}
+
+async function printRules(key: NonNullable<ReturnType<typeof parsePodKey>>, host: HostValues, signal: AbortSignal): Promise<number> {
   try {
-    const io = hostIo(host.node, host.dirs, kubeConfigFrom(host.kubeconfig));
+    const { config, target } = cliKubeConfig(host.kubeconfig, process.env, signal);
+    const explain = (error: unknown) =>
+      new Error(operatorMessage(error, target, host.timeoutSeconds, "list on pods, get on namespaces and services"));
+    const io = hostIo(host.node, host.dirs, config, explain);
     const onHost = hostPaths(host.dirs.hostRoot);
     const records = io.records.list();
     const pod = (await io.api.listPods()).find((candidate) => podName(candidate) === formatPodKey(key));

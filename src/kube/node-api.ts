@@ -1,10 +1,9 @@
-import { readFileSync } from "node:fs";
 import {
   AdmissionregistrationV1Api,
   AppsV1Api,
   CoreV1Api,
   type CoreV1Event,
-  KubeConfig,
+  type KubeConfig,
   PatchStrategy,
   setHeaderOptions,
   type V1Namespace,
@@ -13,7 +12,6 @@ import {
   type V1Service,
   type V1Taint,
 } from "@kubernetes/client-node";
-import { errorMessage } from "../errors.js";
 import { ApiStatusError, apiError } from "./errors.js";
 import { type Mint, TokenMinter } from "./token-request.js";
 
@@ -65,28 +63,19 @@ export interface NodeApi {
 
 export type DaemonSetState = "present" | "deleted" | "denied";
 
-/** A kubeconfig from a file, from stdin ("-": how the agent hands a sweep its credentials), or the default (KUBECONFIG, in-cluster). */
-export function kubeConfigFrom(path: string | undefined): KubeConfig {
-  const config = new KubeConfig();
-  try {
-    if (path === "-") config.loadFromString(readFileSync(0, "utf8"));
-    else if (path) config.loadFromFile(path);
-    else config.loadFromDefault();
-  } catch (error) {
-    throw new Error(`cannot read kubeconfig ${path ?? "(default)"}: ${errorMessage(error)}`);
-  }
-  return config;
-}
-
-export function createNodeApi(config: KubeConfig, nodeName: string, component = "meshcni"): NodeApi {
+/**
+ * The API as the agent and a sweep use it. Every failure in the Status's words (`explain`: a
+ * command run by hand puts them in the operator's, naming the server): Events and logs never
+ * carry client-node's dump of the exchange.
+ */
+export function createNodeApi(config: KubeConfig, nodeName: string, component = "meshcni", explain = apiError): NodeApi {
   const api = rawNodeApi(config, nodeName, component);
-  // Every failure in the Status's words: Events and logs never carry client-node's dump of the exchange.
   return Object.fromEntries(
     Object.entries(api).map(([name, call]) => [
       name,
       (...args: never[]) =>
         (call as (...args: never[]) => Promise<unknown>)(...args).catch((error: unknown) => {
-          throw apiError(error);
+          throw explain(error);
         }),
     ]),
   ) as unknown as NodeApi;

@@ -1,10 +1,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { parseArgs } from "node:util";
 import { parseTaint } from "../agent/taint.js";
 import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
-import { numberFlag, oneOf } from "../flags.js";
+import { numberFlag, oneOf, parseFlags } from "../flags.js";
 import { agentLogLevels } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
 import { defaultManifestOptions as defaults, type ManifestOptions } from "./options.js";
@@ -78,7 +77,7 @@ function evictNamespacesOf(text: string | undefined, repair: RepairPolicy): stri
 
 /** Reads the flags into options; throws one line naming the bad flag and value. */
 export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir: string | undefined } {
-  const { values } = parseArgs({
+  const { values } = parseFlags({
     args: argv,
     strict: true,
     options: {

@@ -1,10 +1,10 @@
 import { accessSync, constants, existsSync, readdirSync, readFileSync } from "node:fs";
 import { release } from "node:os";
 import { dirname } from "node:path";
-import { parseArgs } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { readConfigFiles } from "../cni/config-dir.js";
 import { errnoCode, errorMessage } from "../errors.js";
+import { parseFlags } from "../flags.js";
 import { detectNodeBackend, hostPaths, installedIptablesBackends } from "../host.js";
 import { pluginExecutables } from "../installer/bin-dir.js";
 import { defaultStateDir } from "../state/records.js";
@@ -130,9 +130,9 @@ const checkFlags = {
 } as const;
 
 export async function runCheck(argv: string[]): Promise<number> {
-  let values: ReturnType<typeof parseArgs<{ args: string[]; options: typeof checkFlags }>>["values"];
+  let values: ReturnType<typeof parseFlags<{ args: string[]; options: typeof checkFlags }>>["values"];
   try {
-    ({ values } = parseArgs({ args: argv, options: checkFlags }));
+    ({ values } = parseFlags({ args: argv, options: checkFlags }));
     if (!values.pre) throw new Error("say what to check: --pre (a node before installing)");
     if (values.output !== "table" && values.output !== "json")
       throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);

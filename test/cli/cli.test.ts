@@ -52,7 +52,7 @@ describe("meshcni's command line", () => {
     [["bogus"], 'meshcni: unknown command "bogus" (see meshcni help)'],
     [["help", "bogus"], 'meshcni: no command "bogus" (see meshcni help)'],
     [["install", "--listen", "nowhere"], 'meshcni install: --listen must be HOST:PORT, not "nowhere" (see meshcni install --help)'],
-    [["ready", "--bogus"], "meshcni ready: Unknown option '--bogus'"],
+    [["ready", "--bogus"], "meshcni ready: unknown flag --bogus"],
     [["audit", "--output", "xml"], 'meshcni audit: --output must be table or json, not "xml"'],
     [["audit", "--repair", "delete"], 'meshcni audit: --repair must be one of redirect, evict, label, none, not "delete"'],
     [["audit", "--max-evictions=-1"], 'meshcni audit: --max-evictions must be a whole number, not "-1"'],
@@ -63,7 +63,7 @@ describe("meshcni's command line", () => {
     [["check", "--pre", "--output", "yaml"], 'meshcni check: --output must be table or json, not "yaml"'],
     [["manifests", "--repair", "delete"], 'meshcni manifests: --repair must be one of redirect, evict, label, none, not "delete"'],
     [["manifests", "--netconf", "proxy-uid"], 'meshcni manifests: --netconf must be KEY=VALUE, not "proxy-uid"'],
-    [["manifests", "--metrics-port"], "meshcni manifests: Option '--metrics-port <value>' argument missing"],
+    [["manifests", "--metrics-port"], "meshcni manifests: --metrics-port needs a value"],
     // A taint the agent would refuse at start, crash-looping the DaemonSet.
     [
       ["manifests", "--startup-taint", "meshcni.io/not-ready:Sometimes"],

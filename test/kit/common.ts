@@ -1,3 +1,4 @@
+import { KubeConfig } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { kubeconfigPlaceholder } from "../../src/installer/template.js";
 
@@ -59,3 +60,10 @@ export function meshcniNetconf(
 /** The agent's template as a test gives it: meshcni with the test's state dir (and whatever else it adds). */
 export const agentTemplate = (stateDir: string, extra: Record<string, unknown> = {}) =>
   JSON.stringify({ type: "meshcni", state_dir: stateDir, kubernetes: { kubeconfig: kubeconfigPlaceholder }, ...extra });
+
+/** client-node's config from a kubeconfig file (the in-test server's). */
+export function kubeConfigOf(path: string): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromFile(path);
+  return config;
+}

@@ -325,7 +325,7 @@ describe("meshcni manifests flags", () => {
     [["--toleration", "a:Sometimes"], '--toleration must be KEY[=VALUE][:EFFECT], not "a:Sometimes"'],
     [["--netconf", "proxy-uid=-5"], "--netconf: "],
     [["--netconf", "iptables-mode=ebpf"], "iptables-mode"],
-    [["--bogus"], "Unknown option '--bogus'"],
+    [["--bogus"], "unknown flag --bogus"],
     [["--extra-bin-dir", "usr/lib/cni"], '--extra-bin-dir must be an absolute path on the node, not "usr/lib/cni"'],
     [["--evict-namespaces", "shop"], "--evict-namespaces needs --repair evict"],
     [["--repair", "evict", "--evict-namespaces", "shop,kube-system"], "--evict-namespaces: kube-system's pods are never meshed"],

@@ -9,10 +9,10 @@ import { parseAgentOptions } from "../../../src/agent/options.js";
 import type { SweepInput, SweepReport } from "../../../src/audit/contract.js";
 import type { Readiness } from "../../../src/installer/readiness.js";
 import { loadTemplate } from "../../../src/installer/template.js";
-import { createNodeApi, kubeConfigFrom } from "../../../src/kube/node-api.js";
+import { createNodeApi } from "../../../src/kube/node-api.js";
 import { askAgent } from "../../kit/agent.js";
 import { FakeApiServer, podObject } from "../../kit/api-server.js";
-import { until } from "../../kit/common.js";
+import { kubeConfigOf, until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
@@ -68,7 +68,7 @@ describe("the agent's node tasks", () => {
     return "cached" in answer && answer.cached;
   };
   const client = (): AgentClient => {
-    const config = kubeConfigFrom(api.writeAgentKubeconfig());
+    const config = kubeConfigOf(api.writeAgentKubeconfig());
     return { api: createNodeApi(config, "n1"), config, kubeconfig: `kubeconfig-${Math.random()}` };
   };
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createNodeApi, kubeConfigFrom, type NodeApi } from "../../../src/kube/node-api.js";
+import { createNodeApi, type NodeApi } from "../../../src/kube/node-api.js";
 import { FakeApiServer, podObject } from "../../kit/api-server.js";
+import { kubeConfigOf } from "../../kit/common.js";
 
 /** What the agent and the sweeps do with the API, for one node, against the in-test API server. */
 describe("the node API", () => {
@@ -10,7 +11,7 @@ describe("the node API", () => {
   beforeAll(async () => {
     // The node API is the agent's with every repair turned on: evict's RBAC (labels, evictions) and the startup taint's.
     api = (await new FakeApiServer().start()).authorizeAs({ repair: "evict" });
-    node = createNodeApi(kubeConfigFrom(api.writeAgentKubeconfig()), "n1", "meshcni-test");
+    node = createNodeApi(kubeConfigOf(api.writeAgentKubeconfig()), "n1", "meshcni-test");
   });
   afterAll(() => api.stop());
   beforeEach(() => {

@@ -3,11 +3,12 @@ import { CoreV1Api, PatchStrategy, setHeaderOptions, type V1Pod, type V1Taint } 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { unprotectedLabel } from "../../../src/audit/repair.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
-import { createNodeApi, kubeConfigFrom } from "../../../src/kube/node-api.js";
+import { createNodeApi } from "../../../src/kube/node-api.js";
 import { nodeBindingRefusal } from "../../../src/kube/token-request.js";
 import { defaultManifestOptions } from "../../../src/manifests/options.js";
 import { renderManifests } from "../../../src/manifests/render.js";
 import { FakeApiServer, podObject } from "../../kit/api-server.js";
+import { kubeConfigOf } from "../../kit/common.js";
 
 const startupTaint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
 const otherTaint = { key: "dedicated", value: "mesh", effect: "NoExecute" };
@@ -21,7 +22,7 @@ const meshcniReady = { type: "MeshcniReady", status: "True", reason: "Ready", me
  */
 describe("the agent's ServiceAccount held to its own node", () => {
   let api: FakeApiServer;
-  const config = () => kubeConfigFrom(api.writeAgentKubeconfig());
+  const config = () => kubeConfigOf(api.writeAgentKubeconfig());
   const onNode = (node: string) => createNodeApi(config(), node, "meshcni-test");
 
   beforeAll(async () => {
@@ -143,7 +144,7 @@ describe("the agent's ServiceAccount held to its own node", () => {
     const minted = await onNode("n1").mintToken("meshcni", "meshcni-plugin", 600);
     expect(minted.boundToNode).toBe(true);
     expect(api.minted.get(minted.token)?.boundNode?.name).toBe("n1");
-    const plugin = createNodeApi(kubeConfigFrom(api.writeKubeconfig(join(api.dir, "plugin-kubeconfig"), minted.token)), "n1");
+    const plugin = createNodeApi(kubeConfigOf(api.writeKubeconfig(join(api.dir, "plugin-kubeconfig"), minted.token)), "n1");
     expect((await plugin.readPod("shop", "web")).metadata?.name).toBe("web");
     api.deleteNode("n1");
     api.addNode({ metadata: { name: "n1" }, spec: {} });

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { kubeConfigFrom } from "../../../src/kube/node-api.js";
 import { Reflector } from "../../../src/kube/reflector.js";
 import { apiSource } from "../../../src/kube/sources.js";
 import type { WatchEnd } from "../../../src/kube/watch-ends.js";
 import { FakeApiServer } from "../../kit/api-server.js";
-import { until } from "../../kit/common.js";
+import { kubeConfigOf, until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
 
 interface Namespace {
@@ -25,7 +24,7 @@ describe("the reflector", () => {
   const lists = () => api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === undefined);
 
   const start = (backoffMs = { first: 200, cap: 2000 }, watchTimeoutSeconds = 1) => {
-    const config = kubeConfigFrom(api.writeAgentKubeconfig());
+    const config = kubeConfigOf(api.writeAgentKubeconfig());
     reflector = new Reflector<Namespace>(
       apiSource<Namespace>({
         name: "namespaces",

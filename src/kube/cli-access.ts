@@ -1,0 +1,126 @@
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { delimiter, join } from "node:path";
+import { KubeConfig, type RequestContext } from "@kubernetes/client-node";
+import { errorMessage } from "../errors.js";
+import { apiError, describeApiFailure } from "./errors.js";
+
+/** Where a hand-run command's requests go, as each of its errors names it. */
+export interface ApiTarget {
+  server: string;
+  context: string;
+  user: string;
+  /** Where the credentials came from: a file, KUBECONFIG, stdin, or the pod's ServiceAccount. */
+  source: string;
+}
+
+/** The ServiceAccount token a pod is given: client-node's in-cluster config reads it. */
+const serviceAccountToken = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/** A KubeConfig whose every request gives up at `signal`: a server that accepts and never answers cannot hold a command. */
+class DeadlineKubeConfig extends KubeConfig {
+  constructor(private readonly signal: AbortSignal) {
+    super();
+  }
+
+  override async applySecurityAuthentication(context: RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    context.setSignal(this.signal);
+  }
+}
+
+/**
+ * The credentials of a command run by hand, as kubectl finds them: `path` ("-": stdin), else
+ * KUBECONFIG, else ~/.kube/config, else the pod's ServiceAccount; none of them is an error
+ * saying so (client-node would quietly try http://localhost:8080).
+ */
+export function cliKubeConfig(
+  path: string | undefined,
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+): { config: KubeConfig; target: ApiTarget } {
+  const config = new DeadlineKubeConfig(signal);
+  const home = join(env.HOME || homedir(), ".kube", "config");
+  const kubeconfigs = (env.KUBECONFIG ?? "").split(delimiter).filter(Boolean);
+  let source: string;
+  try {
+    if (path === "-") {
+      source = "the kubeconfig on stdin";
+      config.loadFromString(readFileSync(0, "utf8"));
+    } else if (path) {
+      source = path;
+      config.loadFromFile(path);
+    } else if (kubeconfigs.length > 0) {
+      source = `KUBECONFIG=${env.KUBECONFIG}`;
+      config.loadFromDefault();
+    } else if (existsSync(home)) {
+      source = home;
+      config.loadFromFile(home);
+    } else if (env.KUBERNETES_SERVICE_HOST && existsSync(serviceAccountToken)) {
+      source = "this pod's ServiceAccount";
+      config.loadFromCluster();
+    } else {
+      throw new Error(`no kubeconfig: give --kubeconfig FILE or set KUBECONFIG (there is no ${home}, and this is no pod)`);
+    }
+  } catch (error) {
+    if (error instanceof Error && error.message.startsWith("no kubeconfig")) throw error;
+    throw new Error(`cannot read the kubeconfig ${path === "-" ? "on stdin" : (path ?? env.KUBECONFIG ?? home)}: ${errorMessage(error)}`);
+  }
+  const context = config.getCurrentContext();
+  const cluster = config.getCurrentCluster();
+  if (!context || !cluster) {
+    const contexts = config.getContexts().map((known) => known.name);
+    throw new Error(
+      !context
+        ? `${source} sets no current context: choose one with kubectl config use-context NAME${contexts.length ? ` (${contexts.join(", ")})` : ""}, or give --kubeconfig`
+        : `${source}: its current context ${JSON.stringify(context)} names no cluster it defines: fix it, or choose another with kubectl config use-context NAME`,
+    );
+  }
+  return { config, target: { server: cluster.server, context, user: config.getCurrentUser()?.name ?? "(none)", source } };
+}
+
+/**
+ * What a failed request means to the person who ran the command: the server and context it
+ * went to, what happened, and what to do. `needs` says what the command reads, for a 403.
+ */
+export function operatorMessage(error: unknown, target: ApiTarget, timeoutSeconds: number, needs: string): string {
+  const where = `the API server ${target.server} (context ${target.context}, from ${target.source})`;
+  const failure = apiError(error) as { code?: unknown; message?: string; name?: string; cause?: { code?: unknown } };
+  if (failure?.name === "AbortError" || failure?.name === "TimeoutError")
+    return `no answer from ${where} within ${timeoutSeconds} s: check that it runs and is reachable from here (kubectl --context ${target.context} get --raw /readyz), or give it longer with --timeout`;
+  if (failure?.code === 401)
+    return `${where} refused the credentials of user ${target.user} (401 Unauthorized): they are wrong or expired; get new ones for context ${target.context}`;
+  if (failure?.code === 403)
+    return `${where} forbids user ${target.user} what this command reads (403: ${failure.message}); it needs ${needs}`;
+  if (typeof failure?.code === "number") return `${where} answered ${failure.code}: ${failure.message}`;
+  const { cause } = describeApiFailure(error);
+  if (/CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO/i.test(cause))
+    return `cannot trust ${where}: ${cause}; check the cluster's certificate-authority in ${target.source}`;
+  const code = Object.keys(networkFailures).find((known) => cause.includes(known));
+  return `cannot reach ${where}: ${code ? `${networkFailures[code]} (${code})` : cause}; check the server address in ${target.source}, and that the API server runs`;
+}
+
+/** The socket errors a wrong address or a stopped server gives, in words (the runtime's own say "Is the computer able to access the url?"). */
+const networkFailures: Record<string, string> = {
+  ECONNREFUSED: "the connection was refused",
+  ENOTFOUND: "no such host",
+  EAI_AGAIN: "the host's name did not resolve",
+  EHOSTUNREACH: "no route to the host",
+  ENETUNREACH: "no route to the network",
+  ECONNRESET: "the connection was reset",
+  ETIMEDOUT: "the connection timed out",
+};
+
+/**
+ * Runs `work` with a signal that aborts it `seconds` from now: a command run by hand ends,
+ * whatever the server does. The timer is cleared when the work ends, so the process can exit.
+ */
+export async function withDeadline<T>(seconds: number, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), seconds * 1000);
+  try {
+    return await work(controller.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
