@@ -2,6 +2,7 @@ import { taintEffects, taintPattern } from "../agent/taint.js";
 import { repairPolicies } from "../audit/repair.js";
 import { agentLogLevels } from "../log.js";
 import { iptablesModes } from "../redirect/redirector.js";
+import { dnsLabel, quantityPattern } from "./checks.js";
 
 type Schema = Record<string, unknown>;
 
@@ -19,13 +20,12 @@ const stringMap: Schema = { type: "object", additionalProperties: { type: "strin
 const list = (items: Schema): Schema => ({ type: "array", items });
 const absolutePath = string({ pattern: "^/" });
 /** Kubernetes' quantity (resource.Quantity's form), or "" for none. */
-const quantity: Schema = { type: ["string", "number"], pattern: "^$|^[+]?[0-9.]+([eE][-+]?[0-9]+|[numkKMGTPE]i?)?$" };
+const quantity: Schema = { type: ["string", "number"], pattern: `^$|${quantityPattern}` };
 /** linkerd2-cni's port lists: "25,587,8000-9000" (ranges where a range means something), or one number. */
 const portList = (ranges: boolean): Schema => ({
   type: ["string", "integer"],
   pattern: ranges ? "^\\s*([0-9]+(-[0-9]+)?\\s*(,\\s*[0-9]+(-[0-9]+)?\\s*)*)?$" : "^\\s*([0-9]+\\s*(,\\s*[0-9]+\\s*)*)?$",
 });
-const dnsLabel = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
 const resources = object(
   Object.fromEntries(["cpu", "memory", "ephemeral-storage"].map((resource) => [resource, object({ limit: quantity, request: quantity })])),
 );

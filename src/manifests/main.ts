@@ -1,18 +1,18 @@
-import { mkdirSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { parseTaint } from "../agent/taint.js";
 import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { numberFlag, oneOf, parseFlags } from "../flags.js";
 import { agentLogLevels } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
+import { checkManifestOptions } from "./checks.js";
 import { defaultManifestOptions as defaults, type ManifestOptions } from "./options.js";
+import { writeOutputDir } from "./output-dir.js";
 import { systemNamespaces } from "./policy.js";
-import { manifestFiles, manifestsYaml } from "./yaml.js";
+import { manifestsYaml } from "./yaml.js";
 
 export const manifestsUsage = `meshcni manifests [options]   print the manifests that install meshcni (kubectl apply -f -)
 
-  --namespace NS             where the agent runs (${defaults.namespace})
+  --namespace NS             where the agent runs (${defaults.namespace}); another must exist, or:
+  --create-namespace         include the Namespace (privileged pod security) for another --namespace
   --image IMAGE              the agent's image (${defaults.image})
   --log-level LEVEL          debug, info, warn or error, for the agent and the plugin (${defaults.logLevel})
   --repair POLICY            ${repairPolicies.join(", ")} (${defaults.repair}); RBAC follows
@@ -75,13 +75,14 @@ function evictNamespacesOf(text: string | undefined, repair: RepairPolicy): stri
   return names;
 }
 
-/** Reads the flags into options; throws one line naming the bad flag and value. */
-export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir: string | undefined } {
+/** Reads the flags into options, checked (checkManifestOptions: its warnings beside them); throws one line naming the bad flag and value. */
+export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir: string | undefined; warnings: string[] } {
   const { values } = parseFlags({
     args: argv,
     strict: true,
     options: {
       namespace: { type: "string", default: defaults.namespace },
+      "create-namespace": { type: "boolean", default: false },
       image: { type: "string", default: defaults.image },
       "log-level": { type: "string", default: defaults.logLevel },
       repair: { type: "string", default: defaults.repair },
@@ -130,22 +131,17 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
     throw new Error(`--netconf: ${errorMessage(error)}`);
   }
   const repair = oneOf("repair", values.repair, repairPolicies);
-  const startupTaint = values["startup-taint"] || undefined;
-  // The agent's own reading: a taint it would refuse (and crash-loop on) is refused here.
-  if (startupTaint) parseTaint(startupTaint);
-  return {
+  const options = {
     namespace: values.namespace,
+    createNamespace: values["create-namespace"] || values.namespace === defaults.namespace,
     image: values.image,
     logLevel,
     repair,
     evictNamespaces: evictNamespacesOf(values["evict-namespaces"], repair),
-    startupTaint,
+    startupTaint: values["startup-taint"] || undefined,
     netDir: values["net-dir"],
     binDir: values["bin-dir"],
-    extraBinDirs: values["extra-bin-dir"].map((dir) => {
-      if (!dir.startsWith("/")) throw new Error(`--extra-bin-dir must be an absolute path on the node, not ${JSON.stringify(dir)}`);
-      return dir;
-    }),
+    extraBinDirs: values["extra-bin-dir"],
     netnsDir: values["netns-dir"],
     criSocket: values["cri-socket"],
     resources: { cpuRequest: values["cpu-request"], memoryRequest: values["memory-request"], memoryLimit: values["memory-limit"] },
@@ -160,6 +156,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
     grafanaDashboard: values["grafana-dashboard"],
     outputDir: values["output-dir"],
   };
+  return { ...options, warnings: checkManifestOptions(options) };
 }
 
 export function runManifests(argv: string[]): number {
@@ -170,16 +167,13 @@ export function runManifests(argv: string[]): number {
     process.stderr.write(`meshcni manifests: ${errorMessage(error)} (see meshcni manifests --help)\n`);
     return 2;
   }
+  for (const warning of options.warnings) process.stderr.write(`meshcni manifests: warning: ${warning}\n`);
   if (!options.outputDir) {
     process.stdout.write(manifestsYaml(options));
     return 0;
   }
   try {
-    mkdirSync(options.outputDir, { recursive: true });
-    for (const { name, text } of manifestFiles(options)) {
-      mkdirSync(dirname(join(options.outputDir, name)), { recursive: true });
-      writeFileSync(join(options.outputDir, name), text);
-    }
+    for (const line of writeOutputDir(options.outputDir, options)) process.stderr.write(`meshcni manifests: ${line}\n`);
   } catch (error) {
     process.stderr.write(`meshcni manifests: cannot write ${options.outputDir}: ${errorMessage(error)}\n`);
     return 1;

@@ -4,6 +4,8 @@ import { buildInfo, imageRepository } from "../build-info.js";
 /** What an operator chooses when installing meshcni (`meshcni manifests` flags). */
 export interface ManifestOptions {
   namespace: string;
+  /** Whether the manifests hold the Namespace (privileged pod security): meshcni's own, or when asked (--create-namespace). */
+  createNamespace: boolean;
   image: string;
   logLevel: "debug" | "info" | "warn" | "error";
   repair: RepairPolicy;
@@ -37,6 +39,7 @@ export interface ManifestOptions {
 
 export const defaultManifestOptions: ManifestOptions = {
   namespace: "meshcni",
+  createNamespace: true,
   image: `${imageRepository}:${buildInfo.version}`,
   logLevel: "info",
   repair: "redirect",

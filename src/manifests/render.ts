@@ -70,11 +70,15 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
   });
   const netconf = networkConfig(options);
   const objects: K8sObject[] = [
-    {
-      apiVersion: "v1",
-      kind: "Namespace",
-      metadata: { name: options.namespace, labels: { ...labels, "pod-security.kubernetes.io/enforce": "privileged" } },
-    },
+    ...(options.createNamespace
+      ? [
+          {
+            apiVersion: "v1",
+            kind: "Namespace",
+            metadata: { name: options.namespace, labels: { ...labels, "pod-security.kubernetes.io/enforce": "privileged" } },
+          },
+        ]
+      : []),
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta() },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta({ name: pluginAccount }), automountServiceAccountToken: false },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels }, rules: clusterRules(options) },
@@ -112,7 +116,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
           spec: {
             serviceAccountName: name,
             hostNetwork: true,
-            priorityClassName: options.priorityClassName,
+            ...(options.priorityClassName ? { priorityClassName: options.priorityClassName } : {}),
             nodeSelector: { "kubernetes.io/os": "linux", ...options.nodeSelector },
             tolerations: tolerations(options),
             terminationGracePeriodSeconds: 30,

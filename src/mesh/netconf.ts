@@ -45,6 +45,9 @@ const linkerdSchema = v.looseObject({
   ipv6: v.optional(v.boolean(), defaults.ipv6),
 });
 
+/** The linkerd netconf keys meshcni reads: any other is unknown to it (linkerd-cni ignores such keys too). */
+export const linkerdKeys = Object.keys(linkerdSchema.entries);
+
 const netConfSchema = v.looseObject({
   cniVersion: v.string(),
   name: v.pipe(v.string(), v.minLength(1)),

@@ -64,6 +64,9 @@ describe("meshcni's command line", () => {
     [["manifests", "--repair", "delete"], 'meshcni manifests: --repair must be one of redirect, evict, label, none, not "delete"'],
     [["manifests", "--netconf", "proxy-uid"], 'meshcni manifests: --netconf must be KEY=VALUE, not "proxy-uid"'],
     [["manifests", "--metrics-port"], "meshcni manifests: --metrics-port needs a value"],
+    [["manifests", "--bin-dir", "relative/dir"], "meshcni manifests: --bin-dir must be an absolute path on the node"],
+    [["manifests", "--netconf", "incomming-proxy-port=4000"], "(did you mean incoming-proxy-port?)"],
+    [["manifests", "--label", "app.kubernetes.io/name=foo"], "the DaemonSet selects its pods by it"],
     // A taint the agent would refuse at start, crash-looping the DaemonSet.
     [
       ["manifests", "--startup-taint", "meshcni.io/not-ready:Sometimes"],
@@ -95,6 +98,30 @@ describe("meshcni manifests", () => {
     expect(files(out)).toEqual(files(deploy));
     expect(files(deploy)).toContain("components/prometheus-rule/prometheusrule.yaml");
     for (const name of files(deploy)) expect(readFileSync(join(out, name), "utf8"), name).toBe(readFileSync(join(deploy, name), "utf8"));
+  });
+
+  it("--output-dir says what it wrote, removes what the options no longer render, names what is not its own", () => {
+    const out = join(scratch, "again");
+    expect(meshcni("manifests", "--output-dir", out, "--pod-monitor").status).toBe(0);
+    writeFileSync(join(out, "mine.yaml"), "kind: Mine\n");
+    const again = meshcni("manifests", "--output-dir", out, "--namespace", "mesh", "--create-namespace");
+    expect(again.status).toBe(0);
+    expect(again.stderr.trimEnd().split("\n")).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^meshcni manifests: wrote 15 files to ${out}: namespace.yaml, serviceaccount.yaml, .*, kustomization.yaml, components/`,
+        ),
+      ),
+      "meshcni manifests: removed what these options no longer render: podmonitor.yaml",
+      "meshcni manifests: left alone, not meshcni's: mine.yaml",
+    ]);
+    expect(readdirSync(out).sort()).not.toContain("podmonitor.yaml");
+    expect(readFileSync(join(out, "mine.yaml"), "utf8")).toBe("kind: Mine\n");
+    // Another namespace without --create-namespace: no Namespace file is left to apply.
+    const other = meshcni("manifests", "--output-dir", out, "--namespace", "mesh");
+    expect(other.stderr).toContain("removed what these options no longer render: namespace.yaml");
+    expect(other.stderr).toContain("warning: no Namespace object: mesh must exist");
+    expect(readFileSync(join(out, "kustomization.yaml"), "utf8")).not.toContain("namespace.yaml");
   });
 });
 

@@ -82,7 +82,8 @@ describe("deploy/ and meshcni manifests", () => {
     const manifests = rendered(argv);
     expectValid(manifests);
     expect(manifests.map((manifest) => manifest.kind)).toEqual([
-      ...manifestKinds,
+      // Another --namespace must exist: its Namespace only with --create-namespace.
+      ...manifestKinds.filter((kind) => kind !== "Namespace" || !argv.includes("--namespace")),
       ...(argv.includes("--pod-monitor") ? ["PodMonitor"] : []),
       ...(argv.includes("--prometheus-rule") ? ["PrometheusRule"] : []),
       ...(argv.includes("--grafana-dashboard") ? ["ConfigMap"] : []),
@@ -326,11 +327,62 @@ describe("meshcni manifests flags", () => {
     [["--netconf", "proxy-uid=-5"], "--netconf: "],
     [["--netconf", "iptables-mode=ebpf"], "iptables-mode"],
     [["--bogus"], "unknown flag --bogus"],
-    [["--extra-bin-dir", "usr/lib/cni"], '--extra-bin-dir must be an absolute path on the node, not "usr/lib/cni"'],
+    [
+      ["--extra-bin-dir", "usr/lib/cni"],
+      '--extra-bin-dir must be an absolute path on the node (not / and without . or ..), not "usr/lib/cni"',
+    ],
+    [["--bin-dir", "relative/dir"], '--bin-dir must be an absolute path on the node (not / and without . or ..), not "relative/dir"'],
+    [["--net-dir", ""], '--net-dir must be an absolute path on the node (not / and without . or ..), not ""'],
+    [
+      ["--netns-dir", "/var/run/../netns"],
+      '--netns-dir must be an absolute path on the node (not / and without . or ..), not "/var/run/../netns"',
+    ],
+    [
+      ["--cri-socket", "relative.sock"],
+      '--cri-socket must be an absolute path on the node (not / and without . or ..), not "relative.sock"',
+    ],
+    [
+      ["--startup-taint", "meshcni.io/not-ready:Sometimes"],
+      "--startup-taint must look like key[=value][:NoSchedule|PreferNoSchedule|NoExecute]",
+    ],
+    [["--namespace", "Bad_NS"], '--namespace must be a namespace\'s name (a DNS label), not "Bad_NS"'],
+    [["--namespace", "kube-system", "--create-namespace"], "--create-namespace: kube-system is the cluster's own"],
+    [["--image", ""], '--image must be an image reference (registry/name:tag), not ""'],
+    [["--image", "ghcr.io/meshcni/meshcni: 1"], '--image must be an image reference (registry/name:tag), not "ghcr.io/meshcni/meshcni: 1"'],
+    [["--memory-limit", "lots"], '--memory-limit must be a Kubernetes quantity (like 96Mi, 10m, 1), not "lots"'],
+    [["--cpu-request=-1"], '--cpu-request must be a Kubernetes quantity (like 96Mi, 10m, 1), not "-1"'],
+    [["--memory-request", "1Gi", "--memory-limit", "512Mi"], "--memory-request 1Gi is above --memory-limit 512Mi"],
+    [["--metrics-port", "0x50"], '--metrics-port must be a port, not "0x50"'],
+    [["--priority-class", "Critical!"], '--priority-class must be a PriorityClass\'s name, not "Critical!"'],
+    [["--label", "app.kubernetes.io/name=foo"], "--label app.kubernetes.io/name: the DaemonSet selects its pods by it"],
+    [["--label", "team=a b"], '--label: "a b" (for team) is no label value'],
+    [["--node-selector", "Bad!=x"], '--node-selector: "Bad!" is no label key'],
+    [["--netconf", "incomming-proxy-port=4000"], "--netconf incomming-proxy-port: no such setting (did you mean incoming-proxy-port?)"],
     [["--evict-namespaces", "shop"], "--evict-namespaces needs --repair evict"],
     [["--repair", "evict", "--evict-namespaces", "shop,kube-system"], "--evict-namespaces: kube-system's pods are never meshed"],
     [["--repair", "evict", "--evict-namespaces", "shop,it's"], `--evict-namespaces: "it's" is no namespace name`],
   ])("refuses %j, naming the flag and the value", (argv, message) => {
     expect(() => parseManifestArgs(argv)).toThrow(message);
+  });
+
+  it("accepts what Kubernetes takes: quantities in every form, digests, registries with ports, another namespace when asked", () => {
+    const options = parseManifestArgs([
+      ...["--cpu-request", "0.5", "--memory-request", "1e8", "--memory-limit", "0.1Gi"],
+      ...["--image", `registry.local:5000/mesh/meshcni:0.1.0@sha256:${"0".repeat(64)}`],
+      ...["--namespace", "mesh-system", "--create-namespace", "--label", "example.com/team=net"],
+    ]);
+    expect(options.warnings).toEqual([]);
+    expect(
+      rendered(["--namespace", "mesh-system", "--create-namespace"]).find((object) => object.kind === "Namespace")?.metadata.name,
+    ).toBe("mesh-system");
+  });
+
+  it("warns, and renders, what works but is likely not meant: another namespace without its Namespace, no priority class", () => {
+    expect(parseManifestArgs(["--namespace", "linkerd", "--priority-class", ""]).warnings).toEqual([
+      "no --priority-class: under memory pressure the kubelet may evict the agent before the pods it protects",
+      "no Namespace object: linkerd must exist and admit privileged pods (pod-security.kubernetes.io/enforce=privileged); --create-namespace to include one",
+    ]);
+    const daemonSet = rendered(["--priority-class", ""]).find((object) => object.kind === "DaemonSet") as unknown as IDaemonSet;
+    expect(daemonSet.spec!.template.spec).not.toHaveProperty("priorityClassName");
   });
 });
