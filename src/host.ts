@@ -103,11 +103,11 @@ export function detectNodeBackend(): Promise<Detection> {
   return detectBackend(hostSaveProbe);
 }
 
-/** The iptables front ends whose save and restore binaries, IPv4 and IPv6, are all on the search path. */
-export function installedIptablesBackends(): Array<"nft" | "legacy"> {
+/** The iptables front ends whose save and restore binaries, IPv4 and IPv6, are all on the search path (the host's, under a host root). */
+export function installedIptablesBackends(hostRoot = ""): Array<"nft" | "legacy"> {
   return (["nft", "legacy"] as const).filter((backend) =>
     (["ipv4", "ipv6"] as const).every((family) =>
-      (["save", "restore"] as const).every((tool) => binaryAvailable(binaryName(backend, family, tool))),
+      (["save", "restore"] as const).every((tool) => binaryAvailable(binaryName(backend, family, tool), hostRoot)),
     ),
   );
 }

@@ -127,9 +127,13 @@ export const hostSaveProbe: SaveProbe = async (binary, args) => {
   return ran.exitCode === 0 && !ran.failure ? ran.stdout : "";
 };
 
-/** Whether an executable of that name is on the path the runner searches. */
-export function binaryAvailable(binary: string): boolean {
-  return searchPath.split(":").some((dir) => {
+/** The dirs of a node's own PATH, looked into under a host root (another system's binaries, as a debug pod sees them). */
+const hostBinDirs = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+
+/** Whether an executable of that name is on the path the runner searches, or on the host's under `hostRoot`. */
+export function binaryAvailable(binary: string, hostRoot = ""): boolean {
+  const dirs = hostRoot ? hostBinDirs.map((dir) => join(hostRoot, dir)) : searchPath.split(":");
+  return dirs.some((dir) => {
     try {
       accessSync(join(dir, binary), constants.X_OK);
       return true;

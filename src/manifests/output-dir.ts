@@ -44,4 +44,3 @@ export function writeOutputDir(dir: string, options: ManifestOptions): string[] 
     ...(foreign.length > 0 ? [`left alone, not meshcni's: ${foreign.join(", ")}`] : []),
   ];
 }
-

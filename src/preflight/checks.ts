@@ -4,6 +4,7 @@ import { activeConfig, brokenConfigReason, loadOrder, parseConfig } from "../cni
 import { compareVersions } from "../cni/version.js";
 import type { Detection } from "../host.js";
 import { isOwnEntry } from "../mesh/netconf.js";
+import { accessChecks, type CriFact, type StateDirFact } from "./access.js";
 import type { RuntimeCni } from "./runtime.js";
 
 /** What the preflight learnt of a node, gathered by main.ts. */
@@ -26,8 +27,10 @@ export interface NodeFacts {
   /** nf_tables in this kernel: built in, loaded as a module, a module not loaded yet, absent, or not known. */
   nfTables: "built-in" | "loaded" | "module" | "absent" | "unknown";
   netnsDirs: Array<{ dir: string; entries: number | undefined }>;
-  /** Writable: it is, or (not there yet) ADD can create it. */
-  stateDir: { path: string; exists: boolean; writable: boolean };
+  stateDir: StateDirFact;
+  cri: CriFact;
+  /** Where the host's files were read (--host-root; "" for this host). */
+  hostRoot: string;
 }
 
 export type Level = "ok" | "warn" | "fail";
@@ -69,8 +72,10 @@ export function preflight(facts: NodeFacts): CheckResult[] {
     const flags = Object.entries({ "--net-dir": runtime.confDir, "--bin-dir": runtime.binDirs[0], "--netns-dir": runtime.netnsDir })
       .filter(([flag, value]) => value !== defaults[flag as keyof typeof defaults])
       .map(([flag, value]) => `${flag} ${value}`);
+    // manifests' default CRI socket is containerd's.
+    if (runtime.runtime === "cri-o") flags.push(`--cri-socket ${facts.cri.socket ?? "/var/run/crio/crio.sock"}`);
     if (flags.length > 0)
-      add("install", "warn", `this node's runtime uses non-default dirs: install with \`meshcni manifests ${flags.join(" ")}\``);
+      add("install", "warn", `this node's runtime uses non-default paths: install with \`meshcni manifests ${flags.join(" ")}\``);
   }
 
   if ("unreadable" in facts.configs)
@@ -162,7 +167,11 @@ export function preflight(facts: NodeFacts): CheckResult[] {
     );
     add("backend", usable ? "ok" : "fail", "iptables-mode auto picks nftables (netlink, in-process)");
   } else {
-    add("iptables", "ok", `backends with their binaries: ${backends.join(", ")}`);
+    add(
+      "iptables",
+      "ok",
+      `backends with their binaries${facts.hostRoot ? ` (the node's, under ${facts.hostRoot})` : ""}: ${backends.join(", ")}`,
+    );
     const auto = `iptables-mode auto picks ${facts.detection.backend}`;
     add(
       "backend",
@@ -198,12 +207,6 @@ export function preflight(facts: NodeFacts): CheckResult[] {
         : `${dir}: ${entries} netns`,
     );
   }
-  add(
-    "state dir",
-    facts.stateDir.writable ? "ok" : "fail",
-    facts.stateDir.writable
-      ? `${facts.stateDir.path} ${facts.stateDir.exists ? "is writable" : "can be created (the first ADD does)"}`
-      : `${facts.stateDir.path} is not writable: ADD records each meshed pod there; it must be (a tmpfs such as /var/run)`,
-  );
+  results.push(...accessChecks(facts.stateDir, facts.cri, runtime && !("invalid" in runtime) ? runtime.runtime : undefined));
   return results;
 }

@@ -1,14 +1,15 @@
-import { accessSync, constants, existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { release } from "node:os";
-import { dirname } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { readConfigFiles } from "../cni/config-dir.js";
+import { criSockets } from "../cri/sockets.js";
 import { errnoCode, errorMessage } from "../errors.js";
 import { parseFlags } from "../flags.js";
 import { detectNodeBackend, hostPaths, installedIptablesBackends } from "../host.js";
 import { pluginExecutables } from "../installer/bin-dir.js";
 import { defaultStateDir } from "../state/records.js";
 import { type NodeFacts, preflight } from "./checks.js";
+import { askCri, proveStateDir } from "./probes.js";
 import { type RuntimeCni, runtimeConfigs } from "./runtime.js";
 
 export const checkUsage = `meshcni check --pre [options]   check a node before installing meshcni
@@ -17,7 +18,9 @@ export const checkUsage = `meshcni check --pre [options]   check a node before i
   --net-dir DIR       the runtime's CNI conf_dir (from containerd's or CRI-O's config, else /etc/cni/net.d)
   --bin-dir DIR       the runtime's CNI bin_dir (the same, else /opt/cni/bin)
   --netns-dir DIR     where the runtime keeps pod netns (repeatable; the same, else /var/run/netns)
-  --state-dir DIR     the plugin's state_dir (${defaultStateDir})
+  --state-dir DIR     the plugin's state_dir (${defaultStateDir}): proven by making a dir and a file there
+  --cri-socket PATH   the runtime's CRI socket, asked for its pods (auto: ${criSockets.join(" or ")};
+                      "": none)
   --output FORMAT     table or json (table)
 
 One line per check: ok, warn or fail, and what to do. Exit 0 without a fail, 1 with one.
@@ -28,19 +31,6 @@ function list(dir: string): string[] | { unreadable: string } {
     return readdirSync(dir).sort();
   } catch (error) {
     return { unreadable: errnoCode(error) ?? errorMessage(error) };
-  }
-}
-
-/** Whether ADD could create files in the dir: it, or (not there yet) the closest dir above it that is. Changes nothing. */
-function writableDir(path: string): { writable: boolean; exists: boolean } {
-  const exists = existsSync(path);
-  let dir = path;
-  while (!existsSync(dir) && dirname(dir) !== dir) dir = dirname(dir);
-  try {
-    accessSync(dir, constants.W_OK);
-    return { writable: true, exists };
-  } catch {
-    return { writable: false, exists };
   }
 }
 
@@ -77,7 +67,14 @@ function readRuntime(onHost: (path: string) => string): NodeFacts["runtime"] {
   return undefined;
 }
 
-type CheckValues = { "host-root": string; "net-dir"?: string; "bin-dir"?: string; "netns-dir"?: string[]; "state-dir": string };
+type CheckValues = {
+  "host-root": string;
+  "net-dir"?: string;
+  "bin-dir"?: string;
+  "netns-dir"?: string[];
+  "state-dir": string;
+  "cri-socket": string;
+};
 
 /** What the checks need, read from this host (or the one under --host-root); dirs not given come from the runtime's config. */
 async function gather(values: CheckValues): Promise<NodeFacts> {
@@ -107,7 +104,7 @@ async function gather(values: CheckValues): Promise<NodeFacts> {
     binDir,
     binaries: list(onHost(binDir)),
     plugins: { dirs: pluginDirs, executables: pluginExecutables(pluginDirs.map(onHost), values["host-root"]) },
-    iptablesBackends: installedIptablesBackends(),
+    iptablesBackends: installedIptablesBackends(values["host-root"]),
     detection: await detectNodeBackend(),
     kernel: release(),
     nfTables: nfTablesState(),
@@ -115,7 +112,9 @@ async function gather(values: CheckValues): Promise<NodeFacts> {
       const entries = list(onHost(dir));
       return { dir, entries: Array.isArray(entries) ? entries.length : undefined };
     }),
-    stateDir: { path: values["state-dir"], ...writableDir(onHost(values["state-dir"])) },
+    stateDir: proveStateDir(values["state-dir"], onHost),
+    cri: await askCri(values["cri-socket"], onHost),
+    hostRoot: values["host-root"],
   };
 }
 
@@ -126,6 +125,7 @@ const checkFlags = {
   "bin-dir": { type: "string" },
   "netns-dir": { type: "string", multiple: true },
   "state-dir": { type: "string", default: defaultStateDir },
+  "cri-socket": { type: "string", default: "auto" },
   output: { type: "string", default: "table" },
 } as const;
 
@@ -134,6 +134,8 @@ export async function runCheck(argv: string[]): Promise<number> {
   try {
     ({ values } = parseFlags({ args: argv, options: checkFlags }));
     if (!values.pre) throw new Error("say what to check: --pre (a node before installing)");
+    if (values["host-root"] && !existsSync(values["host-root"]))
+      throw new Error(`--host-root ${values["host-root"]} does not exist (kubectl debug node/NAME mounts the node's filesystem at /host)`);
     if (values.output !== "table" && values.output !== "json")
       throw new Error(`--output must be table or json, not ${JSON.stringify(values.output)}`);
   } catch (error) {

@@ -33,7 +33,11 @@ describe("meshcni status, audit and rules, when the API server fails them", () =
   beforeAll(async () => {
     api = await new FakeApiServer().start();
     // Accepts every connection and never answers: not even the TLS handshake.
-    silent = createServer((socket) => held.push(socket));
+    silent = createServer((socket) => {
+      // Reset by each command as it gives up.
+      socket.on("error", () => undefined);
+      held.push(socket);
+    });
     await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
     silentPort = (silent.address() as { port: number }).port;
   });

@@ -1,11 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import packageJson from "../../package.json" with { type: "json" };
-import { conflist } from "../kit/agent.js";
 import { manifestKinds } from "../kit/fixtures.js";
 import { meshcniBinary } from "../kit/network.js";
 
@@ -122,59 +121,5 @@ describe("meshcni manifests", () => {
     expect(other.stderr).toContain("removed what these options no longer render: namespace.yaml");
     expect(other.stderr).toContain("warning: no Namespace object: mesh must exist");
     expect(readFileSync(join(out, "kustomization.yaml"), "utf8")).not.toContain("namespace.yaml");
-  });
-});
-
-describe("meshcni check --pre", () => {
-  /** A node under a host root: containerd's config, the CNI dirs it names, a linkerd-cni already there. */
-  function node(cniVersion: string): string {
-    const root = mkdtempSync(join(scratch, "node-"));
-    mkdirSync(join(root, "etc/containerd"), { recursive: true });
-    writeFileSync(
-      join(root, "etc/containerd/config.toml"),
-      'version = 2\n[plugins."io.containerd.grpc.v1.cri".cni]\n  bin_dir = "/usr/lib/cni"\n  conf_dir = "/etc/cni/net.d"\n',
-    );
-    mkdirSync(join(root, "etc/cni/net.d"), { recursive: true });
-    writeFileSync(
-      join(root, "etc/cni/net.d/10-calico.conflist"),
-      conflist("k8s-pod-network", [{ type: "calico" }, { type: "linkerd-cni" }], { cniVersion }),
-    );
-    mkdirSync(join(root, "usr/lib/cni"), { recursive: true });
-    for (const binary of ["calico", "linkerd-cni"]) writeFileSync(join(root, "usr/lib/cni", binary), "#!/bin/sh\n", { mode: 0o755 });
-    mkdirSync(join(root, "var/run/netns"), { recursive: true });
-    return root;
-  }
-
-  it("says which config the runtime loads, from the runtime's own config, and what to do about each finding", () => {
-    const result = meshcni("check", "--pre", "--host-root", node("1.0.0"));
-    expect(result.status, result.stdout).toBe(0);
-    const lines = result.stdout.trimEnd().split("\n");
-    expect(lines).toContainEqual(
-      expect.stringMatching(
-        /^ok {4}runtime +containerd \(\/etc\/containerd\/config\.toml\): CNI configs in \/etc\/cni\/net\.d, binaries in \/usr\/lib\/cni/,
-      ),
-    );
-    expect(lines).toContainEqual(expect.stringMatching(/^warn {2}install +.*`meshcni manifests --bin-dir \/usr\/lib\/cni`$/));
-    expect(lines).toContainEqual(
-      expect.stringMatching(
-        /^ok {4}runtime config +the runtime loads \/etc\/cni\/net\.d\/10-calico\.conflist \(conflist\): primary CNI calico, cniVersion 1\.0\.0$/,
-      ),
-    );
-    expect(lines).toContainEqual(expect.stringMatching(/^warn {2}cniVersion +runtimes send STATUS and GC only from cniVersion 1\.1\.0/));
-    expect(lines.filter((line) => /^warn {2}linkerd-cni /.test(line))).toHaveLength(2);
-    expect(lines.every((line) => /^(ok|warn|fail) /.test(line))).toBe(true);
-  });
-
-  it("fails, exit 1, when the runtime has no CNI config yet; --output json", () => {
-    const root = node("1.1.0");
-    rmSync(join(root, "etc/cni/net.d/10-calico.conflist"));
-    const result = meshcni("check", "--pre", "--host-root", root, "--output", "json");
-    expect(result.status).toBe(1);
-    const results = JSON.parse(result.stdout) as Array<{ check: string; level: string; message: string }>;
-    expect(results.find((entry) => entry.check === "runtime config")).toEqual({
-      check: "runtime config",
-      level: "fail",
-      message: "no CNI config in /etc/cni/net.d: install the primary CNI first; meshcni chains after it",
-    });
   });
 });

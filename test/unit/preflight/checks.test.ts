@@ -22,7 +22,9 @@ const healthy: NodeFacts = {
   kernel: "6.1.0-27-amd64",
   nfTables: "loaded",
   netnsDirs: [{ dir: "/var/run/netns", entries: 12 }],
-  stateDir: { path: "/var/run/meshcni", exists: true, writable: true },
+  stateDir: { path: "/var/run/meshcni", exists: true },
+  cri: { flag: "auto", socket: "/run/containerd/containerd.sock", sandboxes: 12 },
+  hostRoot: "",
 };
 
 const check = (facts: Partial<NodeFacts>) => preflight({ ...healthy, ...facts });
@@ -138,13 +140,39 @@ describe("meshcni check --pre", () => {
     });
   });
 
-  it("warns of a missing netns dir and fails an unwritable state dir; a state dir still to be created is fine", () => {
+  it("warns of a missing netns dir and fails a state dir it could not make a dir and a file in; one still to be created is fine", () => {
     expect(about(check({ netnsDirs: [{ dir: "/run/netns", entries: undefined }] }), "netns dir")[0]!.level).toBe("warn");
-    expect(about(check({ stateDir: { path: "/var/run/meshcni", exists: false, writable: true } }), "state dir")[0]).toMatchObject({
+    expect(about(check({ stateDir: { path: "/var/run/meshcni", exists: false } }), "state dir")[0]).toMatchObject({
       level: "ok",
-      message: "/var/run/meshcni can be created (the first ADD does)",
+      message: "/var/run/meshcni can be created and hold ADD's records (a dir and a file made there, and removed)",
     });
-    expect(about(check({ stateDir: { path: "/var/run/meshcni", exists: true, writable: false } }), "state dir")[0]!.level).toBe("fail");
+    expect(
+      about(check({ stateDir: { path: "/etc/hostname", exists: true, refused: "it is no directory" } }), "state dir")[0],
+    ).toMatchObject({
+      level: "fail",
+      message: expect.stringMatching(/^\/etc\/hostname: it is no directory; ADD records each meshed pod there/),
+    });
+  });
+
+  it("asks the CRI socket; one that does not answer is a warning naming the flag, for CRI-O its socket", () => {
+    expect(about(check({}), "CRI socket")[0]!.message).toBe("/run/containerd/containerd.sock answers the CRI: 12 pod sandboxes");
+    const crio = {
+      runtime: "cri-o" as const,
+      file: "/etc/crio/crio.conf",
+      confDir: "/etc/cni/net.d",
+      binDirs: ["/opt/cni/bin"],
+      netnsDir: "/var/run/netns",
+    };
+    const silent = check({ runtime: crio, cri: { flag: "auto", problem: "no CRI socket found" } });
+    expect(about(silent, "CRI socket")[0]).toMatchObject({
+      level: "warn",
+      message: expect.stringContaining(
+        "give the runtime's with --cri-socket (CRI-O: /var/run/crio/crio.sock), and the same to meshcni manifests --cri-socket",
+      ),
+    });
+    expect(about(silent, "install")[0]!.message).toBe(
+      "this node's runtime uses non-default paths: install with `meshcni manifests --cri-socket /var/run/crio/crio.sock`",
+    );
   });
 
   it("reads the runtime's dirs, warns when the given ones differ, and says how to install for non-default ones", () => {
@@ -161,7 +189,7 @@ describe("meshcni check --pre", () => {
       "warn: --bin-dir /opt/cni/bin, but containerd uses /usr/lib/cni: meshcni must be installed where the runtime looks",
     ]);
     expect(about(results, "install")[0]!.message).toBe(
-      "this node's runtime uses non-default dirs: install with `meshcni manifests --bin-dir /usr/lib/cni`",
+      "this node's runtime uses non-default paths: install with `meshcni manifests --bin-dir /usr/lib/cni`",
     );
     expect(about(check({ runtime: undefined }), "runtime")[0]!.level).toBe("warn");
     expect(about(check({ runtime: { file: "/etc/containerd/config.toml", invalid: "Invalid TOML" } }), "runtime")[0]!.level).toBe("fail");
