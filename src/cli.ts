@@ -22,6 +22,9 @@ Commands (meshcni help COMMAND, or COMMAND --help, for each one's options):
   help        print this text
 `;
 
+const versionUsage = `meshcni version   print the version and what it was built from: the commit, the runtime, the platform
+`;
+
 /** Each command's usage text and entry, loaded only when used: a pod start loads none of them. */
 const commands: Record<string, { usage: () => Promise<string>; run: (argv: string[]) => Promise<number> | number }> = {
   install: {
@@ -29,7 +32,7 @@ const commands: Record<string, { usage: () => Promise<string>; run: (argv: strin
     run: async (argv) => (await import("./agent/main.js")).runInstall(argv),
   },
   ready: {
-    usage: async () => (await import("./agent/usage.js")).agentUsage,
+    usage: async () => (await import("./agent/usage.js")).readyUsage,
     run: async (argv) => (await import("./agent/main.js")).runReady(argv),
   },
   audit: {
@@ -83,6 +86,8 @@ async function main(argv: string[]): Promise<number> {
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     const topic = command === "help" ? rest[0] : undefined;
     if (topic === undefined) return print(usage);
+    if (topic === "help") return print(usage);
+    if (topic === "version") return print(versionUsage);
     const known = commands[topic];
     return known ? print(await known.usage()) : refuse(`no command ${JSON.stringify(topic)}`);
   }

@@ -4,8 +4,6 @@ import { defaultStateDir } from "../state/records.js";
 
 /** `meshcni install --help`: the agent's flags, and the environment Linkerd's installer sets. */
 export const agentUsage = `meshcni install [options]   run the node agent (DaemonSet container)
-meshcni ready [options]     exit 0 when the agent's /readyz (at --listen) says ready; prints why
-                            not, from the disk as these options show it (binary, kubeconfig, chain)
 
 Options (environment variable in brackets):
   --host-root DIR            where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] (/host)
@@ -46,4 +44,18 @@ Options (environment variable in brackets):
 Own pod (never repaired; its DaemonSet decides --on-stop auto): POD_NAMESPACE and POD_NAME.
 API address: KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT, KUBERNETES_SERVICE_PROTOCOL (https);
 KUBE_CA_FILE overrides the CA, SKIP_TLS_VERIFY=true skips verification.
+`;
+
+/** `meshcni ready --help`: what it reads of the agent's flags (it takes them all, so a probe can pass the agent's own). */
+export const readyUsage = `meshcni ready [options]   is the node agent ready? (a probe, or by hand on the node)
+
+Asks the agent's /readyz at --listen; says why not from what the disk shows: meshcni's binary,
+its kubeconfig and its entry in the active config. Exit 0 when ready, 1 when not, 2 on a usage error.
+
+  --listen [HOST]:PORT       where the agent serves /readyz [MESHCNI_LISTEN] (127.0.0.1:9911; "": ask the disk only)
+  --host-root DIR            where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] (/host)
+  --net-dir DIR              the host's CNI config dir [DEST_CNI_NET_DIR] (/etc/cni/net.d)
+  --bin-dir DIR              the host's CNI bin dir [DEST_CNI_BIN_DIR] (/opt/cni/bin)
+  --kubeconfig-name NAME     the plugin's kubeconfig in the net dir [KUBECONFIG_FILE_NAME] (ZZZ-meshcni-kubeconfig)
+Every other flag of meshcni install is accepted and changes nothing here.
 `;

@@ -1,5 +1,5 @@
 import * as v from "valibot";
-import { describeIssuePath } from "../schema.js";
+import { describeIssuePath, issueMessage } from "../schema.js";
 import { podStatuses } from "./classify.js";
 import { repairPolicies } from "./repair.js";
 
@@ -105,7 +105,7 @@ function parseWith<S extends v.GenericSchema>(schema: S, text: string, what: str
   const parsed = v.safeParse(schema, json);
   if (parsed.success) return parsed.output;
   const issue = parsed.issues[0];
-  throw new Error(`${what} is malformed: ${describeIssuePath(issue) || "(top)"}: ${issue.message}`);
+  throw new Error(`${what} is malformed: ${describeIssuePath(issue) || "(top)"}: ${issueMessage(issue)}`);
 }
 
 export const parseSweepInput = (text: string): SweepInput => parseWith(sweepInputSchema, text, "the sweep's input");

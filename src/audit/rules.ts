@@ -16,8 +16,9 @@ export const rulesUsage = `meshcni rules NAMESPACE/POD [options]   a pod's redir
 
 ${hostFlagsUsage}
 
-The pod's netns is the one its ADD recorded, else the one holding its IP; the plan is the
-recorded one, else the one ADD would compute now from meshcni's entry in the active config.
+The pod's netns is the one its ADD recorded, else the one the container runtime names for its
+sandbox (--cri-socket); the plan is the recorded one, else the one ADD would compute now from
+meshcni's entry in the active config.
 Exit 0 when the netns holds the plan, 1 when it does not (or no netns is found), 2 on an error.
 `;
 

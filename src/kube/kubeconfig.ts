@@ -2,7 +2,7 @@ import { dirname, isAbsolute, join } from "node:path";
 import * as v from "valibot";
 import { errnoCode, errorMessage } from "../errors.js";
 import { readRegularFile } from "../file-open.js";
-import { describeIssuePath } from "../schema.js";
+import { describeIssuePath, issueMessage } from "../schema.js";
 
 /**
  * The part of a kubeconfig a CNI plugin uses: one cluster, a token or a client
@@ -92,7 +92,7 @@ export async function loadApiAccess(path: string): Promise<ApiAccess> {
   if (!parsed.success) {
     throw new KubeconfigError(
       path,
-      `cannot parse kubeconfig ${path}: ${parsed.issues.map((issue) => `${describeIssuePath(issue)}: ${issue.message}`).join("; ")}`,
+      `cannot parse kubeconfig ${path}: ${parsed.issues.map((issue) => `${describeIssuePath(issue)}: ${issueMessage(issue)}`).join("; ")}`,
     );
   }
   const config = parsed.output;

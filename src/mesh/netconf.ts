@@ -3,7 +3,7 @@ import { CniError, ErrorCode } from "../cni/errors.js";
 import { type CniVersion, requireSupportedVersion } from "../cni/version.js";
 import { errorMessage } from "../errors.js";
 import { iptablesModes } from "../redirect/redirector.js";
-import { describeIssuePath } from "../schema.js";
+import { describeIssuePath, issueMessage } from "../schema.js";
 import { defaultStateDir } from "../state/records.js";
 import { defaultKubeconfig, linkerdDefaults as defaults } from "./defaults.js";
 import { type Parsed, parseIdToken, parsePortNumberToken, parsePortToken, parseSubnetToken } from "./tokens.js";
@@ -91,7 +91,7 @@ export function parseNetConf(stdin: string): NetConf {
   if (!parsed.success) {
     const problems = parsed.issues.map(
       (issue) =>
-        `${describeIssuePath(issue)}${issue.input === undefined ? " (missing)" : `=${JSON.stringify(issue.input)}`}: ${issue.message}`,
+        `${describeIssuePath(issue)}${issue.input === undefined ? " (missing)" : `=${JSON.stringify(issue.input)}`}: ${issueMessage(issue)}`,
     );
     throw new CniError(ErrorCode.invalidNetworkConfig, `invalid network config: ${problems.join("; ")}`);
   }

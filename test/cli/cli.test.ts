@@ -39,6 +39,17 @@ describe("meshcni's command line", () => {
     expect(meshcni("version").stdout).toBe(result.stdout);
   });
 
+  it("help names every command it lists, version and help too; ready's help is ready's own", () => {
+    expect(meshcni("help", "help")).toEqual(meshcni("help"));
+    const version = meshcni("help", "version");
+    expect([version.status, version.stdout]).toEqual([0, expect.stringMatching(/^meshcni version {3}print the version/)]);
+    const ready = meshcni("help", "ready").stdout;
+    expect(ready).toMatch(/^meshcni ready \[options\]/);
+    expect(ready).toContain("--listen");
+    expect(ready).not.toContain("--repair");
+    expect(meshcni("help", "rules").stdout).not.toContain("holding its IP");
+  });
+
   it.each(commands)("%s: -h, --help and `meshcni help` print the same usage", (command) => {
     const help = meshcni("help", command);
     expect(help.status).toBe(0);

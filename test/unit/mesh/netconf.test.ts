@@ -82,8 +82,9 @@ describe("netconf", () => {
     [{ "subnets-to-ignore": ["010.0.0.0/8"] }, 'linkerd.subnets-to-ignore[0]="010.0.0.0/8"'],
     [{ "proxy-uid": "linkerd" }, 'linkerd.proxy-uid="linkerd"'],
     [{ "proxy-gid": -1 }, "linkerd.proxy-gid=-1"],
-    [{ "iptables-mode": "ebpf" }, 'linkerd.iptables-mode="ebpf"'],
-    [{ ipv6: "yes" }, 'linkerd.ipv6="yes"'],
+    [{ "iptables-mode": "ebpf" }, 'linkerd.iptables-mode="ebpf": must be one of "legacy", "nft", "plain", "nftables", "auto", not "ebpf"'],
+    [{ ipv6: "yes" }, 'linkerd.ipv6="yes": must be true or false, not "yes"'],
+    [{ "ports-to-redirect": "8080" }, 'linkerd.ports-to-redirect="8080": must be a list, not "8080"'],
   ])("refuses %j with code 7 naming field and value", (linkerd, fragment) => {
     const { code, msg } = failure({ ...base, linkerd });
     expect(code).toBe(7);
@@ -92,7 +93,7 @@ describe("netconf", () => {
 
   it("refuses a config without a name or type, and a bad log level or timeout", () => {
     expect(failure({ cniVersion: "1.0.0", type: "meshcni" }).msg).toContain("name (missing)");
-    expect(failure({ ...base, log_level: "loud" }).msg).toContain('log_level="loud"');
+    expect(failure({ ...base, log_level: "loud" }).msg).toContain('log_level="loud": must be one of');
     expect(failure({ ...base, kubernetes: { timeout_seconds: 0 } }).msg).toContain("kubernetes.timeout_seconds=0");
   });
 
