@@ -4,7 +4,7 @@ import { readRegularFile } from "./file-open.js";
 import { writeAtomic } from "./files.js";
 import { binaryName, namedBinaries } from "./iptables/binaries.js";
 import { type Detection, detectBackend, type SaveProbe } from "./iptables/detect.js";
-import { binaryAvailable, createIptablesRunner, hostSaveProbe } from "./iptables/exec.js";
+import { binaryAvailable, binaryOnHost, createIptablesRunner, hostSaveProbe } from "./iptables/exec.js";
 import type { Logger } from "./log.js";
 import type { NetConf } from "./mesh/netconf.js";
 import type { Backend, IptablesBackend, IptablesMode, Redirector } from "./redirect/redirector.js";
@@ -105,9 +105,10 @@ export function detectNodeBackend(): Promise<Detection> {
 
 /** The iptables front ends whose save and restore binaries, IPv4 and IPv6, are all on the search path (the host's, under a host root). */
 export function installedIptablesBackends(hostRoot = ""): Array<"nft" | "legacy"> {
+  const available = hostRoot ? binaryOnHost(hostRoot) : binaryAvailable;
   return (["nft", "legacy"] as const).filter((backend) =>
     (["ipv4", "ipv6"] as const).every((family) =>
-      (["save", "restore"] as const).every((tool) => binaryAvailable(binaryName(backend, family, tool), hostRoot)),
+      (["save", "restore"] as const).every((tool) => available(binaryName(backend, family, tool))),
     ),
   );
 }

@@ -130,10 +130,8 @@ export const hostSaveProbe: SaveProbe = async (binary, args) => {
 /** The dirs of a node's own PATH, looked into under a host root (another system's binaries, as a debug pod sees them). */
 const hostBinDirs = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
 
-/** Whether an executable of that name is on the path the runner searches, or on the host's under `hostRoot`. */
-export function binaryAvailable(binary: string, hostRoot = ""): boolean {
-  const dirs = hostRoot ? hostBinDirs.map((dir) => join(hostRoot, dir)) : searchPath.split(":");
-  return dirs.some((dir) => {
+const executableIn = (dirs: string[], binary: string) =>
+  dirs.some((dir) => {
     try {
       accessSync(join(dir, binary), constants.X_OK);
       return true;
@@ -141,4 +139,15 @@ export function binaryAvailable(binary: string, hostRoot = ""): boolean {
       return false;
     }
   });
-}
+
+/** Whether an executable of that name is on the path the runner searches (one argument: it is passed as a callback). */
+export const binaryAvailable = (binary: string): boolean => executableIn(searchPath.split(":"), binary);
+
+/** Whether the node under `hostRoot` has an executable of that name on its own PATH. */
+export const binaryOnHost =
+  (hostRoot: string) =>
+  (binary: string): boolean =>
+    executableIn(
+      hostBinDirs.map((dir) => join(hostRoot, dir)),
+      binary,
+    );
