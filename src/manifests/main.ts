@@ -39,6 +39,10 @@ export const manifestsUsage = `meshcni manifests [options]   print the manifests
   --grafana-dashboard        also meshcni's Grafana dashboard (a ConfigMap for Grafana's sidecar)
   --output-dir DIR           write one file per kind and a kustomization.yaml instead, and the alerts and
                              the dashboard as kustomize components (components/; listed when asked for)
+
+Refuses what cannot work (a relative path, a name, quantity or image Kubernetes refuses, a netconf
+key nobody reads…) and warns on stderr of what is likely not meant. Exit 0 when written, 1 when
+--output-dir cannot be written, 2 on a refusal.
 `;
 
 function pairs(flag: string, list: string[]): Record<string, string> {

@@ -23,7 +23,8 @@ export const checkUsage = `meshcni check --pre [options]   check a node before i
                       "": none)
   --output FORMAT     table or json (table)
 
-One line per check: ok, warn or fail, and what to do. Exit 0 without a fail, 1 with one.
+One line per check: ok, warn or fail, and what to do. Exit 0 without a fail, 1 with one, 2 on a
+usage error (a --host-root that does not exist among them).
 `;
 
 function list(dir: string): string[] | { unreadable: string } {
