@@ -226,7 +226,9 @@ describeAsRoot("meshcni audit", () => {
   it("exits 2 with the reason when its kubeconfig is missing", async () => {
     const result = await execa(meshcniBinary, ["audit", "--node", "node-a", "--kubeconfig", `${api.dir}/absent`], { reject: false });
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toContain("cannot read kubeconfig");
+    expect(result.stderr).toBe(
+      `meshcni audit: cannot read the kubeconfig ${api.dir}/absent: ENOENT: no such file or directory, open '${api.dir}/absent'`,
+    );
   });
 
   it("exits 2 with the reason when the API server cannot be reached (nothing listens on its port)", async () => {
@@ -240,7 +242,9 @@ describeAsRoot("meshcni audit", () => {
     writeFileSync(kubeconfig, readFileSync(kubeconfig, "utf8").replace(`127.0.0.1:${api.port}`, `127.0.0.1:${closed}`));
     const result = await execa(meshcniBinary, ["audit", "--node", "node-a", "--kubeconfig", kubeconfig], { reject: false });
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toContain("ECONNREFUSED");
+    expect(result.stderr).toBe(
+      `meshcni audit: cannot reach the API server https://127.0.0.1:${closed} (context test, from ${kubeconfig}): the connection was refused (ECONNREFUSED); check the server address in ${kubeconfig}, and that the API server runs`,
+    );
   });
 });
 
