@@ -14,7 +14,7 @@ import { Meshcni } from "../test/kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflist, primaryConflistPath } from "../test/kit/cluster/node.js";
 import { meshedTemplate } from "../test/kit/cluster/workloads.js";
 import { sleep, until } from "../test/kit/common.js";
-import { buildGoPattern, perRuleLines } from "./plugin.js";
+import { buildGoPattern, perRuleLines } from "./plugin-baselines.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const pods = 40;
