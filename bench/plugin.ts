@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { AgentHarness, askAgent } from "../test/kit/agent.js";
 import { FakeApiServer, podObject } from "../test/kit/api-server.js";
-import { meshcniNetconf, podArgs, until } from "../test/kit/common.js";
+import { agentTemplate, meshcniNetconf, podArgs, until } from "../test/kit/common.js";
 import { meshcniBinary } from "../test/kit/network.js";
 import { MemoryCgroup } from "./cgroup.js";
 import { cleanupMeasure, type Measured, measure } from "./measure.js";
@@ -48,9 +48,10 @@ export async function benchPlugin(): Promise<PluginBench> {
   writeFileSync(rulesFile, `${perRuleLines}\n`);
   // The agent on this "node": it watches the node's pods and answers the plugin on its socket.
   const agent = new AgentHarness({ onHost: true });
-  const agentState = join(api.dir, "agent-state");
-  const socket = join(agentState, "agent", "plugin.sock");
-  await agent.startWithApi(api, ["--node", node, "--state-dir", agentState, "--audit-seconds", "3600"], {
+  // Its own netconf entry names the plugin's state dir: the agent writes only within its own entry's paths.
+  const socket = join(stateDir, "agent", "plugin.sock");
+  const agentArgs = ["--node", node, "--state-dir", stateDir, "--template", agentTemplate(stateDir), "--audit-seconds", "3600"];
+  await agent.startWithApi(api, agentArgs, {
     POD_NAMESPACE: "meshcni",
     LOG_LEVEL: "info",
   });
@@ -147,6 +148,9 @@ export async function benchPlugin(): Promise<PluginBench> {
       await Promise.all(spaces.map((name) => dropNetns(name)));
     }
 
+    // The agent path measured is the agent writing: a write handed back to the plugin would measure the plugin writing itself.
+    const handedBack = await agent.metric('meshcni_agent_writes_total{verb="ADD",result="handed_back"}');
+    if (handedBack) throw new Error(`the agent handed ${handedBack} ADDs back to the plugin: the bench measures the wrong path`);
     // The default deployment: the agent answers, iptables (nft) writes; each burst in a memory cgroup of its own.
     const burst = async (name: string, add: (netns: string, cgroup: MemoryCgroup) => Promise<Measured>) => {
       const spaces = await Promise.all(Array.from({ length: concurrentPods }, () => freshNetns()));
