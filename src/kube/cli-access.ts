@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { KubeConfig, type RequestContext } from "@kubernetes/client-node";
-import { errorMessage } from "../errors.js";
+import { errnoCode, errorMessage } from "../errors.js";
 import { apiError, describeApiFailure } from "./errors.js";
 
 /** Where a hand-run command's requests go, as each of its errors names it. */
@@ -64,7 +64,9 @@ export function cliKubeConfig(
     }
   } catch (error) {
     if (error instanceof Error && error.message.startsWith("no kubeconfig")) throw error;
-    throw new Error(`cannot read the kubeconfig ${path === "-" ? "on stdin" : (path ?? env.KUBECONFIG ?? home)}: ${errorMessage(error)}`);
+    // As the plugin says it: the errno alone when there is one (the runtime's message repeats the path).
+    const why = errnoCode(error) ?? errorMessage(error);
+    throw new Error(`cannot read kubeconfig ${path === "-" ? "on stdin" : (path ?? env.KUBECONFIG ?? home)}: ${why}`);
   }
   const context = config.getCurrentContext();
   const cluster = config.getCurrentCluster();

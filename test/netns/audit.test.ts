@@ -226,9 +226,7 @@ describeAsRoot("meshcni audit", () => {
   it("exits 2 with the reason when its kubeconfig is missing", async () => {
     const result = await execa(meshcniBinary, ["audit", "--node", "node-a", "--kubeconfig", `${api.dir}/absent`], { reject: false });
     expect(result.exitCode).toBe(2);
-    expect(result.stderr).toBe(
-      `meshcni audit: cannot read the kubeconfig ${api.dir}/absent: ENOENT: no such file or directory, open '${api.dir}/absent'`,
-    );
+    expect(result.stderr).toBe(`meshcni audit: cannot read kubeconfig ${api.dir}/absent: ENOENT`);
   });
 
   it("exits 2 with the reason when the API server cannot be reached (nothing listens on its port)", async () => {
