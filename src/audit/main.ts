@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { KubeConfig } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
 import { numberFlag, oneOf, parseFlags } from "../flags.js";
-import { cliKubeConfig, operatorMessage, withDeadline } from "../kube/cli-access.js";
+import { cliKubeConfig, operatorError, withDeadline } from "../kube/cli-access.js";
 import { parsePodKey } from "../pod-key.js";
 import { parseSweepInput, type SweepInput, type SweepRequest } from "./contract.js";
 import { renderTable } from "./format.js";
@@ -80,12 +80,7 @@ export async function runAudit(argv: string[]): Promise<number> {
   return withDeadline(host.timeoutSeconds, (signal) => {
     const io = () => {
       const { config, target } = cliKubeConfig(host.kubeconfig, process.env, signal);
-      return hostIo(
-        request.node,
-        request.dirs,
-        config,
-        (error) => new Error(operatorMessage(error, target, host.timeoutSeconds, auditNeeds)),
-      );
+      return hostIo(request.node, request.dirs, config, operatorError(target, host.timeoutSeconds, auditNeeds));
     };
     return runSweepOf("audit", request, io, host.output);
   });

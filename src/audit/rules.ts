@@ -1,7 +1,7 @@
 import { errorMessage } from "../errors.js";
 import { parseFlags } from "../flags.js";
 import { createRedirector, hostPaths } from "../host.js";
-import { cliKubeConfig, operatorMessage, withDeadline } from "../kube/cli-access.js";
+import { cliKubeConfig, operatorError, withDeadline } from "../kube/cli-access.js";
 import { inNetns } from "../netns/enter.js";
 import { formatPodKey, parsePodKey, podName } from "../pod-key.js";
 import { planLines, type RulePlan } from "../redirect/plan.js";
@@ -59,8 +59,7 @@ export async function runRules(argv: string[]): Promise<number> {
 async function printRules(key: NonNullable<ReturnType<typeof parsePodKey>>, host: HostValues, signal: AbortSignal): Promise<number> {
   try {
     const { config, target } = cliKubeConfig(host.kubeconfig, process.env, signal);
-    const explain = (error: unknown) =>
-      new Error(operatorMessage(error, target, host.timeoutSeconds, "list on pods, get on namespaces and services"));
+    const explain = operatorError(target, host.timeoutSeconds, "list on pods, get on namespaces and services");
     const io = hostIo(host.node, host.dirs, config, explain);
     const onHost = hostPaths(host.dirs.hostRoot);
     const records = io.records.list();

@@ -3,7 +3,7 @@ import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { KubeConfig, type RequestContext } from "@kubernetes/client-node";
 import { errnoCode, errorMessage } from "../errors.js";
-import { apiError, describeApiFailure } from "./errors.js";
+import { ApiStatusError, apiError, describeApiFailure } from "./errors.js";
 
 /** Where a hand-run command's requests go, as each of its errors names it. */
 export interface ApiTarget {
@@ -85,7 +85,7 @@ export function cliKubeConfig(
  * What a failed request means to the person who ran the command: the server and context it
  * went to, what happened, and what to do. `needs` says what the command reads, for a 403.
  */
-export function operatorMessage(error: unknown, target: ApiTarget, timeoutSeconds: number, needs: string): string {
+function operatorMessage(error: unknown, target: ApiTarget, timeoutSeconds: number, needs: string): string {
   const where = `the API server ${target.server} (context ${target.context}, from ${target.source})`;
   const failure = apiError(error) as { code?: unknown; message?: string; name?: string; cause?: { code?: unknown } };
   if (failure?.name === "AbortError" || failure?.name === "TimeoutError")
@@ -111,6 +111,18 @@ const networkFailures: Record<string, string> = {
   ENETUNREACH: "no route to the network",
   ECONNRESET: "the connection was reset",
   ETIMEDOUT: "the connection timed out",
+};
+
+/**
+ * `operatorMessage` as an error: an answer's status stays an ApiStatusError (its code, causes
+ * and Retry-After still decide, as a repair's 500 from a refused eviction does), in these words.
+ */
+export const operatorError = (target: ApiTarget, timeoutSeconds: number, needs: string) => (error: unknown) => {
+  const status = apiError(error);
+  const message = operatorMessage(status, target, timeoutSeconds, needs);
+  return status instanceof ApiStatusError
+    ? new ApiStatusError(status.code, message, status.retryAfterMs, status.causes)
+    : new Error(message);
 };
 
 /**

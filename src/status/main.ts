@@ -2,7 +2,7 @@ import { CoreV1Api, type CoreV1Event } from "@kubernetes/client-node";
 import { unprotectedLabel } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { oneOf, parseFlags, timeoutFlag } from "../flags.js";
-import { cliKubeConfig, operatorMessage, withDeadline } from "../kube/cli-access.js";
+import { cliKubeConfig, operatorError, withDeadline } from "../kube/cli-access.js";
 import { clusterView, renderClusterView, unprotectedReasons } from "./view.js";
 
 export const statusUsage = `meshcni status [options]   is any meshed pod in the cluster running without its redirect?
@@ -44,9 +44,10 @@ export async function runStatus(argv: string[]): Promise<number> {
     try {
       const { config, target } = cliKubeConfig(values.kubeconfig, process.env, signal);
       const api = config.makeApiClient(CoreV1Api);
+      const explain = operatorError(target, timeoutSeconds, "list on nodes, pods and events in every namespace");
       const read = <T>(request: Promise<T>) =>
         request.catch((error: unknown) => {
-          throw new Error(operatorMessage(error, target, timeoutSeconds, "list on nodes, pods and events in every namespace"));
+          throw explain(error);
         });
       const [nodes, labelled, ...eventLists] = await Promise.all([
         read(api.listNode()),
