@@ -16,8 +16,11 @@ const netconf = (linkerd: Record<string, unknown> = {}) =>
   JSON.stringify({ cniVersion: "1.0.0", name: "k8s", type: "meshcni", state_dir: "/run/x", prevResult, linkerd });
 const namespace = { metadata: { name: "shop", annotations: { "config.linkerd.io/skip-subnets": "10.9.0.0/16" } } } as V1Namespace;
 
-/** The agent's decision for shop/web, its cache holding `pods`; the API answers `fromApi` (or fails). */
-function decide(pods: V1Pod[], text: string, options: { uid?: string; fromApi?: V1Pod } = {}) {
+/**
+ * The agent's decision for shop/web, its cache holding `pods`; the API answers `fromApi` (or
+ * fails), and the kubernetes Service unless `noService`; its log lines into `lines`.
+ */
+function decide(pods: V1Pod[], text: string, options: { uid?: string; fromApi?: V1Pod; noService?: boolean; lines?: LogEntry[] } = {}) {
   const store = <T>(entries: Array<[string, T]>) => ({ get: (key: string) => new Map(entries).get(key), fresh: () => true });
   const cache = new NodeCache(store(pods.map((pod) => [podName(pod), pod])), store([["shop", namespace]]));
   const lookup = {
@@ -26,9 +29,12 @@ function decide(pods: V1Pod[], text: string, options: { uid?: string; fromApi?: 
       return options.fromApi;
     },
     readNamespace: async () => namespace,
-    readService: async () => ({ metadata: { name: "kubernetes" }, spec: { ports: [{ port: 443 }] } }),
+    readService: async () => {
+      if (options.noService) throw Object.assign(new Error('services "kubernetes" not found'), { code: 404 });
+      return { metadata: { name: "kubernetes" }, spec: { ports: [{ port: 443 }] } };
+    },
   };
-  const log = memoryLogger([]);
+  const log = memoryLogger(options.lines ?? []);
   return decideForPlugin(
     { get: "decision", netconf: text, namespace: "shop", name: "web", uid: options.uid ?? "uid-shop-web" },
     (ask) => answerAsk(ask, cache, lookup, log),
@@ -197,23 +203,9 @@ describe("the agent carries out what it decides when asked to", () => {
 
 describe("the agent's decision for a control-plane pod", () => {
   it("without the kubernetes Service to read, skips linkerd-cni's fallback ports, as the plugin does, instead of sending the plugin to the API", async () => {
-    const store = <T>(entries: Array<[string, T]>) => ({ get: (key: string) => new Map(entries).get(key), fresh: () => true });
     const pod = podObject("shop", "web", { proxy: "container", labels: { "linkerd.io/control-plane-component": "destination" } }) as V1Pod;
-    const cache = new NodeCache(store([[podName(pod), pod]]), store([["shop", namespace]]));
-    const lookup = {
-      readPod: async () => pod,
-      readNamespace: async () => namespace,
-      readService: async () => {
-        throw Object.assign(new Error('services "kubernetes" not found'), { code: 404 });
-      },
-    };
     const lines: LogEntry[] = [];
-    const log = memoryLogger(lines);
-    const answer = await decideForPlugin(
-      { get: "decision", netconf: netconf(), namespace: "shop", name: "web", uid: "uid-shop-web" },
-      (ask) => answerAsk(ask, cache, lookup, log),
-      log,
-    );
+    const answer = await decide([pod], netconf(), { noService: true, lines });
     expect(answer).toHaveProperty("decided");
     const plan = (answer as { decided: { plans: Array<{ chains: Record<string, string[][]> }> } }).decided.plans[0]!;
     expect(plan.chains.PROXY_INIT_OUTPUT!.map((rule) => rule.join(" "))).toContain(
