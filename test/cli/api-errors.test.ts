@@ -103,8 +103,13 @@ describe("meshcni status, audit and rules, when the API server fails them", () =
     expect(missing.stderr).toBe(
       `meshcni rules: ${dangling}: its current context "gone" names no cluster it defines: fix it, or choose another with kubectl config use-context NAME`,
     );
-    const unreadable = await run("status", ["--kubeconfig", join(api.dir, "absent")]);
-    expect(unreadable.stderr).toBe(`meshcni status: cannot read kubeconfig ${join(api.dir, "absent")}: ENOENT`);
+    for (const command of Object.keys(commands) as Array<keyof typeof commands>) {
+      const unreadable = await run(command, ["--kubeconfig", join(api.dir, "absent")]);
+      expect([unreadable.exitCode, unreadable.stderr]).toEqual([
+        2,
+        `meshcni ${command}: cannot read kubeconfig ${join(api.dir, "absent")}: ENOENT`,
+      ]);
+    }
   });
 
   it("refuses a --timeout that is no whole number of seconds from 1 to 600", async () => {
