@@ -85,8 +85,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {
     const topic = command === "help" ? rest[0] : undefined;
-    if (topic === undefined) return print(usage);
-    if (topic === "help") return print(usage);
+    if (topic === undefined || topic === "help") return print(usage);
     if (topic === "version") return print(versionUsage);
     const known = commands[topic];
     return known ? print(await known.usage()) : refuse(`no command ${JSON.stringify(topic)}`);

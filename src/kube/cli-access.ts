@@ -82,12 +82,13 @@ export function cliKubeConfig(
 }
 
 /**
- * What a failed request means to the person who ran the command: the server and context it
- * went to, what happened, and what to do. `needs` says what the command reads, for a 403.
+ * What a failed request (as apiError leaves it) means to the person who ran the command: the
+ * server and context it went to, what happened, and what to do. `needs` says what the command
+ * reads, for a 403.
  */
 function operatorMessage(error: unknown, target: ApiTarget, timeoutSeconds: number, needs: string): string {
   const where = `the API server ${target.server} (context ${target.context}, from ${target.source})`;
-  const failure = apiError(error) as { code?: unknown; message?: string; name?: string; cause?: { code?: unknown } };
+  const failure = error as { code?: unknown; message?: string; name?: string };
   if (failure?.name === "AbortError" || failure?.name === "TimeoutError")
     return `no answer from ${where} within ${timeoutSeconds} s: check that it runs and is reachable from here (kubectl --context ${target.context} get --raw /readyz), or give it longer with --timeout`;
   if (failure?.code === 401)
@@ -96,8 +97,7 @@ function operatorMessage(error: unknown, target: ApiTarget, timeoutSeconds: numb
     return `${where} forbids user ${target.user} what this command reads (403: ${failure.message}); it needs ${needs}`;
   if (typeof failure?.code === "number") return `${where} answered ${failure.code}: ${failure.message}`;
   const { cause } = describeApiFailure(error);
-  if (/CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO/i.test(cause))
-    return `cannot trust ${where}: ${cause}; check the cluster's certificate-authority in ${target.source}`;
+  if (cause.startsWith("TLS: ")) return `cannot trust ${where}: ${cause}; check the cluster's certificate-authority in ${target.source}`;
   const code = Object.keys(networkFailures).find((known) => cause.includes(known));
   return `cannot reach ${where}: ${code ? `${networkFailures[code]} (${code})` : cause}; check the server address in ${target.source}, and that the API server runs`;
 }

@@ -3,7 +3,7 @@ import { errorMessage } from "../errors.js";
 import { numberFlag, oneOf, parseFlags } from "../flags.js";
 import { agentLogLevels } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
-import { checkManifestOptions } from "./checks.js";
+import { checkManifestOptions, dnsLabel } from "./checks.js";
 import { defaultManifestOptions as defaults, type ManifestOptions } from "./options.js";
 import { writeOutputDir } from "./output-dir.js";
 import { systemNamespaces } from "./policy.js";
@@ -72,8 +72,7 @@ function evictNamespacesOf(text: string | undefined, repair: RepairPolicy): stri
   if (repair !== "evict") throw new Error("--evict-namespaces needs --repair evict");
   const names = text.split(",").map((name) => name.trim());
   for (const name of names) {
-    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name))
-      throw new Error(`--evict-namespaces: ${JSON.stringify(name)} is no namespace name`);
+    if (!new RegExp(`^${dnsLabel}$`).test(name)) throw new Error(`--evict-namespaces: ${JSON.stringify(name)} is no namespace name`);
     if (systemNamespaces.includes(name)) throw new Error(`--evict-namespaces: ${name}'s pods are never meshed, so never evicted`);
   }
   return names;

@@ -35,6 +35,12 @@ describe("the agent against the in-test API server's faults", () => {
     const { metadata } = answer.object as { metadata: { annotations?: Record<string, string> } };
     return { cached: answer.cached, annotation: metadata.annotations?.[skip] };
   };
+  /** Waits until the agent answers shop/web with this annotation, from its cache or (`cached` false) from the API. */
+  const answersWith = (annotation: string, cached: boolean, timeoutMs: number) =>
+    host.waitFor(async () => {
+      const answer = await web();
+      return answer.cached === cached && answer.annotation === annotation;
+    }, timeoutMs);
   const annotate = (value: string, options: { quietly?: boolean } = {}) =>
     api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1", annotations: { [skip]: value } }), options);
 
@@ -75,10 +81,7 @@ describe("the agent against the in-test API server's faults", () => {
     await host.waitFor(async () => (await restarts()) === podWatches().length - before, 5000);
     api.watchFaults.delete("/api/v1/pods");
     annotate("10.2.0.0/16");
-    await host.waitFor(async () => {
-      const answer = await web();
-      return answer.cached && answer.annotation === "10.2.0.0/16";
-    }, 20_000);
+    await answersWith("10.2.0.0/16", true, 20_000);
     await host.waitFor(() => host.logs.some((line) => line.msg === "the watch of pods recovered"), 10_000);
   });
 
@@ -89,18 +92,12 @@ describe("the agent against the in-test API server's faults", () => {
     await host.waitFor(() => podWatches().length > before, 10_000);
     annotate("10.3.0.0/16", { quietly: true });
     // Stale past the watch's own bound (2 s here, 90 s by default): the API answers.
-    await host.waitFor(async () => {
-      const answer = await web();
-      return !answer.cached && answer.annotation === "10.3.0.0/16";
-    }, 10_000);
+    await answersWith("10.3.0.0/16", false, 10_000);
     await host.waitFor(async () => ((await host.metric('meshcni_watch_restarts_total{watch="pods",cause="silent"}')) ?? 0) >= 1, 15_000);
     expect(await host.metric('meshcni_cache_age_seconds{cache="pods"}')).toBeGreaterThan(2);
     api.watchFaults.delete("/api/v1/pods");
     annotate("10.4.0.0/16");
-    await host.waitFor(async () => {
-      const answer = await web();
-      return answer.cached && answer.annotation === "10.4.0.0/16";
-    }, 20_000);
+    await answersWith("10.4.0.0/16", true, 20_000);
     expect(await host.metric('meshcni_cache_age_seconds{cache="pods"}')).toBeLessThan(2);
   });
 
@@ -153,10 +150,7 @@ describe("the agent against the in-test API server's faults", () => {
     for (let i = 1; i < waited.length; i++) expect(waited[i]! - waited[i - 1]!).toBeGreaterThanOrEqual(4900);
     expect(await host.metric('meshcni_watch_restarts_total{watch="pods",cause="throttled"}')).toBeGreaterThanOrEqual(1);
     annotate("10.5.0.0/16");
-    await host.waitFor(async () => {
-      const answer = await web();
-      return answer.cached && answer.annotation === "10.5.0.0/16";
-    }, 15_000);
+    await answersWith("10.5.0.0/16", true, 15_000);
   });
 
   it("with an API server whose clock is 2 h behind: one TokenRequest, the kubeconfig written, ready, the skew said once", async () => {

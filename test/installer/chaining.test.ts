@@ -1,51 +1,45 @@
 import { readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AgentHarness, conflist, primaryBinDir } from "../kit/agent.js";
 import { FakeApiServer } from "../kit/api-server.js";
 import { sleep } from "../kit/common.js";
-import { calico, installerHelpers } from "../kit/installer.js";
+import { calico, installerSuite } from "../kit/installer.js";
 
 describe("meshcni install: keeping itself chained", () => {
-  let host: AgentHarness;
-  afterEach(async () => host?.cleanup());
-  const { started, chainedIn, ready } = installerHelpers(
-    () => host,
-    (made) => {
-      host = made;
-    },
-  );
+  const suite = installerSuite();
+  const { started, chainedIn, ready } = suite;
 
   it("re-chains after an in-place rewrite (Calico), a rename over (AWS VPC CNI), and a delete and recreate", async () => {
     await started({ "10-calico.conflist": calico() });
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    host.writeInPlace("10-calico.conflist", calico(2));
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    expect(host.json("10-calico.conflist").plugins![0]).toMatchObject({ revision: 2 });
-    host.renameOver("10-calico.conflist", calico(3));
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    expect(host.json("10-calico.conflist").plugins![0]).toMatchObject({ revision: 3 });
-    host.remove("10-calico.conflist");
-    await host.waitFor(async () => (await host.readyz()).status === 503);
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    suite.host.writeInPlace("10-calico.conflist", calico(2));
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    expect(suite.host.json("10-calico.conflist").plugins![0]).toMatchObject({ revision: 2 });
+    suite.host.renameOver("10-calico.conflist", calico(3));
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    expect(suite.host.json("10-calico.conflist").plugins![0]).toMatchObject({ revision: 3 });
+    suite.host.remove("10-calico.conflist");
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 503);
     expect(ready().status).toBe(1);
-    writeFileSync(host.path("10-calico.conflist"), calico(4));
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    expect(await host.metric('meshcni_rechains_total{cause="entry_removed"}')).toBe(3);
-    expect(await host.metric("meshcni_rechain_duration_seconds_count")).toBe(3);
-    expect(await host.metric("meshcni_rechain_duration_seconds_sum")).toBeGreaterThan(0);
-    await host.waitFor(async () => (await host.readyz()).status === 200);
+    writeFileSync(suite.host.path("10-calico.conflist"), calico(4));
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    expect(await suite.host.metric('meshcni_rechains_total{cause="entry_removed"}')).toBe(3);
+    expect(await suite.host.metric("meshcni_rechain_duration_seconds_count")).toBe(3);
+    expect(await suite.host.metric("meshcni_rechain_duration_seconds_sum")).toBeGreaterThan(0);
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
   });
 
   it("moves to a new earlier-sorting config (Cilium arriving) and leaves the old one as it was", async () => {
     await started({ "10-calico.conflist": calico() });
-    await host.waitFor(chainedIn("10-calico.conflist"));
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
     const cilium = conflist("cilium", [{ type: "cilium-cni", enable_debug: false }]);
-    writeFileSync(host.path("05-cilium.conflist"), cilium);
-    await host.waitFor(chainedIn("05-cilium.conflist"));
-    await host.waitFor(() => host.types("10-calico.conflist").length === 2);
-    expect(host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
-    expect(host.types("05-cilium.conflist")).toEqual(["cilium-cni", "meshcni"]);
-    expect(await host.metric('meshcni_rechains_total{cause="active_config_changed"}')).toBe(1);
+    writeFileSync(suite.host.path("05-cilium.conflist"), cilium);
+    await suite.host.waitFor(chainedIn("05-cilium.conflist"));
+    await suite.host.waitFor(() => suite.host.types("10-calico.conflist").length === 2);
+    expect(suite.host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
+    expect(suite.host.types("05-cilium.conflist")).toEqual(["cilium-cni", "meshcni"]);
+    expect(await suite.host.metric('meshcni_rechains_total{cause="active_config_changed"}')).toBe(1);
   });
 
   it("wraps a lone .conf into a .conflist the way the runtime reads it", async () => {
@@ -57,9 +51,9 @@ describe("meshcni install: keeping itself chained", () => {
       ipam: { type: "host-local", subnet: "10.22.0.0/16" },
     };
     await started({ "10-mynet.conf": JSON.stringify(bridge) });
-    await host.waitFor(chainedIn("10-mynet.conflist"));
-    await host.waitFor(() => !readdirSync(host.netDir).includes("10-mynet.conf"));
-    const wrapped = host.json("10-mynet.conflist");
+    await suite.host.waitFor(chainedIn("10-mynet.conflist"));
+    await suite.host.waitFor(() => !readdirSync(suite.host.netDir).includes("10-mynet.conf"));
+    const wrapped = suite.host.json("10-mynet.conflist");
     expect(wrapped).toMatchObject({ cniVersion: "0.4.0", name: "mynet" });
     expect(wrapped.plugins![0]).toEqual(bridge);
   });
@@ -67,106 +61,109 @@ describe("meshcni install: keeping itself chained", () => {
   it("touches only the active config when two agents' files are there", async () => {
     const other = conflist("other", [{ type: "macvlan", master: "eth0" }]);
     await started({ "10-calico.conflist": calico(), "20-other.conflist": other, "README.txt": "not a config" });
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    expect(host.read("20-other.conflist")).toBe(other);
-    expect(host.read("README.txt")).toBe("not a config");
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    expect(suite.host.read("20-other.conflist")).toBe(other);
+    expect(suite.host.read("README.txt")).toBe("not a config");
   });
 
   it("waits out a half-written foreign config instead of acting on it", async () => {
     await started({ "10-calico.conflist": calico() });
-    await host.waitFor(chainedIn("10-calico.conflist"));
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
     const cilium = conflist("cilium", [{ type: "cilium-cni" }]);
-    host.writeInPlace("05-cilium.conflist", cilium.slice(0, 40));
+    suite.host.writeInPlace("05-cilium.conflist", cilium.slice(0, 40));
     // The agent saw it, and waits for the rest.
-    await host.waitFor(() =>
-      host.logs.some(
+    await suite.host.waitFor(() =>
+      suite.host.logs.some(
         (line) => line.msg === "the active config is not valid yet, retrying shortly" && String(line.file).endsWith("05-cilium.conflist"),
       ),
     );
-    expect(host.read("05-cilium.conflist")).toBe(cilium.slice(0, 40));
-    expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
-    host.writeInPlace("05-cilium.conflist", cilium);
-    await host.waitFor(chainedIn("05-cilium.conflist"));
-    await host.waitFor(() => host.types("10-calico.conflist").length === 2);
-    expect(host.stderr.some((line) => line.includes('"level":"error"'))).toBe(false);
+    expect(suite.host.read("05-cilium.conflist")).toBe(cilium.slice(0, 40));
+    expect(suite.host.types("10-calico.conflist").at(-1)).toBe("meshcni");
+    suite.host.writeInPlace("05-cilium.conflist", cilium);
+    await suite.host.waitFor(chainedIn("05-cilium.conflist"));
+    await suite.host.waitFor(() => suite.host.types("10-calico.conflist").length === 2);
+    expect(suite.host.stderr.some((line) => line.includes('"level":"error"'))).toBe(false);
   });
 
   it("replaces an existing linkerd-cni entry and duplicate entries with one", async () => {
     const linkerd = { name: "linkerd-cni", type: "linkerd-cni", linkerd: {} };
     await started({ "10-calico.conflist": conflist("k8s", [{ type: "calico" }, linkerd, { type: "meshcni" }, { type: "portmap" }]) });
-    await host.waitFor(() => host.types("10-calico.conflist").join() === "calico,portmap,meshcni");
+    await suite.host.waitFor(() => suite.host.types("10-calico.conflist").join() === "calico,portmap,meshcni");
     // Said once the file is written.
-    await host.waitFor(() => host.logs.some((line) => line.msg.includes("duplicate")), 2000);
+    await suite.host.waitFor(() => suite.host.logs.some((line) => line.msg.includes("duplicate")), 2000);
   });
 
   it("backs off and warns, naming the file, when another agent keeps removing the entry", async () => {
     await started({ "05-cilium.conflist": conflist("cilium", [{ type: "cilium-cni" }]) });
-    await host.waitFor(chainedIn("05-cilium.conflist"));
+    await suite.host.waitFor(chainedIn("05-cilium.conflist"));
     const started_ = performance.now();
-    while (!host.logs.some((line) => line.level === "warn" && line.msg.includes("keeps removing")) && performance.now() - started_ < 5000) {
-      if (host.types("05-cilium.conflist").includes("meshcni"))
-        host.renameOver("05-cilium.conflist", conflist("cilium", [{ type: "cilium-cni" }]));
+    while (
+      !suite.host.logs.some((line) => line.level === "warn" && line.msg.includes("keeps removing")) &&
+      performance.now() - started_ < 5000
+    ) {
+      if (suite.host.types("05-cilium.conflist").includes("meshcni"))
+        suite.host.renameOver("05-cilium.conflist", conflist("cilium", [{ type: "cilium-cni" }]));
       await sleep(5);
     }
-    const warning = host.logs.find((line) => line.level === "warn" && line.msg.includes("keeps removing"));
-    expect(warning?.msg).toContain(host.path("05-cilium.conflist"));
+    const warning = suite.host.logs.find((line) => line.level === "warn" && line.msg.includes("keeps removing"));
+    expect(warning?.msg).toContain(suite.host.path("05-cilium.conflist"));
     expect(warning?.msg).toContain("cni.exclusive");
-    expect(await host.metric("meshcni_fights_total")).toBe(1);
+    expect(await suite.host.metric("meshcni_fights_total")).toBe(1);
     // Backing off (1 s first): a change to the file meanwhile is looked at, and left stripped.
-    const heldFrom = host.logs.length;
-    host.writeInPlace("05-cilium.conflist", conflist("cilium", [{ type: "cilium-cni" }]));
-    await host.waitFor(() => host.logs.slice(heldFrom).some((line) => line.msg === "reconcile"), 900);
-    expect(host.types("05-cilium.conflist")).toEqual(["cilium-cni"]);
-    await host.waitFor(chainedIn("05-cilium.conflist"), 3000);
+    const heldFrom = suite.host.logs.length;
+    suite.host.writeInPlace("05-cilium.conflist", conflist("cilium", [{ type: "cilium-cni" }]));
+    await suite.host.waitFor(() => suite.host.logs.slice(heldFrom).some((line) => line.msg === "reconcile"), 900);
+    expect(suite.host.types("05-cilium.conflist")).toEqual(["cilium-cni"]);
+    await suite.host.waitFor(chainedIn("05-cilium.conflist"), 3000);
   });
 
   it("names a chain the runtime cannot run (portmap not installed): not ready, ChainBroken, the plugin's metric, and ready once it is", async () => {
-    host = new AgentHarness();
-    const portmap = join(host.hostRoot, primaryBinDir, "portmap");
+    suite.host = new AgentHarness();
+    const portmap = join(suite.host.hostRoot, primaryBinDir, "portmap");
     rmSync(portmap);
-    writeFileSync(host.path("10-calico.conflist"), calico());
-    await host.start(["--resync-seconds", "1"]);
+    writeFileSync(suite.host.path("10-calico.conflist"), calico());
+    await suite.host.start(["--resync-seconds", "1"]);
     // meshcni chains all the same, so that the node is ready the moment the plugin is there.
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    const reason = `${host.path("10-calico.conflist")} chains portmap, with no executable in ${host.binDir} or ${join(host.hostRoot, primaryBinDir)}: the runtime fails every pod's ADD and DEL on this node`;
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    const reason = `${suite.host.path("10-calico.conflist")} chains portmap, with no executable in ${suite.host.binDir} or ${join(suite.host.hostRoot, primaryBinDir)}: the runtime fails every pod's ADD and DEL on this node`;
     // Once the kubeconfig is written, the chain is all that is missing.
-    const saidAlone = () => host.logs.filter((line) => line.msg === "not ready" && String(line.reasons) === reason);
-    await host.waitFor(() => saidAlone().length > 0);
-    expect(await host.readyz()).toEqual({ status: 503, body: "not ready: ChainBroken\n" });
-    expect(await host.metric('meshcni_chain_missing_plugin{type="portmap"}')).toBe(1);
-    expect(await host.metric("meshcni_ready")).toBe(0);
+    const saidAlone = () => suite.host.logs.filter((line) => line.msg === "not ready" && String(line.reasons) === reason);
+    await suite.host.waitFor(() => saidAlone().length > 0);
+    expect(await suite.host.readyz()).toEqual({ status: 503, body: "not ready: ChainBroken\n" });
+    expect(await suite.host.metric('meshcni_chain_missing_plugin{type="portmap"}')).toBe(1);
+    expect(await suite.host.metric("meshcni_ready")).toBe(0);
     expect(ready()).toMatchObject({ status: 1, stdout: `not ready (ChainBroken): ${reason}\n` });
     // Said once, not at every resync: two resyncs after it, still one line.
-    const saidAt = host.logs.indexOf(saidAlone()[0]!);
-    await host.waitFor(() => host.logs.slice(saidAt).filter((line) => line.msg === "reconcile").length >= 2, 5000);
+    const saidAt = suite.host.logs.indexOf(saidAlone()[0]!);
+    await suite.host.waitFor(() => suite.host.logs.slice(saidAt).filter((line) => line.msg === "reconcile").length >= 2, 5000);
     expect(saidAlone()).toHaveLength(1);
     writeFileSync(portmap, "#!/bin/sh\n", { mode: 0o755 });
-    await host.waitFor(async () => (await host.readyz()).status === 200);
-    expect(await host.scrape()).not.toContain("meshcni_chain_missing_plugin{");
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+    expect(await suite.host.scrape()).not.toContain("meshcni_chain_missing_plugin{");
     expect(ready()).toMatchObject({ status: 0, stdout: "ready: meshcni is chained in 10-calico.conflist\n" });
   });
 
   it("follows a new primary that takes over (Cilium over azure-vnet), staying where the runtime may fall back until the new chain can run", async () => {
-    host = new AgentHarness();
-    const ciliumBinary = join(host.hostRoot, primaryBinDir, "cilium-cni");
+    suite.host = new AgentHarness();
+    const ciliumBinary = join(suite.host.hostRoot, primaryBinDir, "cilium-cni");
     rmSync(ciliumBinary);
-    writeFileSync(host.path("10-azure.conflist"), conflist("azure", [{ type: "azure-vnet" }]));
-    await host.start();
-    await host.waitFor(async () => (await host.readyz()).status === 200);
+    writeFileSync(suite.host.path("10-azure.conflist"), conflist("azure", [{ type: "azure-vnet" }]));
+    await suite.host.start();
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
     // Cilium's config lands before its agent has installed its binary.
-    writeFileSync(host.path("05-cilium.conflist"), conflist("cilium", [{ type: "cilium-cni" }]));
-    await host.waitFor(chainedIn("05-cilium.conflist"));
-    await host.waitFor(async () => (await host.readyz()).body === "not ready: ChainBroken\n");
+    writeFileSync(suite.host.path("05-cilium.conflist"), conflist("cilium", [{ type: "cilium-cni" }]));
+    await suite.host.waitFor(chainedIn("05-cilium.conflist"));
+    await suite.host.waitFor(async () => (await suite.host.readyz()).body === "not ready: ChainBroken\n");
     // CRI-O skips 05-cilium for 10-azure: meshcni stays there meanwhile.
-    expect(host.types("10-azure.conflist")).toEqual(["azure-vnet", "meshcni"]);
-    expect(host.logs.some((line) => line.msg === "chained meshcni into the next config as well")).toBe(false);
+    expect(suite.host.types("10-azure.conflist")).toEqual(["azure-vnet", "meshcni"]);
+    expect(suite.host.logs.some((line) => line.msg === "chained meshcni into the next config as well")).toBe(false);
     // cni.exclusive sets the old primary's config aside; then Cilium's binary arrives.
-    renameSync(host.path("10-azure.conflist"), host.path("10-azure.conflist.cilium_bak"));
-    await host.waitFor(() => host.types("10-azure.conflist.cilium_bak").length === 1);
+    renameSync(suite.host.path("10-azure.conflist"), suite.host.path("10-azure.conflist.cilium_bak"));
+    await suite.host.waitFor(() => suite.host.types("10-azure.conflist.cilium_bak").length === 1);
     writeFileSync(ciliumBinary, "#!/bin/sh\n", { mode: 0o755 });
-    await host.waitFor(async () => (await host.readyz()).status === 200);
-    expect(readdirSync(host.netDir).sort()).toEqual(["05-cilium.conflist", "10-azure.conflist.cilium_bak", "ZZZ-meshcni-kubeconfig"]);
-    expect(host.json("10-azure.conflist.cilium_bak")).toEqual(JSON.parse(conflist("azure", [{ type: "azure-vnet" }])));
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+    expect(readdirSync(suite.host.netDir).sort()).toEqual(["05-cilium.conflist", "10-azure.conflist.cilium_bak", "ZZZ-meshcni-kubeconfig"]);
+    expect(suite.host.json("10-azure.conflist.cilium_bak")).toEqual(JSON.parse(conflist("azure", [{ type: "azure-vnet" }])));
   });
 
   it("renews the plugin's minted token before it expires; the agent's own, even rotated, never touches the disk or the log", async () => {
@@ -174,28 +171,28 @@ describe("meshcni install: keeping itself chained", () => {
     try {
       // This server grants tokens 12 s whatever is asked: renewed at 80% (~9.6 s), never within 10 s of the last.
       api.maxTokenSeconds = 12;
-      host = new AgentHarness();
-      writeFileSync(host.path("10-calico.conflist"), calico());
-      await host.startWithApi(api, ["--plugin-token-seconds", "600"]);
-      await host.waitFor(() => host.kubeconfig() !== "", 5000);
-      const first = host.pluginToken();
+      suite.host = new AgentHarness();
+      writeFileSync(suite.host.path("10-calico.conflist"), calico());
+      await suite.host.startWithApi(api, ["--plugin-token-seconds", "600"]);
+      await suite.host.waitFor(() => suite.host.kubeconfig() !== "", 5000);
+      const first = suite.host.pluginToken();
       expect(api.minted.get(first)?.serviceAccount).toBe("meshcni/meshcni-plugin");
-      await host.waitFor(() => host.pluginToken() !== first, 15_000);
-      expect(api.minted.get(host.pluginToken())?.serviceAccount).toBe("meshcni/meshcni-plugin");
+      await suite.host.waitFor(() => suite.host.pluginToken() !== first, 15_000);
+      expect(api.minted.get(suite.host.pluginToken())?.serviceAccount).toBe("meshcni/meshcni-plugin");
       // Logged once the file is written: the line may still be in the pipe when the file is seen.
-      await host.waitFor(() => host.logs.some((line) => line.msg.includes("kubeconfig rewritten (a renewed token")), 2000);
+      await suite.host.waitFor(() => suite.host.logs.some((line) => line.msg.includes("kubeconfig rewritten (a renewed token")), 2000);
       // kubelet rotates the agent's projected token: it keeps minting with the new one.
       api.agentTokens.add("token-two");
-      host.rotateToken("token-two");
-      const second = host.pluginToken();
-      await host.waitFor(() => host.pluginToken() !== second, 15_000);
+      suite.host.rotateToken("token-two");
+      const second = suite.host.pluginToken();
+      await suite.host.waitFor(() => suite.host.pluginToken() !== second, 15_000);
       const mints = api.requestsTo("POST", /\/serviceaccounts\/meshcni-plugin\/token$/);
       expect(mints.every((request) => request.who === "agent")).toBe(true);
-      expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
-      expect(host.kubeconfig()).not.toMatch(new RegExp(`${api.token}|token-two`));
-      expect(host.stderr.join("\n")).not.toMatch(new RegExp(`${api.token}|token-two|minted-`));
+      expect(statSync(suite.host.kubeconfigPath).mode & 0o777).toBe(0o600);
+      expect(suite.host.kubeconfig()).not.toMatch(new RegExp(`${api.token}|token-two`));
+      expect(suite.host.stderr.join("\n")).not.toMatch(new RegExp(`${api.token}|token-two|minted-`));
     } finally {
-      await host.cleanup();
+      await suite.host.cleanup();
       await api.stop();
     }
   });

@@ -2,105 +2,109 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, readdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent.js";
 import { isRoot } from "../kit/common.js";
-import { calico, installerHelpers } from "../kit/installer.js";
+import { calico, installerSuite } from "../kit/installer.js";
 import { meshcniBinary } from "../kit/network.js";
 
 describe("meshcni install: bad input", () => {
-  let host: AgentHarness;
-  afterEach(async () => host?.cleanup());
-  const { started, chainedIn, ready } = installerHelpers(
-    () => host,
-    (made) => {
-      host = made;
-    },
-  );
+  const suite = installerSuite();
+  const { started, chainedIn, ready } = suite;
 
   describe("bad input: a clear log line, not ready, nothing damaged", () => {
     it("waits with no config at all, never writing a standalone one", async () => {
       await started({});
-      await host.waitFor(() => host.notReadyBecause("no CNI config"));
-      await host.waitFor(() => host.kubeconfig() !== "");
-      expect(readdirSync(host.netDir)).toEqual(["ZZZ-meshcni-kubeconfig"]);
-      writeFileSync(host.path("10-calico.conflist"), calico());
-      await host.waitFor(chainedIn("10-calico.conflist"));
+      await suite.host.waitFor(() => suite.host.notReadyBecause("no CNI config"));
+      await suite.host.waitFor(() => suite.host.kubeconfig() !== "");
+      expect(readdirSync(suite.host.netDir)).toEqual(["ZZZ-meshcni-kubeconfig"]);
+      writeFileSync(suite.host.path("10-calico.conflist"), calico());
+      await suite.host.waitFor(chainedIn("10-calico.conflist"));
     });
 
     it("refuses an invalid template", async () => {
-      host = new AgentHarness();
-      writeFileSync(host.path("10-calico.conflist"), calico());
-      await host.start(["--template", '{"type":"calico"}']);
-      await host.waitFor(() =>
-        host.logs.some((line) => line.level === "error" && line.msg.includes('type must be "meshcni" or "linkerd-cni"')),
+      suite.host = new AgentHarness();
+      writeFileSync(suite.host.path("10-calico.conflist"), calico());
+      await suite.host.start(["--template", '{"type":"calico"}']);
+      await suite.host.waitFor(() =>
+        suite.host.logs.some((line) => line.level === "error" && line.msg.includes('type must be "meshcni" or "linkerd-cni"')),
       );
-      expect((await host.readyz()).status).toBe(503);
-      expect(host.read("10-calico.conflist")).toBe(calico());
-      expect(readdirSync(host.binDir)).toEqual([]);
+      expect((await suite.host.readyz()).status).toBe(503);
+      expect(suite.host.read("10-calico.conflist")).toBe(calico());
+      expect(readdirSync(suite.host.binDir)).toEqual([]);
       expect(ready().status).toBe(1);
     });
 
     it("reports a read-only net dir and damages nothing", async () => {
-      host = new AgentHarness();
-      writeFileSync(host.path("10-calico.conflist"), calico());
+      suite.host = new AgentHarness();
+      writeFileSync(suite.host.path("10-calico.conflist"), calico());
       const readOnly = isRoot
-        ? () => execFileSync("sh", ["-c", `mount --bind '${host.netDir}' '${host.netDir}' && mount -o remount,bind,ro '${host.netDir}'`])
-        : () => chmodSync(host.netDir, 0o555);
+        ? () =>
+            execFileSync("sh", [
+              "-c",
+              `mount --bind '${suite.host.netDir}' '${suite.host.netDir}' && mount -o remount,bind,ro '${suite.host.netDir}'`,
+            ])
+        : () => chmodSync(suite.host.netDir, 0o555);
       readOnly();
       try {
-        await host.start();
-        await host.waitFor(() => host.logs.some((line) => line.level === "error"));
-        expect((await host.readyz()).status).toBe(503);
-        expect(host.read("10-calico.conflist")).toBe(calico());
-        expect(readdirSync(host.netDir)).toEqual(["10-calico.conflist"]);
+        await suite.host.start();
+        await suite.host.waitFor(() => suite.host.logs.some((line) => line.level === "error"));
+        expect((await suite.host.readyz()).status).toBe(503);
+        expect(suite.host.read("10-calico.conflist")).toBe(calico());
+        expect(readdirSync(suite.host.netDir)).toEqual(["10-calico.conflist"]);
       } finally {
-        if (isRoot) execFileSync("umount", [host.netDir]);
-        else chmodSync(host.netDir, 0o755);
+        if (isRoot) execFileSync("umount", [suite.host.netDir]);
+        else chmodSync(suite.host.netDir, 0o755);
       }
     });
 
     it("reports a net dir it cannot read", async () => {
-      host = new AgentHarness();
-      await host.start(["--net-dir", "/does/not/exist"]);
-      await host.waitFor(() => host.notReadyBecause("cannot read"));
+      suite.host = new AgentHarness();
+      await suite.host.start(["--net-dir", "/does/not/exist"]);
+      await suite.host.waitFor(() => suite.host.notReadyBecause("cannot read"));
       expect(ready().stdout).toContain("not ready");
     });
 
     it("refuses a conflist it cannot parse without touching it", async () => {
       await started({ "10-calico.conflist": "{ this is not json" });
-      await host.waitFor(() => host.logs.some((line) => line.msg.includes("10-calico.conflist is not a valid CNI config")), 5000);
-      expect(host.read("10-calico.conflist")).toBe("{ this is not json");
-      expect((await host.readyz()).status).toBe(503);
+      await suite.host.waitFor(
+        () => suite.host.logs.some((line) => line.msg.includes("10-calico.conflist is not a valid CNI config")),
+        5000,
+      );
+      expect(suite.host.read("10-calico.conflist")).toBe("{ this is not json");
+      expect((await suite.host.readyz()).status).toBe(503);
     });
 
     it("reports an invalid first config as containerd sees it: the whole load fails, so not ready, naming it", async () => {
       await started({ "05-broken.conflist": "{", "10-calico.conflist": calico() }, ["--resync-seconds", "1"]);
-      await host.waitFor(() => host.notReadyBecause("05-broken.conflist is not a valid CNI config"), 5000);
-      expect(host.notReadyBecause("containerd fails to load the CNI config dir until it is fixed or removed")).toBe(true);
-      expect(host.read("10-calico.conflist")).toBe(calico());
+      await suite.host.waitFor(() => suite.host.notReadyBecause("05-broken.conflist is not a valid CNI config"), 5000);
+      expect(suite.host.notReadyBecause("containerd fails to load the CNI config dir until it is fixed or removed")).toBe(true);
+      expect(suite.host.read("10-calico.conflist")).toBe(calico());
       expect(ready().stdout).toContain("05-broken.conflist is not a valid CNI config");
       // Past the half-written grace, logged once, not at every resync.
-      const said = () => host.logs.filter((line) => line.msg.includes("05-broken.conflist is not a valid"));
-      await host.waitFor(() => said().length > 0, 5000);
+      const said = () => suite.host.logs.filter((line) => line.msg.includes("05-broken.conflist is not a valid"));
+      await suite.host.waitFor(() => said().length > 0, 5000);
       // Two resyncs after it (one a second here), still one line.
-      const saidAt = host.logs.indexOf(said()[0]!);
-      await host.waitFor(() => host.logs.slice(saidAt).filter((line) => line.msg === "reconcile").length >= 2, 5000);
+      const saidAt = suite.host.logs.indexOf(said()[0]!);
+      await suite.host.waitFor(() => suite.host.logs.slice(saidAt).filter((line) => line.msg === "reconcile").length >= 2, 5000);
       expect(said()).toHaveLength(1);
     });
 
     it("writes no kubeconfig from an empty token: not ready, saying so once", async () => {
-      host = new AgentHarness();
-      writeFileSync(host.path("10-calico.conflist"), calico());
-      host.rotateToken("");
-      await host.start();
-      await host.waitFor(() => host.notReadyBecause(`the service account token ${host.serviceAccountDir}/token is empty`), 5000);
-      // The reasons name host paths: they go to the log and `meshcni ready`, never to whoever can reach the port; the cause's word does.
-      expect(await host.readyz()).toEqual({ status: 503, body: "not ready: NoKubeconfig\n" });
-      expect(ready().stdout).toContain(`${host.serviceAccountDir}/token is empty`);
-      expect(host.kubeconfig()).toBe("");
+      suite.host = new AgentHarness();
+      writeFileSync(suite.host.path("10-calico.conflist"), calico());
+      suite.host.rotateToken("");
+      await suite.host.start();
+      await suite.host.waitFor(
+        () => suite.host.notReadyBecause(`the service account token ${suite.host.serviceAccountDir}/token is empty`),
+        5000,
+      );
+      // The reasons name suite.host paths: they go to the log and `meshcni ready`, never to whoever can reach the port; the cause's word does.
+      expect(await suite.host.readyz()).toEqual({ status: 503, body: "not ready: NoKubeconfig\n" });
+      expect(ready().stdout).toContain(`${suite.host.serviceAccountDir}/token is empty`);
+      expect(suite.host.kubeconfig()).toBe("");
       expect(ready().status).toBe(1);
-      expect(host.logs.filter((line) => line.msg.includes("token") && line.msg.includes("is empty"))).toHaveLength(1);
+      expect(suite.host.logs.filter((line) => line.msg.includes("token") && line.msg.includes("is empty"))).toHaveLength(1);
     });
   });
 });

@@ -1,48 +1,42 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import packageJson from "../../package.json" with { type: "json" };
 import { createAgentMetrics } from "../../src/agent/metrics.js";
 import { alertRules } from "../../src/manifests/alerts.js";
 import { grafanaDashboard } from "../../src/manifests/dashboard.js";
 import { AgentHarness } from "../kit/agent.js";
-import { calico, installerHelpers } from "../kit/installer.js";
+import { calico, installerSuite } from "../kit/installer.js";
 import { meshcniBinary, promtoolBinary } from "../kit/network.js";
 
 describe("meshcni install", () => {
-  let host: AgentHarness;
-  afterEach(async () => host?.cleanup());
-  const { started, chainedIn, ready } = installerHelpers(
-    () => host,
-    (made) => {
-      host = made;
-    },
-  );
+  const suite = installerSuite();
+  const { started, chainedIn, ready } = suite;
 
   it("installs the binary and kubeconfig, chains into the active config, and reports ready", async () => {
     await started({ "10-calico.conflist": calico() });
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    expect(host.types("10-calico.conflist")).toEqual(["calico", "portmap", "meshcni"]);
-    const { plugins, ...rest } = host.json("10-calico.conflist");
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    expect(suite.host.types("10-calico.conflist")).toEqual(["calico", "portmap", "meshcni"]);
+    const { plugins, ...rest } = suite.host.json("10-calico.conflist");
     const { plugins: originalPlugins, ...originalRest } = JSON.parse(calico());
     expect(rest).toEqual(originalRest);
     expect(plugins!.slice(0, 2)).toEqual(originalPlugins);
     expect(plugins![2]).toMatchObject({ kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } });
-    expect(readFileSync(`${host.binDir}/meshcni`).equals(readFileSync(meshcniBinary))).toBe(true);
-    expect(statSync(`${host.binDir}/meshcni`).mode & 0o777).toBe(0o755);
-    await host.waitFor(async () => (await host.readyz()).status === 200);
-    expect(statSync(host.kubeconfigPath).mode & 0o777).toBe(0o600);
+    expect(readFileSync(`${suite.host.binDir}/meshcni`).equals(readFileSync(meshcniBinary))).toBe(true);
+    expect(statSync(`${suite.host.binDir}/meshcni`).mode & 0o777).toBe(0o755);
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+    expect(statSync(suite.host.kubeconfigPath).mode & 0o777).toBe(0o600);
     // The plugin's kubeconfig holds a token minted for its own ServiceAccount, never the agent's.
-    expect(host.ownApi!.minted.get(host.pluginToken())?.serviceAccount).toBe("meshcni/meshcni-plugin");
-    expect(host.kubeconfig()).not.toContain("token-one");
-    expect(host.kubeconfig()).toContain(`"server": "https://127.0.0.1:${host.ownApi!.port}"`);
-    expect(await host.metric("meshcni_ready")).toBe(1);
-    const healthz = await fetch(`http://${host.address}/healthz`);
+    expect(suite.host.ownApi!.minted.get(suite.host.pluginToken())?.serviceAccount).toBe("meshcni/meshcni-plugin");
+    expect(suite.host.kubeconfig()).not.toContain("token-one");
+    expect(suite.host.kubeconfig()).toContain(`"server": "https://127.0.0.1:${suite.host.ownApi!.port}"`);
+    expect(await suite.host.metric("meshcni_ready")).toBe(1);
+    const healthz = await fetch(`http://${suite.host.address}/healthz`);
     expect([healthz.status, await healthz.text()]).toEqual([200, "ok\n"]);
-    expect((await fetch(`http://${host.address}/nothing`)).status).toBe(404);
+    expect((await fetch(`http://${suite.host.address}/nothing`)).status).toBe(404);
     expect(ready().status).toBe(0);
-    expect(host.stderr.join("\n")).not.toContain("token-one");
+    expect(suite.host.stderr.join("\n")).not.toContain("token-one");
   });
 
   it.each([
@@ -52,28 +46,28 @@ describe("meshcni install", () => {
       (template: string) => ({ args: [], env: { KUBECONFIG_FILE_NAME: "ZZZ-linkerd-cni-kubeconfig", CNI_NETWORK_CONFIG_FILE: template } }),
     ],
   ])("writes Linkerd's kubeconfig name and a template read from a file, given as %s", async (_how, given) => {
-    host = new AgentHarness();
-    writeFileSync(host.path("10-calico.conflist"), calico());
-    const template = join(host.root, "template.json");
+    suite.host = new AgentHarness();
+    writeFileSync(suite.host.path("10-calico.conflist"), calico());
+    const template = join(suite.host.root, "template.json");
     writeFileSync(
       template,
       JSON.stringify({ name: "meshcni", type: "meshcni", log_level: "warn", kubernetes: { kubeconfig: "__KUBECONFIG_FILEPATH__" } }),
     );
     const { args, env } = given(template);
-    await host.start(args, env);
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    expect(host.json("10-calico.conflist").plugins!.at(-1)).toMatchObject({
+    await suite.host.start(args, env);
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    expect(suite.host.json("10-calico.conflist").plugins!.at(-1)).toMatchObject({
       log_level: "warn",
       kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig" },
     });
-    await host.waitFor(() => existsSync(host.path("ZZZ-linkerd-cni-kubeconfig")));
-    expect(existsSync(host.kubeconfigPath)).toBe(false);
+    await suite.host.waitFor(() => existsSync(suite.host.path("ZZZ-linkerd-cni-kubeconfig")));
+    expect(existsSync(suite.host.kubeconfigPath)).toBe(false);
   });
 
   it("serves the metrics the README lists, with their types and labels, and the process's own, each series with its node", async () => {
     await started({ "10-calico.conflist": calico() }, ["--node", "n1"]);
-    await host.waitFor(async () => (await host.readyz()).status === 200);
-    const text = await host.scrape();
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+    const text = await suite.host.scrape();
     // As Prometheus's own linter reads it: types, names, suffixes, help.
     expect(execFileSync(promtoolBinary, ["check", "metrics"], { input: text, encoding: "utf8" })).toBe("");
     const served = Object.fromEntries([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((match) => [match[1], match[2]]));
@@ -113,58 +107,64 @@ describe("meshcni install", () => {
   it("uninstalls on SIGTERM outside a pod: every config restored in meaning, kubeconfig, binary and state dir removed, exit 0", async () => {
     const bridge = { cniVersion: "1.0.0", name: "mynet", type: "bridge" };
     await started({ "10-calico.conflist": calico() });
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    writeFileSync(host.path("05-mynet.conf"), JSON.stringify(bridge));
-    await host.waitFor(chainedIn("05-mynet.conflist"));
-    mkdirSync(join(host.stateDir, "attachments"), { recursive: true });
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    writeFileSync(suite.host.path("05-mynet.conf"), JSON.stringify(bridge));
+    await suite.host.waitFor(chainedIn("05-mynet.conflist"));
+    mkdirSync(join(suite.host.stateDir, "attachments"), { recursive: true });
     // Set aside with the entry in it, as Cilium's cni.exclusive renames the others: the entry is taken out too.
     const backup = JSON.stringify({ ...JSON.parse(calico()), plugins: [...JSON.parse(calico()).plugins, { type: "meshcni" }] });
-    writeFileSync(host.path("20-old.conflist.cilium_bak"), backup);
-    expect(await host.stop("SIGTERM")).toBe(0);
-    expect(host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
-    expect(host.json("05-mynet.conflist")).toEqual({ cniVersion: "1.0.0", name: "mynet", plugins: [bridge] });
-    expect(host.json("20-old.conflist.cilium_bak")).toEqual(JSON.parse(calico()));
-    expect(readdirSync(host.netDir).sort()).toEqual(["05-mynet.conflist", "10-calico.conflist", "20-old.conflist.cilium_bak"]);
-    expect(readdirSync(host.binDir)).toEqual([]);
-    expect(existsSync(host.stateDir)).toBe(false);
-    expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toContain("not running in a pod");
+    writeFileSync(suite.host.path("20-old.conflist.cilium_bak"), backup);
+    expect(await suite.host.stop("SIGTERM")).toBe(0);
+    expect(suite.host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
+    expect(suite.host.json("05-mynet.conflist")).toEqual({ cniVersion: "1.0.0", name: "mynet", plugins: [bridge] });
+    expect(suite.host.json("20-old.conflist.cilium_bak")).toEqual(JSON.parse(calico()));
+    expect(readdirSync(suite.host.netDir).sort()).toEqual(["05-mynet.conflist", "10-calico.conflist", "20-old.conflist.cilium_bak"]);
+    expect(readdirSync(suite.host.binDir)).toEqual([]);
+    expect(existsSync(suite.host.stateDir)).toBe(false);
+    expect(suite.host.logs.find((line) => line.msg === "uninstalled")?.why).toContain("not running in a pod");
   });
 
   it("keeps everything on SIGTERM with --on-stop keep", async () => {
     await started({ "10-calico.conflist": calico() }, ["--on-stop", "keep"]);
-    await host.waitFor(async () => (await host.readyz()).status === 200);
-    const kubeconfig = host.kubeconfig();
-    expect(await host.stop("SIGINT")).toBe(0);
-    expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
-    expect(readdirSync(host.binDir)).toEqual(["meshcni"]);
-    expect(host.kubeconfig()).toBe(kubeconfig);
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+    const kubeconfig = suite.host.kubeconfig();
+    expect(await suite.host.stop("SIGINT")).toBe(0);
+    expect(suite.host.types("10-calico.conflist").at(-1)).toBe("meshcni");
+    expect(readdirSync(suite.host.binDir)).toEqual(["meshcni"]);
+    expect(suite.host.kubeconfig()).toBe(kubeconfig);
   });
 
   it("restarts idempotently: no rewrite of the binary or the config", async () => {
     await started({ "10-calico.conflist": calico() }, ["--on-stop", "keep"]);
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    await host.waitFor(async () => (await host.readyz()).status === 200);
-    expect(await host.stop()).toBe(0);
-    writeFileSync(host.path("10-calico.conflist"), calico());
-    await host.start();
-    await host.waitFor(chainedIn("10-calico.conflist"));
-    const before = { binary: statSync(`${host.binDir}/meshcni`).mtimeMs, config: statSync(host.path("10-calico.conflist")).mtimeMs };
-    await host.stop("SIGKILL");
-    await host.start();
-    await host.waitFor(async () => (await host.readyz()).status === 200);
-    expect(statSync(`${host.binDir}/meshcni`).mtimeMs).toBe(before.binary);
-    expect(statSync(host.path("10-calico.conflist")).mtimeMs).toBe(before.config);
-    expect(host.logs.filter((line) => line.msg === "binary already installed")).toHaveLength(2);
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+    expect(await suite.host.stop()).toBe(0);
+    writeFileSync(suite.host.path("10-calico.conflist"), calico());
+    await suite.host.start();
+    await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    const before = {
+      binary: statSync(`${suite.host.binDir}/meshcni`).mtimeMs,
+      config: statSync(suite.host.path("10-calico.conflist")).mtimeMs,
+    };
+    await suite.host.stop("SIGKILL");
+    await suite.host.start();
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+    expect(statSync(`${suite.host.binDir}/meshcni`).mtimeMs).toBe(before.binary);
+    expect(statSync(suite.host.path("10-calico.conflist")).mtimeMs).toBe(before.config);
+    expect(suite.host.logs.filter((line) => line.msg === "binary already installed")).toHaveLength(2);
   });
 
   it("meshcni ready gives the agent's verdict, and no agent answering is not ready", async () => {
     await started({ "10-calico.conflist": calico() });
-    await host.waitFor(async () => (await host.readyz()).status === 200);
+    await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
     // With the agent's flags: the verdict is its /readyz.
     expect(ready()).toMatchObject({ status: 0, stdout: "ready: meshcni is chained in 10-calico.conflist\n" });
-    const address = host.address;
-    await host.stop();
-    const refused = spawnSync(meshcniBinary, ["ready", ...host.args(["--listen", address])], { env: host.env, encoding: "utf8" });
+    const address = suite.host.address;
+    await suite.host.stop();
+    const refused = spawnSync(meshcniBinary, ["ready", ...suite.host.args(["--listen", address])], {
+      env: suite.host.env,
+      encoding: "utf8",
+    });
     expect(refused.status).toBe(1);
     expect(refused.stdout).toContain(`not ready: no agent answers at http://${address}/readyz`);
   });

@@ -1,5 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
+import { afterEach } from "vitest";
 import { AgentHarness, conflist } from "./agent.js";
 import { meshcniBinary } from "./network.js";
 
@@ -15,21 +16,24 @@ export const calico = (revision = 1) =>
   );
 
 /**
- * The installer suites' helpers over the agent a suite runs (it holds it, and cleans it after
- * each test): `started` writes the net dir's files and starts one; `chainedIn` says whether
- * meshcni is last in a file; `ready` is `meshcni ready` with the agent's own flags (its
- * /readyz gives the verdict, the disk the reasons).
+ * The agent an installer suite runs, one per test and cleaned after it (`host`; a test may
+ * also make its own), and the helpers over it: `started` writes the net dir's files and
+ * starts one; `chainedIn` says whether meshcni is last in a file; `ready` is `meshcni ready`
+ * with the agent's own flags (its /readyz gives the verdict, the disk the reasons).
  */
-export function installerHelpers(current: () => AgentHarness, made: (host: AgentHarness) => void) {
-  async function started(files: Record<string, string>, extra: string[] = []): Promise<AgentHarness> {
-    const host = new AgentHarness();
-    made(host);
-    for (const [name, text] of Object.entries(files)) writeFileSync(host.path(name), text);
-    await host.start(extra);
-    return host;
-  }
-  const chainedIn = (name: string) => () => current().types(name).at(-1) === "meshcni";
-  const ready = () =>
-    spawnSync(meshcniBinary, ["ready", ...current().args(["--listen", current().address])], { env: current().env, encoding: "utf8" });
-  return { started, chainedIn, ready };
+export function installerSuite() {
+  const suite = {
+    host: undefined as unknown as AgentHarness,
+    async started(files: Record<string, string>, extra: string[] = []): Promise<AgentHarness> {
+      suite.host = new AgentHarness();
+      for (const [name, text] of Object.entries(files)) writeFileSync(suite.host.path(name), text);
+      await suite.host.start(extra);
+      return suite.host;
+    },
+    chainedIn: (name: string) => () => suite.host.types(name).at(-1) === "meshcni",
+    ready: () =>
+      spawnSync(meshcniBinary, ["ready", ...suite.host.args(["--listen", suite.host.address])], { env: suite.host.env, encoding: "utf8" }),
+  };
+  afterEach(async () => suite.host?.cleanup());
+  return suite;
 }
