@@ -82,7 +82,7 @@ describe("meshcni status, audit and rules, when the API server fails them", () =
     const forbidden = await run("status", ["--kubeconfig", api.writeAgentKubeconfig()]);
     expect(forbidden.exitCode).toBe(2);
     expect(forbidden.stderr).toMatch(
-      /^meshcni status: the API server \S+ \(context test, from \S+\) forbids user meshcni what this command reads \(403: system:serviceaccount:meshcni:meshcni cannot GET \/api\/v1\/events\); it needs list on nodes, pods and events in every namespace$/,
+      /^meshcni status: the API server \S+ \(context test, from \S+\) forbids user meshcni what this command reads \(403: events is forbidden: User "system:serviceaccount:meshcni:meshcni" cannot list resource "events" in API group "" at the cluster scope\); it needs list on nodes, pods and events in every namespace$/,
     );
   });
 

@@ -53,6 +53,19 @@ export function authorizationOf(method: string, path: string, query: Record<stri
 }
 
 /**
+ * The message of kube-apiserver's 403 for a request RBAC denied (k8s.io/apiserver's
+ * forbiddenMessage inside apierrors.NewForbidden): `pods "web" is forbidden: User "…" cannot
+ * create resource "pods/eviction" in API group "" in the namespace "shop"`.
+ */
+export function forbiddenMessage(username: string, request: AuthorizationRequest): string {
+  const [resource = ""] = request.resource.split("/");
+  const qualified = request.group ? `${resource}.${request.group}` : resource;
+  const scope = request.namespace ? `in the namespace ${JSON.stringify(request.namespace)}` : "at the cluster scope";
+  const what = request.name ? `${qualified} ${JSON.stringify(request.name)}` : qualified;
+  return `${what} is forbidden: User ${JSON.stringify(username)} cannot ${request.verb} resource ${JSON.stringify(request.resource)} in API group ${JSON.stringify(request.group)} ${scope}`;
+}
+
+/**
  * Discovery (/api, /apis, a group, a group version) and /version: every authenticated user
  * may GET them, by the system:discovery ClusterRole bound to system:authenticated.
  */

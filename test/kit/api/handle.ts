@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FakeApiServer, MintedToken, RecordedRequest } from "../api-server.js";
-import { authorizationOf, grantsOf, isDiscovery, permissionOf } from "../rbac.js";
+import { authorizationOf, forbiddenMessage, grantsOf, isDiscovery, permissionOf } from "../rbac.js";
 import { clusterRoutes } from "./cluster-routes.js";
 import { podRoutes } from "./pod-routes.js";
 import { type ApiRequest, failure, type Reply } from "./replies.js";
@@ -54,7 +54,11 @@ export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: 
     const serviceAccount = who === "agent" ? agentServiceAccount(server) : who;
     const attributes = authorizationOf(method, path, query);
     if (!server.authorize(serviceAccount, attributes)) {
-      const forbidden = failure(403, "Forbidden", `system:serviceaccount:${serviceAccount.replace("/", ":")} cannot ${method} ${path}`);
+      const forbidden = failure(
+        403,
+        "Forbidden",
+        forbiddenMessage(`system:serviceaccount:${serviceAccount.replace("/", ":")}`, attributes),
+      );
       res.writeHead(403, { "content-type": "application/json" }).end(JSON.stringify(forbidden.body));
       return;
     }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defaultManifestOptions, type ManifestOptions } from "../../../src/manifests/options.js";
 import { renderManifests } from "../../../src/manifests/render.js";
-import { authorizationOf, isDiscovery, rbacAuthorizer, withNamePrefix } from "../../kit/rbac.js";
+import { authorizationOf, forbiddenMessage, isDiscovery, rbacAuthorizer, withNamePrefix } from "../../kit/rbac.js";
 import type { KubeObject } from "../../kit/watch-hub.js";
 
 const rbac = (options: Partial<ManifestOptions> = {}) =>
@@ -82,5 +82,18 @@ describe("the in-test API server's RBAC, on the manifests' roles", () => {
     for (const path of ["/api/v1/namespaces", "/api/v1/pods", "/apis/apps/v1/daemonsets"])
       expect(isDiscovery("GET", path), path).toBe(false);
     expect(isDiscovery("POST", "/api")).toBe(false);
+  });
+
+  it("words a refusal as kube-apiserver does: the resource and name, the user, the verb, the group and the scope", () => {
+    const user = "system:serviceaccount:meshcni:meshcni";
+    expect(forbiddenMessage(user, authorizationOf("GET", "/api/v1/events", {}))).toBe(
+      'events is forbidden: User "system:serviceaccount:meshcni:meshcni" cannot list resource "events" in API group "" at the cluster scope',
+    );
+    expect(forbiddenMessage(user, authorizationOf("POST", "/api/v1/namespaces/shop/pods/web/eviction", {}))).toBe(
+      'pods "web" is forbidden: User "system:serviceaccount:meshcni:meshcni" cannot create resource "pods/eviction" in API group "" in the namespace "shop"',
+    );
+    expect(forbiddenMessage(user, authorizationOf("GET", "/apis/apps/v1/namespaces/kube-system/daemonsets/x", {}))).toBe(
+      'daemonsets.apps "x" is forbidden: User "system:serviceaccount:meshcni:meshcni" cannot get resource "daemonsets" in API group "apps" in the namespace "kube-system"',
+    );
   });
 });
