@@ -24,7 +24,7 @@ const settlingMs = 30_000;
  * (a dry run, nothing stored), again after a failure at the agent's next reconcile, and
  * while it is found unbound after 1 s, 2 s, 4 s … up to every minute. An
  * API server without ValidatingAdmissionPolicies (before 1.30) is said once, not held
- * against readiness: there the agent is as wide as its RBAC, as the README says.
+ * against readiness: there the agent is as wide as its RBAC (docs/reference.md: Compatibility).
  */
 export class ScopeCheck {
   private checked: AgentClient | undefined;

@@ -57,7 +57,7 @@ export function parseConfig(file: ConfigFile): ParsedConfig {
 /**
  * The config the runtime loads: the lexicographically first config file. containerd 1.6
  * does not skip one that does not load: its whole CNI load fails until it is fixed (see
- * the README), so an invalid first file is the runtime's choice all the same.
+ * docs/agent.md), so an invalid first file is the runtime's choice all the same.
  */
 export function activeConfig(files: ConfigFile[]): { file: ConfigFile; config: ParsedConfig } | undefined {
   const [file] = loadOrder(files);

@@ -1,7 +1,7 @@
 import { imageRepository } from "../build-info.js";
 
-/** Where each alert's runbook is: a heading per alert under the README's troubleshooting section. */
-const runbookBase = `https://${imageRepository.replace(/^ghcr\.io\//, "github.com/")}/blob/main/README.md`;
+/** Where each alert's runbook is: a heading per alert in docs/troubleshooting.md. */
+const runbookBase = `https://${imageRepository.replace(/^ghcr\.io\//, "github.com/")}/blob/main/docs/troubleshooting.md`;
 
 export interface AlertRule {
   alert: string;

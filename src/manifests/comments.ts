@@ -11,7 +11,7 @@ export interface FieldComment {
   text: string;
 }
 
-/** Why the rendered objects are as they are, for the YAML (the README says more). */
+/** Why the rendered objects are as they are, for the YAML (docs/ says more). */
 export function manifestComments(options: ManifestOptions): FieldComment[] {
   const daemonSet = (path: Array<string | number>, text: string) => ({
     kind: "DaemonSet",
@@ -77,8 +77,8 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
       : [daemonSet(["tolerations"], "Every node, whatever its taints: a node without the agent starts pods unmeshed.")]),
     container(
       ["args"],
-      `--repair ${options.repair}: what to do with a meshed pod found without its redirect (see the README).${
-        options.startupTaint ? `\n--startup-taint: lifted once ready; add ${options.startupTaint} at node creation (see the README).` : ""
+      `--repair ${options.repair}: what to do with a meshed pod found without its redirect (see docs/audit-and-repair.md).${
+        options.startupTaint ? `\n--startup-taint: lifted once ready; add ${options.startupTaint} at node creation (see docs/agent.md).` : ""
       }`,
     ),
     container(["readinessProbe"], "Ready: the binary, the kubeconfig and meshcni's entry in the active CNI config are in place."),

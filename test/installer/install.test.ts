@@ -64,7 +64,7 @@ describe("meshcni install", () => {
     expect(existsSync(suite.host.kubeconfigPath)).toBe(false);
   });
 
-  it("serves the metrics the README lists, with their types and labels, and the process's own, each series with its node", async () => {
+  it("serves the metrics docs/observability.md lists, with their types and labels, and the process's own, each series with its node", async () => {
     await started({ "10-calico.conflist": calico() }, ["--node", "n1"]);
     await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
     const text = await suite.host.scrape();
@@ -75,12 +75,12 @@ describe("meshcni install", () => {
     const queries = JSON.stringify([alertRules.map((rule) => rule.expr), grafanaDashboard()]);
     for (const [name] of queries.matchAll(/\b(?:meshcni|process)_[a-z_]+/g))
       expect(served, name).toHaveProperty(name.replace(/_bucket$/, ""));
-    const readme = readFileSync(join(import.meta.dirname, "../../README.md"), "utf8");
-    const rows = [...readme.matchAll(/^\| `(meshcni_[a-z_]+)` +\| (\w+) +\| ([^|]*)\|/gm)];
+    const observability = readFileSync(join(import.meta.dirname, "../../docs/observability.md"), "utf8");
+    const rows = [...observability.matchAll(/^\| `(meshcni_[a-z_]+)` +\| (\w+) +\| ([^|]*)\|/gm)];
     const documented = Object.fromEntries(rows.map((row) => [row[1], row[2]]));
     expect(Object.keys(documented).length).toBeGreaterThanOrEqual(9);
     expect(Object.fromEntries(Object.entries(served).filter(([name]) => name.startsWith("meshcni_")))).toEqual(documented);
-    const processMetrics = /and the process's own \(([^)]*)\)/.exec(readme)![1]!.match(/`[a-z_]+`/g)!;
+    const processMetrics = /and the process's own \(([^)]*)\)/.exec(observability)![1]!.match(/`[a-z_]+`/g)!;
     for (const name of processMetrics) expect(served, name).toHaveProperty(name.replaceAll("`", ""));
     const version = execFileSync(meshcniBinary, ["--version"], { encoding: "utf8" });
     const [, commit] = /commit ([^,]+),/.exec(version)!;
@@ -91,7 +91,7 @@ describe("meshcni install", () => {
     const series = text.split("\n").filter((line) => line && !line.startsWith("#"));
     expect(series.length).toBeGreaterThan(20);
     for (const line of series) expect(line).toMatch(/[{,]node="n1"[,}]/);
-    // The labels the README names are the ones each metric declares (whether it has a series yet or not), and the ones served.
+    // The labels docs/observability.md names are the ones each metric declares (whether it has a series yet or not), and the ones served.
     const declared = createAgentMetrics("n1").registry;
     for (const [, name, , labels] of rows) {
       const named = [...labels!.matchAll(/`(\w+)`/g)].map((match) => match[1]!);

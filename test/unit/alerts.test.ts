@@ -148,17 +148,21 @@ describe("meshcni's alerts, as Prometheus evaluates them (promtool)", () => {
     expect(promtool("test", "rules", `${alert}.test.yaml`)).toContain("SUCCESS");
   });
 
-  it("link each to its runbook: a heading of the README's troubleshooting section", async () => {
+  it("link each to its runbook: an #### heading of docs/troubleshooting.md", async () => {
     const { readFileSync } = await import("node:fs");
-    const readme = readFileSync(join(import.meta.dirname, "../../README.md"), "utf8");
+    const runbooks = readFileSync(join(import.meta.dirname, "../../docs/troubleshooting.md"), "utf8");
     const headings = new Set(
-      [...readme.matchAll(/^#{2,4} (.+)$/gm)].map((match) =>
+      [...runbooks.matchAll(/^#### (.+)$/gm)].map((match) =>
         match[1]!
           .toLowerCase()
           .replace(/[^a-z0-9 -]/g, "")
           .replaceAll(" ", "-"),
       ),
     );
-    for (const alert of alertRules) expect(headings, alert.alert).toContain(alert.annotations.runbook_url.split("#")[1]);
+    for (const alert of alertRules) {
+      const [page, anchor] = alert.annotations.runbook_url.split("#");
+      expect(page, alert.alert).toMatch(/\/blob\/main\/docs\/troubleshooting\.md$/);
+      expect(headings, alert.alert).toContain(anchor);
+    }
   });
 });

@@ -10,7 +10,7 @@ const pod = (name: string, deleting = false) =>
   podObject("shop", name, { proxy: "container", nodeName: "n1", podIP: "10.0.0.9", deleting }) as V1Pod;
 
 /**
- * The agent's event sweeps (README: the node agent), on a clock the test moves: at least
+ * The agent's event sweeps (docs/agent.md), on a clock the test moves: at least
  * 2 s apart, events in between making one sweep, each of only the pods the events named,
  * and none for a pod being deleted.
  */

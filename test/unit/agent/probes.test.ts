@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { checkLiveness } from "../../../src/agent/probes.js";
 
-/** /healthz: 503 once the reconcile loop missed three resyncs and at least 30 s (README: Metrics, probes and Events). */
+/** /healthz: 503 once the reconcile loop missed three resyncs and at least 30 s (docs/observability.md: Metrics, probes and Events). */
 describe("the agent's liveness", () => {
   it("stays alive through three missed resyncs or 30 s, whichever is longer, and not one moment more", () => {
     // --resync-seconds 10: 30 s either way.
