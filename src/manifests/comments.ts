@@ -78,7 +78,9 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     container(
       ["args"],
       `--repair ${options.repair}: what to do with a meshed pod found without its redirect (see docs/audit-and-repair.md).${
-        options.startupTaint ? `\n--startup-taint: lifted once ready; add ${options.startupTaint} at node creation (see docs/agent.md).` : ""
+        options.startupTaint
+          ? `\n--startup-taint: lifted once ready; add ${options.startupTaint} at node creation (see docs/agent.md).`
+          : ""
       }`,
     ),
     container(["readinessProbe"], "Ready: the binary, the kubeconfig and meshcni's entry in the active CNI config are in place."),
