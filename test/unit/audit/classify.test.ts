@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { classify, type Identified, newestRecordByUid, podsToAudit, unfinishedAdd } from "../../../src/audit/classify.js";
+import {
+  classify,
+  type Identified,
+  isUnprotected,
+  newestRecordByUid,
+  type PodAudit,
+  podStatuses,
+  podsToAudit,
+  sortAudits,
+  unfinishedAdd,
+} from "../../../src/audit/classify.js";
 import type { AttachmentRecord } from "../../../src/state/records.js";
 import { runningPod as pod } from "../../kit/fixtures.js";
 
@@ -39,9 +49,19 @@ describe("which pods are audited", () => {
     expect(names).toEqual(["web"]);
   });
 
-  it("uses a pod's newest record", () => {
+  it("takes a pending pod whose network is up, and one with no status at all is not", () => {
+    const pending = pod("starting");
+    pending.status!.phase = "Pending";
+    const unreported = pod("new");
+    delete unreported.status;
+    expect(podsToAudit([pending, unreported]).map((p) => p.metadata!.name)).toEqual(["starting"]);
+  });
+
+  it("uses a pod's newest record, whatever order they are listed in", () => {
     const records = [record("u", "2026-01-01T00:00:00Z"), record("u", "2026-01-02T00:00:00Z"), record("v", "2026-01-01T00:00:00Z")];
     expect(newestRecordByUid(records).get("u")?.time).toBe("2026-01-02T00:00:00Z");
+    const newest = newestRecordByUid([...records].reverse());
+    expect([...newest].map(([uid, { time }]) => `${uid} ${time}`)).toEqual(["v 2026-01-01T00:00:00Z", "u 2026-01-02T00:00:00Z"]);
   });
 });
 
@@ -87,5 +107,51 @@ describe("classifying by what the netns holds", () => {
       status: "unknown",
       details: ["no netns holds 10.0.0.9"],
     });
+  });
+});
+
+describe("what the audit says of each pod", () => {
+  const web = pod("web");
+  const netnsOnly = "only its IP points to netns /var/run/netns/x (no container runtime to confirm it; see --cri-socket), which holds";
+
+  it("names the pod and its UID in every verdict, and explains each but protected in full", () => {
+    const recorded = record(web.metadata!.uid!, "t");
+    const missing = ["ipv4: chain PROXY_INIT_OUTPUT is missing"];
+    expect(classify(web, recorded, found())).toEqual({
+      namespace: "shop",
+      name: "web",
+      uid: web.metadata!.uid,
+      status: "protected",
+      details: [],
+    });
+    expect(classify(web, undefined, found()).details).toEqual([
+      "no meshcni record, but its netns holds meshcni's plan (set up by linkerd-cni or an earlier install)",
+    ]);
+    expect(classify(web, recorded, found(missing, false)).details).toEqual(["its netns holds none of the redirect ADD recorded"]);
+    expect(classify(web, undefined, found(missing, false)).details).toEqual([
+      "no ADD record and no redirect in its netns: the pod's network was set up without meshcni in the chain",
+    ]);
+    expect(classify(web, undefined, found([], true, "ip")).details).toEqual([`${netnsOnly} meshcni's plan`]);
+    expect(classify(web, recorded, found(missing, false, "ip"))).toMatchObject({
+      status: "unknown",
+      details: [`${netnsOnly} no redirect`],
+    });
+  });
+
+  it("gives a pod without a UID an empty one", () => {
+    const anonymous = pod("anonymous");
+    delete anonymous.metadata!.uid;
+    expect(classify(anonymous, undefined, { found: false, reason: "no netns" })).toMatchObject({
+      namespace: "shop",
+      name: "anonymous",
+      uid: "",
+    });
+  });
+
+  it("sorts by namespace, then name; counts missing and drifted as unprotected, nothing else", () => {
+    const audit = (namespace: string, name: string): PodAudit => ({ namespace, name, uid: "", status: "protected", details: [] });
+    const sorted = sortAudits([audit("shop", "web"), audit("billing", "api"), audit("shop", "cart")]);
+    expect(sorted.map(({ namespace, name }) => `${namespace}/${name}`)).toEqual(["billing/api", "shop/cart", "shop/web"]);
+    expect(podStatuses.filter((status) => isUnprotected({ ...audit("shop", "web"), status }))).toEqual(["missing", "drifted"]);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors.js";
 import { linkerdDefaults } from "../../../src/mesh/defaults.js";
-import { parseNetConf } from "../../../src/mesh/netconf.js";
+import { isOwnEntry, parseNetConf } from "../../../src/mesh/netconf.js";
 
 function failure(conf: unknown): { code: number; msg: string } {
   try {
@@ -101,5 +101,87 @@ describe("netconf", () => {
     expect(failure("{").code).toBe(6);
     expect(failure("[]").code).toBe(6);
     expect(failure({ ...base, cniVersion: "0.1.0" }).code).toBe(1);
+  });
+
+  it("says what is wrong with stdin that is no network config", () => {
+    expect(failure("{x")).toEqual({ code: 6, msg: expect.stringMatching(/^network config on stdin is not valid JSON: \S/) });
+    for (const text of ["null", "5", "[]"])
+      expect(failure(text)).toEqual({ code: 6, msg: "network config on stdin must be a JSON object" });
+  });
+
+  it("lists every problem at once, each with its field and value", () => {
+    expect(failure({ ...base, name: "", log_file: "", agent_socket: "run/meshcni.sock" })).toEqual({
+      code: 7,
+      msg:
+        'invalid network config: name="": Invalid length: Expected >=1 but received 0; log_file="": Invalid length: Expected >=1 but received 0; ' +
+        'agent_socket="run/meshcni.sock": must be an absolute path',
+    });
+    expect(failure({ ...base, state_dir: "", kubernetes: { kubeconfig: "" } }).msg).toBe(
+      'invalid network config: state_dir="": Invalid length: Expected >=1 but received 0; kubernetes.kubeconfig="": Invalid length: Expected >=1 but received 0',
+    );
+  });
+
+  it("bounds the API deadline above 0 and at 300 s", () => {
+    expect(failure({ ...base, kubernetes: { timeout_seconds: 0 } }).msg).toBe(
+      "invalid network config: kubernetes.timeout_seconds=0: must be above 0",
+    );
+    expect(failure({ ...base, kubernetes: { timeout_seconds: 301 } }).msg).toContain("kubernetes.timeout_seconds=301");
+    for (const seconds of [0.5, 300])
+      expect(parseNetConf(JSON.stringify({ ...base, kubernetes: { timeout_seconds: seconds } })).kubernetes.timeout_seconds).toBe(seconds);
+  });
+
+  it("reads every log level, where to log and keep state, the agent's socket, GC's attachments and the prevResult", () => {
+    for (const level of ["debug", "info", "warn", "warning", "error"])
+      expect(parseNetConf(JSON.stringify({ ...base, log_level: level })).log_level).toBe(level);
+    const conf = parseNetConf(
+      JSON.stringify({
+        ...base,
+        cniVersion: "1.1.0",
+        log_file: "/var/log/meshcni.log",
+        state_dir: "/run/meshcni",
+        agent_socket: "/run/meshcni/agent/plugin.sock",
+        prevResult: { cniVersion: "1.1.0", ips: [] },
+        "cni.dev/valid-attachments": [{ containerID: "c1", ifname: "eth0" }],
+        linkerd: {
+          "proxy-gid": 2103,
+          "use-wait-flag": true,
+          simulate: true,
+          ipv6: true,
+          "ports-to-redirect": [8080],
+          "subnets-to-ignore": ["fd00::/8"],
+        },
+      }),
+    );
+    expect(conf).toMatchObject({
+      cniVersion: "1.1.0",
+      log_file: "/var/log/meshcni.log",
+      state_dir: "/run/meshcni",
+      agent_socket: "/run/meshcni/agent/plugin.sock",
+      prevResult: { cniVersion: "1.1.0", ips: [] },
+      "cni.dev/valid-attachments": [{ containerID: "c1", ifname: "eth0" }],
+      linkerd: {
+        "proxy-gid": 2103,
+        "use-wait-flag": true,
+        simulate: true,
+        ipv6: true,
+        "ports-to-redirect": [8080],
+        "subnets-to-ignore": ["fd00::/8"],
+      },
+    });
+    const defaults = parseNetConf(JSON.stringify(base));
+    expect(defaults).toMatchObject({ state_dir: "/var/run/meshcni", kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" } });
+    expect(defaults.linkerd).toMatchObject({ "ports-to-redirect": [], "subnets-to-ignore": [], "use-wait-flag": false });
+  });
+
+  it("knows its own entry in a chain: meshcni's, or linkerd-cni's that it replaces", () => {
+    expect(["meshcni", "linkerd-cni", "calico", "", undefined].map((type) => isOwnEntry({ type }))).toEqual([
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
+    expect(isOwnEntry(null)).toBe(false);
+    expect(isOwnEntry("meshcni")).toBe(false);
   });
 });
