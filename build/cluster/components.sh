@@ -41,6 +41,12 @@ if [ -n "${MESHCNI_CLUSTER_BIN:-}" ]; then
   exit 0
 fi
 
+# One build at a time per cache: two runs at once (a test suite and a hand-run command) would
+# remove each other's half-built directories.
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+flock 9
+
 k8s=$(version "$here/kubernetes" k8s.io/kubernetes)
 k8s_date=$(go mod download -json "k8s.io/kubernetes@$k8s" | awk -F'"' '/"Info"/ { print $4 }' | xargs cat | sed -E 's/.*"Time":"([^"]+)".*/\1/')
 minor=$(echo "$k8s" | cut -d. -f2)
