@@ -1,4 +1,3 @@
-import type { AgentAsk } from "../agent-socket.js";
 import type { PodStatus } from "../audit/classify.js";
 import type { SweepRequest } from "../audit/contract.js";
 import { buildInfo } from "../build-info.js";
@@ -7,27 +6,19 @@ import type { Template } from "../installer/template.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { Logger } from "../log.js";
 import type { PodKey } from "../pod-key.js";
-import { ConditionKeeper, nodeCondition } from "./condition.js";
 import type { AgentClient } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
-import { AuditMonitor } from "./monitor.js";
-import { NodeCache } from "./node-cache.js";
-import { type NodeReflectors, startNodeReflectors } from "./node-reflectors.js";
+import { ConditionKeeper, nodeCondition } from "./node/condition.js";
+import { type NodeReflectors, startNodeReflectors } from "./node/node-reflectors.js";
+import { ScopeCheck } from "./node/scope-check.js";
+import { TaintKeeper } from "./node/taint.js";
 import type { AgentOptions } from "./options.js";
-import { type PeerCheck, rootPeersOnly } from "./peer.js";
-import { answerAsk } from "./plugin-server.js";
-import { type PluginServer, servePlugin } from "./plugin-socket.js";
-import { ScopeCheck } from "./scope-check.js";
-import { TaintKeeper } from "./taint.js";
-import { AgentWriter, WriterPool } from "./writer.js";
-import { agentWriting } from "./writing.js";
-
-/**
- * The agent's writers. 100 iptables-nft ADDs at once beside two busy loops on 2 cores: one
- * writer handed 36 back to the plugins (busy past half their wait), two none (npm run bench).
- * Each costs ~7 MB idle, ~12 MB after such a burst (anonymous memory; the rest is the binary's pages).
- */
-const writerCount = 2;
+import { NodeCache } from "./socket/node-cache.js";
+import { type PeerCheck, rootPeersOnly } from "./socket/peer.js";
+import { startPluginSocket } from "./socket/plugin-server.js";
+import type { PluginServer } from "./socket/plugin-socket.js";
+import { type AuditMonitor, startSweeps } from "./sweeps/monitor.js";
+import { startWriters } from "./writers/writing.js";
 
 /**
  * What the agent does through the API for its node: keep the node's pods, every namespace
@@ -46,7 +37,7 @@ export class NodeTasks {
   private sweeps: { counts: Record<PodStatus, number>; unprotected: PodKey[] } | undefined;
   private reflectors: NodeReflectors | undefined;
   private server: Promise<PluginServer | undefined> | undefined;
-  private writer: WriterPool | undefined;
+  private stopWriters: (() => void) | undefined;
   private readonly scope: ScopeCheck;
 
   constructor(
@@ -90,10 +81,7 @@ export class NodeTasks {
       nodeChanged: () => this.followNode(),
     });
     this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces, this.reflectors.service));
-    if (readiness.ready && !this.monitor) {
-      this.monitor = this.createMonitor();
-      this.monitor.start();
-    }
+    if (readiness.ready) this.monitor ??= this.startSweeps();
     this.followNode();
   }
 
@@ -104,7 +92,7 @@ export class NodeTasks {
     const { pods, namespaces, service, node } = this.reflectors ?? {};
     await Promise.all([pods?.stop(), namespaces?.stop(), service?.stop(), node?.stop()]);
     await (await this.server)?.close();
-    this.writer?.stop();
+    this.stopWriters?.();
   }
 
   /** The startup taint and the condition, from readiness, the last sweeps and the Node as its watch shows it. */
@@ -115,35 +103,23 @@ export class NodeTasks {
     this.condition.follow(this.client.api, nodeCondition(this.readiness, this.sweeps, buildInfo.version), node);
   }
 
-  /** Answers the plugin on its socket from the caches while they are fresh, else through the current client. */
+  /** The plugin's socket and the writers behind it (none without a socket path). */
   private async serve(cache: NodeCache): Promise<PluginServer | undefined> {
     if (!this.socketPath) return undefined;
+    const { install, sweep } = this.options;
+    const writers = startWriters(
+      { binary: install.sourceBinary, hostRoot: install.hostRoot, netnsDirs: sweep.netnsDirs, template: this.template },
+      this.log,
+      this.metrics,
+    );
+    this.stopWriters = writers.stop;
     const lookup = {
       readPod: (namespace: string, name: string) => this.currentApi().readPod(namespace, name),
       readNamespace: (name: string) => this.currentApi().readNamespace(name),
       readService: (namespace: string, name: string) => this.currentApi().readService(namespace, name),
     };
-    const writer = new WriterPool(Array.from({ length: writerCount }, () => new AgentWriter(this.options.install.sourceBinary, this.log)));
-    this.writer = writer;
-    const writing = agentWriting(this.options, this.template, writer, this.log, this.metrics);
-    try {
-      const answer = async (ask: AgentAsk) => {
-        const verb = ask.get === "decision" ? "ADD" : ask.get === "del" ? "DEL" : undefined;
-        const timer = verb && this.metrics.answers.startTimer({ verb });
-        const answered = await answerAsk(ask, cache, lookup, this.log, writing);
-        timer?.();
-        return answered;
-      };
-      const server = await servePlugin(this.socketPath, answer, await this.peerCheck(), this.log);
-      this.log.info("answering the plugin", { socket: this.socketPath });
-      return server;
-    } catch (error) {
-      this.log.error("cannot answer the plugin on its socket: it asks the API server itself", {
-        socket: this.socketPath,
-        error: (error as Error).message,
-      });
-      return undefined;
-    }
+    const config = { path: this.socketPath, cache, lookup, writing: writers.writing, peerCheck: this.peerCheck };
+    return startPluginSocket(config, this.log, this.metrics);
   }
 
   /** The node's pods and their namespaces as the caches hold them, for a sweep; undefined while either is not fresh. */
@@ -164,9 +140,9 @@ export class NodeTasks {
     return this.currentClient().api;
   }
 
-  private createMonitor(): AuditMonitor {
+  private startSweeps(): AuditMonitor {
     const { install, sweep, self } = this.options;
-    return new AuditMonitor(
+    return startSweeps(
       {
         binary: install.sourceBinary,
         node: this.node,

@@ -1,12 +1,13 @@
 import { join } from "node:path";
-import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
+import { repairPolicies } from "../audit/repair.js";
 import { numberFlag, oneOf, parseFlags } from "../flags.js";
 import type { InstallOptions } from "../installer/options.js";
 import { type AgentLogLevel, agentLogLevels } from "../log.js";
 import type { PodKey } from "../pod-key.js";
 import { defaultStateDir } from "../state/records.js";
+import { parseTaint, type TaintSpec } from "../taint-spec.js";
 import { maxPluginTokenSeconds } from "./plugin-token.js";
-import { parseTaint, type TaintSpec } from "./taint.js";
+import type { SweepOptions } from "./sweeps/options.js";
 
 /** What a stop does: `auto` asks whether the agent's DaemonSet is still there (a restart) or gone (an uninstall). */
 const stopModes = ["auto", "keep", "uninstall"] as const;
@@ -19,20 +20,6 @@ export interface ApiOptions {
   port: string | undefined;
   caFile: string | undefined;
   skipTlsVerify: boolean;
-}
-
-/** How the agent audits and repairs the node's meshed pods (its sweeps). */
-export interface SweepOptions {
-  repair: RepairPolicy;
-  maxEvictionsPerMinute: number;
-  excludeNamespaces: string[];
-  /** With evict: the only namespaces it evicts in; undefined: any (the node-scope policy keeps it out of the system ones). */
-  evictNamespaces: string[] | undefined;
-  auditSeconds: number;
-  /** Where the runtime keeps pod netns, as the host sees them. */
-  netnsDirs: string[];
-  /** The container runtime's CRI socket on the host (a path, "auto" or "": see meshcni audit --cri-socket). */
-  criSocket: string;
 }
 
 /**

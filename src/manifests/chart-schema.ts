@@ -1,7 +1,7 @@
-import { taintEffects, taintPattern } from "../agent/taint.js";
 import { repairPolicies } from "../audit/repair.js";
 import { agentLogLevels } from "../log.js";
 import { iptablesModes } from "../redirect/redirector.js";
+import { taintEffects, taintPattern } from "../taint-spec.js";
 import { dnsLabel, quantityPattern } from "./checks.js";
 
 type Schema = Record<string, unknown>;

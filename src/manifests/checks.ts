@@ -1,5 +1,5 @@
-import { parseTaint } from "../agent/taint.js";
 import { linkerdKeys } from "../mesh/netconf.js";
+import { parseTaint } from "../taint-spec.js";
 import type { ManifestOptions } from "./options.js";
 import { systemNamespaces } from "./policy.js";
 

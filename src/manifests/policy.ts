@@ -1,7 +1,7 @@
-import { conditionType } from "../agent/condition.js";
+import { conditionType } from "../agent/node/condition.js";
 import { maxPluginTokenSeconds } from "../agent/plugin-token.js";
-import { parseTaint } from "../agent/taint.js";
 import { unprotectedLabel } from "../audit/repair.js";
+import { parseTaint } from "../taint-spec.js";
 import type { ManifestOptions } from "./options.js";
 
 /** The claim a projected ServiceAccount token carries of the node its pod runs on (Kubernetes ≥ 1.30, on by default). */

@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import { parseTaint } from "../agent/taint.js";
 import { buildInfo } from "../build-info.js";
 import { kubeconfigPlaceholder } from "../installer/template.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
+import { parseTaint } from "../taint-spec.js";
 import { prometheusRule } from "./alerts.js";
 import { dashboardConfigMap } from "./dashboard.js";
 import { agentHostMounts } from "./mounts.js";

@@ -1,5 +1,5 @@
 import { criSockets } from "../cri/sockets.js";
-import type { CheckResult } from "./checks.js";
+import type { CheckResult } from "./result.js";
 
 /** The state dir, as proveStateDir found it: `refused` says why ADD could not keep its records there. */
 export type StateDirFact = { path: string; exists: boolean; refused?: string };

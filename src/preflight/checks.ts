@@ -5,6 +5,7 @@ import { compareVersions } from "../cni/version.js";
 import type { Detection } from "../host.js";
 import { isOwnEntry } from "../mesh/netconf.js";
 import { accessChecks, type CriFact, type StateDirFact } from "./access.js";
+import type { CheckResult, Level } from "./result.js";
 import type { RuntimeCni } from "./runtime.js";
 
 /** What the preflight learnt of a node, gathered by main.ts. */
@@ -31,14 +32,6 @@ export interface NodeFacts {
   cri: CriFact;
   /** Where the host's files were read (--host-root; "" for this host). */
   hostRoot: string;
-}
-
-export type Level = "ok" | "warn" | "fail";
-export interface CheckResult {
-  check: string;
-  level: Level;
-  /** What was found and, when not ok, what to do. */
-  message: string;
 }
 
 /** Judges a node from its facts: one line per check, ok, warn or fail, each saying what to do. */

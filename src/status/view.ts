@@ -1,5 +1,5 @@
 import type { CoreV1Event, V1Node, V1Pod } from "@kubernetes/client-node";
-import { conditionType } from "../agent/condition.js";
+import { conditionType } from "../agent/node/condition.js";
 import { eventReasons, unprotectedLabel } from "../audit/repair.js";
 import { columns } from "../columns.js";
 

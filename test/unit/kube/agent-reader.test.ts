@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { servePlugin } from "../../../src/agent/plugin-socket.js";
+import { servePlugin } from "../../../src/agent/socket/plugin-socket.js";
 import { type AgentAnswer, type AgentAsk, AgentUnavailableError } from "../../../src/agent-socket.js";
 import { createAgentReader } from "../../../src/kube/agent-reader.js";
 import { AnswerError } from "../../../src/kube/answers.js";

@@ -1,12 +1,12 @@
 import type { KubeConfig, V1Node, V1Pod } from "@kubernetes/client-node";
-import { Reflector } from "../kube/reflector.js";
-import { apiSource } from "../kube/sources.js";
-import type { ReflectorSource, ReflectorTiming } from "../kube/watch-ends.js";
-import type { Logger } from "../log.js";
-import { apiServerService, namespaceFields, podFields, serviceDecisionFields } from "../mesh/pod.js";
-import { podName } from "../pod-key.js";
+import { Reflector } from "../../kube/reflector.js";
+import { apiSource } from "../../kube/sources.js";
+import type { ReflectorSource, ReflectorTiming } from "../../kube/watch-ends.js";
+import type { Logger } from "../../log.js";
+import { apiServerService, namespaceFields, podFields, serviceDecisionFields } from "../../mesh/pod.js";
+import { podName } from "../../pod-key.js";
+import type { AgentMetrics } from "../metrics.js";
 import { conditionType } from "./condition.js";
-import type { AgentMetrics } from "./metrics.js";
 
 /** What the agent reads of its node: the taints and its own condition (and the uid and version, for its cache). */
 function nodeFields(node: V1Node): V1Node {

@@ -2,9 +2,9 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { runSweepChild } from "../../../src/agent/sweep-child.js";
-import type { SweepInput } from "../../../src/audit/contract.js";
-import { until } from "../../kit/common.js";
+import { runSweepChild } from "../../../../src/agent/sweeps/sweep-child.js";
+import type { SweepInput } from "../../../../src/audit/contract.js";
+import { until } from "../../../kit/common.js";
 
 const input: SweepInput = {
   kubeconfig: "",

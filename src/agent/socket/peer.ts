@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
-import { errorMessage } from "../errors.js";
-import { libc } from "../libc.js";
+import { errorMessage } from "../../errors.js";
+import { libc } from "../../libc.js";
 
 /** Whether a caller on the plugin's socket may ask: undefined yes, else why not. */
 export type PeerCheck = (connection: Socket) => string | undefined;

@@ -1,26 +1,12 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { type PodStatus, podsToAudit } from "../audit/classify.js";
-import type { SweepReport, SweepRequest } from "../audit/contract.js";
-import { resultKind } from "../audit/repair.js";
-import { type Logger, StandingProblems } from "../log.js";
-import { formatPodKey, type PodKey, podName } from "../pod-key.js";
-import type { SweepOptions } from "./options.js";
+import { type PodStatus, podsToAudit } from "../../audit/classify.js";
+import type { SweepReport, SweepRequest } from "../../audit/contract.js";
+import { resultKind } from "../../audit/repair.js";
+import { type Logger, StandingProblems } from "../../log.js";
+import { formatPodKey, podName } from "../../pod-key.js";
+import type { MonitorOptions } from "./options.js";
 import { runSweepChild } from "./sweep-child.js";
 import { SweepMemory, type UnprotectedPod } from "./sweep-memory.js";
-
-export interface MonitorOptions {
-  /** The meshcni binary whose `sweep` runs each pass. */
-  binary: string;
-  node: string;
-  /** The agent's own kubeconfig, handed to each sweep on stdin (it is never written to the host). */
-  credentials: () => string | undefined;
-  /** The agent's own pod: no sweep acts on it. */
-  self: PodKey | undefined;
-  dirs: SweepRequest["dirs"];
-  sweep: SweepOptions;
-  /** The node as the agent's caches hold it, while they are fresh: the sweep then reads no pod or namespace from the API. */
-  view: () => SweepRequest["view"];
-}
 
 /** Events close together make one sweep: never two within this (a new pod is still judged within seconds of running). */
 const sweepFloorMs = 2000;
@@ -208,3 +194,10 @@ export class AuditMonitor {
 }
 
 const withView = (view: SweepRequest["view"]) => (view ? { view } : {});
+
+/** The sweeps' one start: a monitor sweeping from now on (every pod once the caches hold the node, then every auditSeconds and at each change). */
+export function startSweeps(options: MonitorOptions, log: Logger, metrics: MonitorMetrics): AuditMonitor {
+  const monitor = new AuditMonitor(options, log, metrics);
+  monitor.start();
+  return monitor;
+}

@@ -1,10 +1,10 @@
 import type { V1Node, V1NodeCondition } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { ConditionKeeper, nodeCondition } from "../../../src/agent/condition.js";
-import type { Readiness } from "../../../src/installer/readiness.js";
-import type { NodeApi } from "../../../src/kube/node-api.js";
-import { until } from "../../kit/common.js";
-import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
+import { ConditionKeeper, nodeCondition } from "../../../../src/agent/node/condition.js";
+import type { Readiness } from "../../../../src/installer/readiness.js";
+import type { NodeApi } from "../../../../src/kube/node-api.js";
+import { until } from "../../../kit/common.js";
+import { type LogEntry, memoryLogger } from "../../../kit/fake-node.js";
 
 const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist", missingPlugins: [] };
 const counts = { protected: 3, adopted: 1, missing: 0, drifted: 0, unknown: 0 };

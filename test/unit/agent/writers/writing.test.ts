@@ -1,29 +1,23 @@
 import { describe, expect, it } from "vitest";
-import { createAgentMetrics } from "../../../src/agent/metrics.js";
-import { parseAgentOptions } from "../../../src/agent/options.js";
-import type { WriterPool } from "../../../src/agent/writer.js";
-import { agentWriting } from "../../../src/agent/writing.js";
-import { loadTemplate } from "../../../src/installer/template.js";
-import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
+import { createAgentMetrics } from "../../../../src/agent/metrics.js";
+import { parseAgentOptions } from "../../../../src/agent/options.js";
+import { agentWriting } from "../../../../src/agent/writers/writing.js";
+import { loadTemplate } from "../../../../src/installer/template.js";
+import { type LogEntry, memoryLogger } from "../../../kit/fake-node.js";
 
-/** The agent's options with this entry as its template, and the entry as the installer renders it. */
+/** The writers' settings as the agent's options give them, with this entry as its template (as the installer renders it). */
 const withEntry = (entry: Record<string, unknown>) => {
   const options = parseAgentOptions(["--node", "n1", "--template", JSON.stringify({ type: "meshcni", ...entry })], {}, "/bin/meshcni");
-  return [options, loadTemplate(options.install)] as const;
+  return { hostRoot: options.install.hostRoot, netnsDirs: options.sweep.netnsDirs, template: loadTemplate(options.install) };
 };
 
 describe("how the agent writes for the plugin", () => {
-  const writer = { write: async () => ({ done: true }) } as unknown as WriterPool;
+  const writer = { write: async () => ({ done: true as const }) };
 
   it("keeps to its own entry's paths, counts what it hands back, and says each reason once", async () => {
     const logs: LogEntry[] = [];
     const metrics = createAgentMetrics();
-    const writing = agentWriting(
-      ...withEntry({ state_dir: "/run/x", log_file: "/var/log/meshcni.log" }),
-      writer,
-      memoryLogger(logs),
-      metrics,
-    );
+    const writing = agentWriting(withEntry({ state_dir: "/run/x", log_file: "/var/log/meshcni.log" }), writer, memoryLogger(logs), metrics);
     expect(writing?.scope).toEqual({ stateDir: "/run/x", logFile: "/var/log/meshcni.log", netnsDirs: ["/var/run/netns"] });
     for (let i = 0; i < 3; i++) writing!.handBack("ADD", "the state dir /etc is not the agent's own (/run/x)");
     writing!.handBack("DEL", "the netns /proc/1/ns/net is not in the runtime's netns dirs (/var/run/netns)");
@@ -37,7 +31,7 @@ describe("how the agent writes for the plugin", () => {
 
   it("writes nothing for the plugin when its own entry is no netconf it could take", () => {
     const logs: LogEntry[] = [];
-    const writing = agentWriting(...withEntry({ log_level: "loud" }), writer, memoryLogger(logs), createAgentMetrics());
+    const writing = agentWriting(withEntry({ log_level: "loud" }), writer, memoryLogger(logs), createAgentMetrics());
     expect(writing).toBeUndefined();
     expect(logs.map((line) => line.message)).toEqual(["the agent does not write for the plugin: its own netconf entry is invalid"]);
   });

@@ -1,7 +1,7 @@
-import { errorMessage } from "../errors.js";
-import type { JsonObject } from "../json.js";
-import { parseNetConf } from "../mesh/netconf.js";
-import { inNetnsDirs } from "../netns/paths.js";
+import { errorMessage } from "../../errors.js";
+import type { JsonObject } from "../../json.js";
+import { parseNetConf } from "../../mesh/netconf.js";
+import { inNetnsDirs } from "../../netns/paths.js";
 
 /** The host paths the agent's writers write to: its own installed entry's, never a caller's. */
 export interface WriteScope {

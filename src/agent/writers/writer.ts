@@ -1,8 +1,8 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { parseWriteReply, type WriteAsk } from "../applier/contract.js";
-import { errorMessage } from "../errors.js";
-import type { Logger } from "../log.js";
+import { parseWriteReply, type WriteAsk } from "../../applier/contract.js";
+import { errorMessage } from "../../errors.js";
+import type { Logger } from "../../log.js";
 
 /** What became of a request to the writer: done, or why not (the plugin then does it itself). */
 export type WriteOutcome = { done: true } | { failed: string };

@@ -1,15 +1,15 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { decideForPlugin } from "../../../src/agent/decide.js";
-import { NodeCache } from "../../../src/agent/node-cache.js";
-import { answerAsk } from "../../../src/agent/plugin-server.js";
-import { convertResult } from "../../../src/cni/result.js";
-import { parseNetConf } from "../../../src/mesh/netconf.js";
-import { firewallSpecFor } from "../../../src/mesh/pod.js";
-import { podName } from "../../../src/pod-key.js";
-import { planRules } from "../../../src/redirect/plan.js";
-import { podObject } from "../../kit/api-server.js";
-import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
+import { decideForPlugin } from "../../../../src/agent/socket/decide.js";
+import { NodeCache } from "../../../../src/agent/socket/node-cache.js";
+import { answerAsk } from "../../../../src/agent/socket/plugin-server.js";
+import { convertResult } from "../../../../src/cni/result.js";
+import { parseNetConf } from "../../../../src/mesh/netconf.js";
+import { firewallSpecFor } from "../../../../src/mesh/pod.js";
+import { podName } from "../../../../src/pod-key.js";
+import { planRules } from "../../../../src/redirect/plan.js";
+import { podObject } from "../../../kit/api-server.js";
+import { type LogEntry, memoryLogger } from "../../../kit/fake-node.js";
 
 const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.0.0.5/24", interface: 0 }] };
 const netconf = (linkerd: Record<string, unknown> = {}) =>

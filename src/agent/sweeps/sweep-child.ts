@@ -1,6 +1,6 @@
 import { execa } from "execa";
-import { parseSweepReport, type SweepInput, type SweepReport } from "../audit/contract.js";
-import { errorMessage } from "../errors.js";
+import { parseSweepReport, type SweepInput, type SweepReport } from "../../audit/contract.js";
+import { errorMessage } from "../../errors.js";
 
 /** A whole sweep, at most: a hung runtime (15 s of its time: audit/host.ts) or netns must not stall every later one. */
 export const sweepDeadlineMs = 60_000;

@@ -1,8 +1,8 @@
-import { errorMessage } from "../errors.js";
-import { Backoff } from "../kube/backoff.js";
-import { ApiStatusError } from "../kube/errors.js";
-import type { Logger } from "../log.js";
-import type { AgentClient } from "./credentials.js";
+import { errorMessage } from "../../errors.js";
+import { Backoff } from "../../kube/backoff.js";
+import { ApiStatusError } from "../../kube/errors.js";
+import type { Logger } from "../../log.js";
+import type { AgentClient } from "../credentials.js";
 
 /** What the agent says when its token is not held to its node: it is then not ready (PolicyNotBound). */
 export const unboundProblem =

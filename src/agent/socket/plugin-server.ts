@@ -1,34 +1,26 @@
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
-import type { AgentAnswer, AgentAsk } from "../agent-socket.js";
-import type { WriteAsk } from "../applier/contract.js";
-import { errorMessage } from "../errors.js";
-import { hostPaths } from "../host.js";
-import { agentTimeoutMs } from "../kube/agent-connection.js";
-import { describeApiFailure } from "../kube/errors.js";
-import { type Logger, pluginLogger } from "../log.js";
-import { parseNetConf } from "../mesh/netconf.js";
-import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../mesh/pod.js";
-import { logUnmeshed } from "../plugin/apply.js";
+import type { AgentAnswer, AgentAsk } from "../../agent-socket.js";
+import { errorMessage } from "../../errors.js";
+import { hostPaths } from "../../host.js";
+import { agentTimeoutMs } from "../../kube/agent-connection.js";
+import { describeApiFailure } from "../../kube/errors.js";
+import { type Logger, pluginLogger } from "../../log.js";
+import { parseNetConf } from "../../mesh/netconf.js";
+import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../../mesh/pod.js";
+import { logUnmeshed } from "../../plugin/apply.js";
+import type { AgentMetrics } from "../metrics.js";
+import { outsideScope } from "../writers/write-scope.js";
+import type { Writing } from "../writers/writing.js";
 import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
-import { outsideScope, type WriteScope } from "./write-scope.js";
-import type { WriteOutcome } from "./writer.js";
+import type { PeerCheck } from "./peer.js";
+import { type PluginServer, servePlugin } from "./plugin-socket.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
 export interface Lookup {
   readPod(namespace: string, name: string): Promise<V1Pod>;
   readNamespace(name: string): Promise<V1Namespace>;
   readService(namespace: string, name: string): Promise<V1Service>;
-}
-
-/** Where the agent carries out ADD's decisions and DELs (its writer), or nothing: the plugin then writes. */
-export interface Writing {
-  hostRoot: string;
-  /** The paths its writers keep to (write-scope.ts). */
-  scope: WriteScope;
-  write(ask: WriteAsk, deadline: number): Promise<WriteOutcome>;
-  /** A write left to the plugin before it reached a writer (outside the scope): counted, and said once per reason. */
-  handBack(verb: "ADD" | "DEL", reason: string): void;
 }
 
 /**
@@ -112,5 +104,38 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
     return { object: namespaceDecisionFields(await lookup.readNamespace(ask.name)), cached: false };
   } catch (error) {
     return { error: describeApiFailure(error).cause };
+  }
+}
+
+/** Where the plugin's socket is, what answers on it, and who may ask. */
+export interface PluginSocketConfig {
+  /** The socket's path inside the agent's container. */
+  path: string;
+  cache: NodeCache;
+  lookup: Lookup;
+  writing: Writing | undefined;
+  peerCheck: () => Promise<PeerCheck>;
+}
+
+/**
+ * The socket's one start: answers the plugin from the caches while they are fresh, else
+ * through `lookup`, each ADD's and DEL's answer timed. Undefined when it cannot listen:
+ * the plugin then asks the API server itself.
+ */
+export async function startPluginSocket(config: PluginSocketConfig, log: Logger, metrics: AgentMetrics): Promise<PluginServer | undefined> {
+  const answer = async (ask: AgentAsk) => {
+    const verb = ask.get === "decision" ? "ADD" : ask.get === "del" ? "DEL" : undefined;
+    const timer = verb && metrics.answers.startTimer({ verb });
+    const answered = await answerAsk(ask, config.cache, config.lookup, log, config.writing);
+    timer?.();
+    return answered;
+  };
+  try {
+    const server = await servePlugin(config.path, answer, await config.peerCheck(), log);
+    log.info("answering the plugin", { socket: config.path });
+    return server;
+  } catch (error) {
+    log.error("cannot answer the plugin on its socket: it asks the API server itself", { socket: config.path, error: errorMessage(error) });
+    return undefined;
   }
 }

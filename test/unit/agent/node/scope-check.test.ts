@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { AgentClient } from "../../../src/agent/credentials.js";
-import { ScopeCheck, unboundProblem } from "../../../src/agent/scope-check.js";
-import { Backoff } from "../../../src/kube/backoff.js";
-import { ApiStatusError } from "../../../src/kube/errors.js";
-import type { NodeApi } from "../../../src/kube/node-api.js";
-import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
+import type { AgentClient } from "../../../../src/agent/credentials.js";
+import { ScopeCheck, unboundProblem } from "../../../../src/agent/node/scope-check.js";
+import { Backoff } from "../../../../src/kube/backoff.js";
+import { ApiStatusError } from "../../../../src/kube/errors.js";
+import type { NodeApi } from "../../../../src/kube/node-api.js";
+import { type LogEntry, memoryLogger } from "../../../kit/fake-node.js";
 
 type Answer = "bound" | "unbound" | "unsupported" | Error;
 

@@ -1,7 +1,7 @@
-import { type PodStatus, podStatuses } from "../audit/classify.js";
-import type { SweepReport } from "../audit/contract.js";
-import type { RepairResult } from "../audit/repair.js";
-import type { PodKey } from "../pod-key.js";
+import { type PodStatus, podStatuses } from "../../audit/classify.js";
+import type { SweepReport } from "../../audit/contract.js";
+import type { RepairResult } from "../../audit/repair.js";
+import type { PodKey } from "../../pod-key.js";
 
 /** A meshed pod the last sweep of it left without its redirect (missing or drifted, not redirected in place). */
 export interface UnprotectedPod extends PodKey {

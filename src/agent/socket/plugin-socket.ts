@@ -1,10 +1,10 @@
 import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { dirname } from "node:path";
-import { parseAsk } from "../agent-schema.js";
-import { type AgentAnswer, type AgentAsk, maxLineBytes } from "../agent-socket.js";
-import { errnoCode, errorMessage } from "../errors.js";
-import { type Logger, SaidOnce } from "../log.js";
+import { parseAsk } from "../../agent-schema.js";
+import { type AgentAnswer, type AgentAsk, maxLineBytes } from "../../agent-socket.js";
+import { errnoCode, errorMessage } from "../../errors.js";
+import { type Logger, SaidOnce } from "../../log.js";
 import type { PeerCheck } from "./peer.js";
 
 /** The plugin's socket, served: closing it ends the connections open on it too. */

@@ -1,10 +1,11 @@
 import type { V1Taint } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { parseTaint, TaintKeeper } from "../../../src/agent/taint.js";
-import { ApiStatusError } from "../../../src/kube/errors.js";
-import type { NodeApi } from "../../../src/kube/node-api.js";
-import { until } from "../../kit/common.js";
-import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
+import { TaintKeeper } from "../../../../src/agent/node/taint.js";
+import { ApiStatusError } from "../../../../src/kube/errors.js";
+import type { NodeApi } from "../../../../src/kube/node-api.js";
+import { parseTaint } from "../../../../src/taint-spec.js";
+import { until } from "../../../kit/common.js";
+import { type LogEntry, memoryLogger } from "../../../kit/fake-node.js";
 
 describe("startup taint", () => {
   it("reads kubectl's key[=value][:Effect]", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { actedMemoryMs, SweepMemory } from "../../../src/agent/sweep-memory.js";
-import type { PodReport, SweepReport } from "../../../src/audit/contract.js";
+import { actedMemoryMs, SweepMemory } from "../../../../src/agent/sweeps/sweep-memory.js";
+import type { PodReport, SweepReport } from "../../../../src/audit/contract.js";
 
 const report = (pods: Array<Partial<PodReport> & { uid: string }>): SweepReport => ({
   node: "n1",

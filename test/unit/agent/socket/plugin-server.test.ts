@@ -4,14 +4,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { NodeCache } from "../../../src/agent/node-cache.js";
-import { answerAsk } from "../../../src/agent/plugin-server.js";
-import { servePlugin } from "../../../src/agent/plugin-socket.js";
-import type { AgentAnswer, AgentAsk } from "../../../src/agent-socket.js";
-import { createLogger } from "../../../src/log.js";
-import { podName } from "../../../src/pod-key.js";
-import { podObject } from "../../kit/api-server.js";
-import { memoryLogger } from "../../kit/fake-node.js";
+import { NodeCache } from "../../../../src/agent/socket/node-cache.js";
+import { answerAsk } from "../../../../src/agent/socket/plugin-server.js";
+import { servePlugin } from "../../../../src/agent/socket/plugin-socket.js";
+import type { AgentAnswer, AgentAsk } from "../../../../src/agent-socket.js";
+import { createLogger } from "../../../../src/log.js";
+import { podName } from "../../../../src/pod-key.js";
+import { podObject } from "../../../kit/api-server.js";
+import { memoryLogger } from "../../../kit/fake-node.js";
 
 /** The plugin's socket served to anyone (the peer check needs the compiled binary's FFI: test/netns has it). */
 const serve = (path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>) =>

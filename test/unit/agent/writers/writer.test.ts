@@ -2,9 +2,9 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AgentWriter, WriterPool } from "../../../src/agent/writer.js";
-import type { WriteAsk } from "../../../src/applier/contract.js";
-import { createLogger } from "../../../src/log.js";
+import { AgentWriter, WriterPool } from "../../../../src/agent/writers/writer.js";
+import type { WriteAsk } from "../../../../src/applier/contract.js";
+import { createLogger } from "../../../../src/log.js";
 
 /** A stand-in for `meshcni apply`: what it does with a request is named by the request's container id. */
 const fakeWriter = `#!/usr/bin/env node

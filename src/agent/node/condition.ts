@@ -1,10 +1,10 @@
 import type { V1Node, V1NodeCondition } from "@kubernetes/client-node";
-import type { PodStatus } from "../audit/classify.js";
-import { errorMessage } from "../errors.js";
-import type { Readiness } from "../installer/readiness.js";
-import type { NodeApi } from "../kube/node-api.js";
-import type { Logger } from "../log.js";
-import { formatPodKey, type PodKey } from "../pod-key.js";
+import type { PodStatus } from "../../audit/classify.js";
+import { errorMessage } from "../../errors.js";
+import type { Readiness } from "../../installer/readiness.js";
+import type { NodeApi } from "../../kube/node-api.js";
+import type { Logger } from "../../log.js";
+import { formatPodKey, type PodKey } from "../../pod-key.js";
 
 /** The Node condition the agent keeps: what a Node Readiness Controller rule, or any tooling, gates on. */
 export const conditionType = "MeshcniReady";

@@ -1,13 +1,13 @@
-import { type AgentAnswer, type AgentAsk, AgentUnavailableError, type DecideAsk } from "../agent-socket.js";
-import { convertResult } from "../cni/result.js";
-import { answersReader } from "../kube/agent-reader.js";
-import type { Logger } from "../log.js";
-import { parseNetConf } from "../mesh/netconf.js";
-import { toCniError } from "../plugin/failure.js";
-import { decidePod } from "../plugin/lookup.js";
-import { familiesFor } from "../plugin/request.js";
-import { podKeyOf } from "../pod-key.js";
-import { planRules } from "../redirect/plan.js";
+import { type AgentAnswer, type AgentAsk, AgentUnavailableError, type DecideAsk } from "../../agent-socket.js";
+import { convertResult } from "../../cni/result.js";
+import { answersReader } from "../../kube/agent-reader.js";
+import type { Logger } from "../../log.js";
+import { parseNetConf } from "../../mesh/netconf.js";
+import { toCniError } from "../../plugin/failure.js";
+import { decidePod } from "../../plugin/lookup.js";
+import { familiesFor } from "../../plugin/request.js";
+import { podKeyOf } from "../../pod-key.js";
+import { planRules } from "../../redirect/plan.js";
 
 /**
  * ADD's decision for the plugin, with the plugin's own code: the netconf parsed and checked,

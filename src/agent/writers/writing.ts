@@ -1,0 +1,73 @@
+import type { WriteAsk } from "../../applier/contract.js";
+import type { Template } from "../../installer/template.js";
+import { type Logger, SaidOnce } from "../../log.js";
+import type { AgentMetrics } from "../metrics.js";
+import { type WriteScope, writeScopeOf } from "./write-scope.js";
+import { AgentWriter, type WriteOutcome, WriterPool } from "./writer.js";
+
+/** Where the agent carries out ADD's decisions and DELs (its writer), or nothing: the plugin then writes. */
+export interface Writing {
+  hostRoot: string;
+  /** The paths its writers keep to (write-scope.ts). */
+  scope: WriteScope;
+  write(ask: WriteAsk, deadline: number): Promise<WriteOutcome>;
+  /** A write left to the plugin before it reached a writer (outside the scope): counted, and said once per reason. */
+  handBack(verb: "ADD" | "DEL", reason: string): void;
+}
+
+/**
+ * The agent's writers. 100 iptables-nft ADDs at once beside two busy loops on 2 cores: one
+ * writer handed 36 back to the plugins (busy past half their wait), two none (npm run bench).
+ * Each costs ~7 MB idle, ~12 MB after such a burst (anonymous memory; the rest is the binary's pages).
+ */
+const writerCount = 2;
+
+/** What the writers keep to: the host, the runtime's netns dirs (the only netns paths they enter) and the agent's own entry. */
+export interface WritersConfig {
+  /** The meshcni binary whose `apply` each writer runs. */
+  binary: string;
+  hostRoot: string;
+  netnsDirs: string[];
+  /** The plugin's entry as the installer rendered it: its paths are the only ones the writers write to. */
+  template: Template;
+}
+
+/** Starts the writers; `writing` is undefined when the agent's own entry is invalid (the plugin then writes everything). */
+export function startWriters(config: WritersConfig, log: Logger, metrics: AgentMetrics): { writing: Writing | undefined; stop(): void } {
+  const pool = new WriterPool(Array.from({ length: writerCount }, () => new AgentWriter(config.binary, log)));
+  return { writing: agentWriting(config, pool, log, metrics), stop: () => pool.stop() };
+}
+
+/**
+ * How the agent writes for the plugin: its writers, kept to the scope of its own installed
+ * netconf entry (`template`, as the installer rendered it: the same entry it chains), every outcome counted (meshcni_agent_writes_total). Undefined when that
+ * entry is invalid: the plugin then writes everything itself.
+ */
+export function agentWriting(
+  { hostRoot, netnsDirs, template }: Omit<WritersConfig, "binary">,
+  writer: Pick<WriterPool, "write">,
+  log: Logger,
+  metrics: AgentMetrics,
+): Writing | undefined {
+  const scope = template.ok ? writeScopeOf(template.entry, netnsDirs) : { invalid: template.reason };
+  if ("invalid" in scope) {
+    log.error("the agent does not write for the plugin: its own netconf entry is invalid", { reason: scope.invalid });
+    return undefined;
+  }
+  const said = new SaidOnce();
+  return {
+    hostRoot,
+    scope,
+    write: async (ask, deadline) => {
+      const outcome = await writer.write(ask, deadline);
+      metrics.writes.inc({ verb: ask.verb, result: "done" in outcome ? "done" : "handed_back" });
+      return outcome;
+    },
+    handBack(verb, reason) {
+      metrics.writes.inc({ verb, result: "handed_back" });
+      // A netconf of another chain (Multus) would otherwise say the same at every pod start.
+      if (said.first(reason))
+        log.warn("the plugin writes itself: the agent does not write outside its own netconf's paths", { verb, reason });
+    },
+  };
+}
