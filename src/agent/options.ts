@@ -1,11 +1,11 @@
 import { join } from "node:path";
 import { repairPolicies } from "../audit/repair.js";
-import { numberFlag, oneOf, parseFlags } from "../flags.js";
+import { numberFlag, oneOf } from "../flags.js";
 import type { InstallOptions } from "../installer/options.js";
 import { type AgentLogLevel, agentLogLevels } from "../log.js";
 import type { PodKey } from "../pod-key.js";
-import { defaultStateDir } from "../state/records.js";
 import { parseTaint, type TaintSpec } from "../taint-spec.js";
+import { readAgentFlags } from "./flags.js";
 import { maxPluginTokenSeconds } from "./plugin-token.js";
 import type { SweepOptions } from "./sweeps/options.js";
 
@@ -74,68 +74,38 @@ function serviceAccountOf(text: string): AgentOptions["pluginToken"]["serviceAcc
 
 /** Reads the flags and environment; throws one line naming the bad flag and value. */
 export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPath: string): AgentOptions {
-  const { values } = parseFlags({
-    args: argv,
-    strict: true,
-    options: {
-      "host-root": { type: "string" },
-      "net-dir": { type: "string" },
-      "bin-dir": { type: "string" },
-      "extra-bin-dir": { type: "string", multiple: true, default: [] },
-      "kubeconfig-name": { type: "string" },
-      template: { type: "string" },
-      "template-file": { type: "string" },
-      "service-account-dir": { type: "string" },
-      "source-binary": { type: "string" },
-      listen: { type: "string" },
-      "resync-seconds": { type: "string", default: "10" },
-      "watch-timeout-seconds": { type: "string", default: "300" },
-      "on-stop": { type: "string", default: "auto" },
-      node: { type: "string" },
-      repair: { type: "string", default: "redirect" },
-      "max-evictions-per-minute": { type: "string", default: "2" },
-      "repair-exclude-namespaces": { type: "string", default: "" },
-      "evict-namespaces": { type: "string", default: "" },
-      "audit-seconds": { type: "string", default: "60" },
-      "state-dir": { type: "string", default: defaultStateDir },
-      "netns-dir": { type: "string", multiple: true, default: ["/var/run/netns"] },
-      "cri-socket": { type: "string", default: "auto" },
-      "startup-taint": { type: "string" },
-      "restore-taint": { type: "boolean", default: false },
-      "log-level": { type: "string" },
-      "plugin-service-account": { type: "string" },
-      "plugin-token-seconds": { type: "string", default: "3600" },
-      "agent-socket": { type: "string" },
-    },
-  });
+  const flags = readAgentFlags(argv, env);
   const positive = (value: number) => Number.isFinite(value) && value > 0;
-  const serviceAccountDir = values["service-account-dir"] ?? "/var/run/secrets/kubernetes.io/serviceaccount";
-  const node = values.node ?? (env.NODE_NAME || undefined);
-  const socket = values["agent-socket"] === "" ? undefined : (values["agent-socket"] ?? join(values["state-dir"], "agent", "plugin.sock"));
+  const serviceAccountDir = flags.text("service-account-dir");
+  const node = flags.text("node");
+  const stateDir = flags.text("state-dir");
+  const socketFlag = flags.text("agent-socket");
+  const startupTaint = flags.text("startup-taint");
+  const socket = socketFlag === "" ? undefined : (socketFlag ?? join(stateDir, "agent", "plugin.sock"));
   return {
     install: {
-      hostRoot: values["host-root"] ?? env.CONTAINER_MOUNT_PREFIX ?? "/host",
-      netDir: values["net-dir"] ?? env.DEST_CNI_NET_DIR ?? "/etc/cni/net.d",
-      binDir: values["bin-dir"] ?? env.DEST_CNI_BIN_DIR ?? "/opt/cni/bin",
-      extraBinDirs: values["extra-bin-dir"],
-      kubeconfigName: values["kubeconfig-name"] ?? env.KUBECONFIG_FILE_NAME ?? "ZZZ-meshcni-kubeconfig",
-      template: values.template ?? (env.CNI_NETWORK_CONFIG || undefined),
-      templateFile: values["template-file"] ?? (env.CNI_NETWORK_CONFIG_FILE || undefined),
-      sourceBinary: values["source-binary"] ?? execPath,
-      stateDir: values["state-dir"],
+      hostRoot: flags.text("host-root"),
+      netDir: flags.text("net-dir"),
+      binDir: flags.text("bin-dir"),
+      extraBinDirs: flags.list("extra-bin-dir"),
+      kubeconfigName: flags.text("kubeconfig-name"),
+      template: flags.text("template"),
+      templateFile: flags.text("template-file"),
+      sourceBinary: flags.text("source-binary") ?? execPath,
+      stateDir,
       // Only an agent with a node caches its pods and serves them.
       agentSocket: node ? socket : undefined,
     },
-    listen: parseListen(values.listen ?? env.MESHCNI_LISTEN ?? "127.0.0.1:9911"),
-    onStop: oneOf("on-stop", values["on-stop"], stopModes),
-    resyncSeconds: numberFlag("resync-seconds", values["resync-seconds"], positive, "a positive number"),
+    listen: parseListen(flags.text("listen")),
+    onStop: oneOf("on-stop", flags.text("on-stop"), stopModes),
+    resyncSeconds: numberFlag("resync-seconds", flags.text("resync-seconds"), positive, "a positive number"),
     watchTimeoutSeconds: numberFlag(
       "watch-timeout-seconds",
-      values["watch-timeout-seconds"],
+      flags.text("watch-timeout-seconds"),
       (n) => Number.isInteger(n) && n >= 1,
       "a whole number of seconds, at least 1",
     ),
-    logLevel: oneOf("log-level", values["log-level"] ?? (env.LOG_LEVEL || "info"), agentLogLevels),
+    logLevel: oneOf("log-level", flags.text("log-level"), agentLogLevels),
     api: {
       protocol: env.KUBERNETES_SERVICE_PROTOCOL || "https",
       host: env.KUBERNETES_SERVICE_HOST || undefined,
@@ -147,26 +117,26 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
     node,
     self: env.POD_NAMESPACE && env.POD_NAME ? { namespace: env.POD_NAMESPACE, name: env.POD_NAME } : undefined,
     sweep: {
-      repair: oneOf("repair", values.repair, repairPolicies),
+      repair: oneOf("repair", flags.text("repair"), repairPolicies),
       maxEvictionsPerMinute: numberFlag(
         "max-evictions-per-minute",
-        values["max-evictions-per-minute"],
+        flags.text("max-evictions-per-minute"),
         (n) => Number.isInteger(n) && n >= 0,
         "a whole number",
       ),
-      excludeNamespaces: namespaceList(values["repair-exclude-namespaces"]),
-      evictNamespaces: values["evict-namespaces"] ? namespaceList(values["evict-namespaces"]) : undefined,
-      auditSeconds: numberFlag("audit-seconds", values["audit-seconds"], positive, "a positive number"),
-      netnsDirs: values["netns-dir"],
-      criSocket: values["cri-socket"],
+      excludeNamespaces: namespaceList(flags.text("repair-exclude-namespaces")),
+      evictNamespaces: flags.text("evict-namespaces") ? namespaceList(flags.text("evict-namespaces")) : undefined,
+      auditSeconds: numberFlag("audit-seconds", flags.text("audit-seconds"), positive, "a positive number"),
+      netnsDirs: flags.list("netns-dir"),
+      criSocket: flags.text("cri-socket"),
     },
     // "" is none, as for `meshcni manifests`.
-    startupTaint: values["startup-taint"] ? { spec: parseTaint(values["startup-taint"]), restore: values["restore-taint"] } : undefined,
+    startupTaint: startupTaint ? { spec: parseTaint(startupTaint), restore: flags.on("restore-taint") } : undefined,
     pluginToken: {
-      serviceAccount: serviceAccountOf(values["plugin-service-account"] ?? `${env.POD_NAMESPACE || "meshcni"}/meshcni-plugin`),
+      serviceAccount: serviceAccountOf(flags.text("plugin-service-account") ?? `${env.POD_NAMESPACE || "meshcni"}/meshcni-plugin`),
       seconds: numberFlag(
         "plugin-token-seconds",
-        values["plugin-token-seconds"],
+        flags.text("plugin-token-seconds"),
         (n) => Number.isInteger(n) && n >= 600 && n <= maxPluginTokenSeconds,
         `a whole number of seconds from 600 to ${maxPluginTokenSeconds}`,
       ),

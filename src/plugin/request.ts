@@ -29,7 +29,7 @@ export interface PluginRequest {
 
 /**
  * Every I/O a verb may do, passed in so the verbs' decisions can be tested without root
- * (test/kit/fake-node.ts has fakes of each).
+ * (test/kit/plugin/fake-node.ts has fakes of each).
  */
 export interface PluginDeps {
   log: Logger;

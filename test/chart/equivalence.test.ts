@@ -2,7 +2,7 @@ import type { IDaemonSet } from "kubernetes-models/apps/v1";
 import { describe, expect, it } from "vitest";
 import { parseManifestArgs } from "../../src/manifests/main.js";
 import { renderManifests } from "../../src/manifests/render.js";
-import { type K8sObject, objectIn, renderedObjects } from "../kit/helm.js";
+import { type K8sObject, objectIn, renderedObjects } from "../kit/chart/helm.js";
 
 /** Labels Helm's conventions add (not meshcni's): the chart and who manages it. */
 const helmLabels = ["app.kubernetes.io/managed-by", "helm.sh/chart"];

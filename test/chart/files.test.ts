@@ -5,8 +5,8 @@ import { parse } from "yaml";
 import { chartFiles } from "../../src/manifests/chart.js";
 import { chartValuesSchema } from "../../src/manifests/chart-schema.js";
 import { linkerdKeys } from "../../src/mesh/netconf.js";
-import { chartDir } from "../kit/helm.js";
-import { projectRoot } from "../kit/network.js";
+import { chartDir } from "../kit/chart/helm.js";
+import { projectRoot } from "../kit/netns/network.js";
 
 describe("the chart's generated files", () => {
   it.each(chartFiles().map((file) => [file.name, file] as const))("%s is what src/manifests renders (npm run manifests)", (_name, file) => {

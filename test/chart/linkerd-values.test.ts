@@ -2,9 +2,9 @@ import type { IDaemonSet } from "kubernetes-models/apps/v1";
 import type { IConfigMap, IServiceAccount } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
 import { parseNetConf } from "../../src/mesh/netconf.js";
-import { chartDir, helm, helmTemplate, type K8sObject, objectIn, renderedObjects, valuesFile } from "../kit/helm.js";
-import { expectValid } from "../kit/k8s-schema.js";
-import { type LinkerdCniValues, linkerdChartLinkerdSection, linkerdCniValues } from "../kit/linkerd-chart.js";
+import { chartDir, helm, helmTemplate, type K8sObject, objectIn, renderedObjects, valuesFile } from "../kit/chart/helm.js";
+import { type LinkerdCniValues, linkerdChartLinkerdSection, linkerdCniValues } from "../kit/linkerd/chart.js";
+import { expectValid } from "../kit/manifests/k8s-schema.js";
 
 const daemonSetOf = (objects: K8sObject[]) => objectIn<IDaemonSet>(objects, "DaemonSet");
 const podSpec = (objects: K8sObject[]) => daemonSetOf(objects).spec!.template.spec!;

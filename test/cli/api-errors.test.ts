@@ -3,8 +3,8 @@ import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeApiServer } from "../kit/api-server.js";
-import { meshcniBinary } from "../kit/network.js";
+import { FakeApiServer } from "../kit/api/server.js";
+import { meshcniBinary } from "../kit/netns/network.js";
 
 /**
  * The commands an operator runs against the API server (status, audit, rules), the compiled

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
-import { conflist } from "../kit/agent.js";
+import { conflist } from "../kit/agent/harness.js";
 import { FakeCriRuntime } from "../kit/cri/fake-runtime.js";
-import { meshcniBinary } from "../kit/network.js";
+import { meshcniBinary } from "../kit/netns/network.js";
 
 /** Runs the compiled binary as an operator would: no CNI_* variables in its environment. */
 function meshcni(...args: string[]) {

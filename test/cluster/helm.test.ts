@@ -1,14 +1,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { chartDir, helm, valuesFile } from "../kit/chart/helm.js";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
 import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
-import { chartDir, helm, valuesFile } from "../kit/helm.js";
-import { linkerdCniValues } from "../kit/linkerd-chart.js";
+import { linkerdCniValues } from "../kit/linkerd/chart.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** An operator's linkerd2-cni values file (that chart's whole values.yaml), with this node's dirs, CRI socket and netns dir. */

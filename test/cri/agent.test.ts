@@ -2,11 +2,11 @@ import { readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { AgentHarness } from "../kit/agent.js";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { agentTemplate, sleep } from "../kit/common.js";
 import { ContainerdNode, type Sandbox } from "../kit/cri/containerd.js";
-import { meshcniBinary, natRules, TestNetwork } from "../kit/network.js";
+import { meshcniBinary, natRules, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "cri-node";

@@ -6,12 +6,12 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { buildImage, imageName } from "../../build/image.js";
 import { parseManifestArgs } from "../../src/manifests/main.js";
 import { renderManifests } from "../../src/manifests/render.js";
-import { AgentHarness } from "../kit/agent.js";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { agentTemplate, sleep, until } from "../kit/common.js";
 import { ContainerdNode, type Sandbox } from "../kit/cri/containerd.js";
 import { containerOf } from "../kit/cri/pod-spec.js";
-import { natRules, TestNetwork } from "../kit/network.js";
+import { natRules, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "image-node";

@@ -2,9 +2,9 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { ContainerdNode } from "../kit/cri/containerd.js";
-import { natRules, TestNetwork } from "../kit/network.js";
+import { natRules, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** meshcni's log lines (log_file), by verb and container. */

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultManifestOptions } from "../../src/manifests/options.js";
 import { renderManifests } from "../../src/manifests/render.js";
-import { AgentHarness, askAgent, conflist } from "../kit/agent.js";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { AgentHarness, askAgent, conflist } from "../kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 
 const calico = conflist("k8s-pod-network", [{ type: "calico" }]);
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };

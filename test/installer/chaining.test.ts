@@ -1,10 +1,10 @@
 import { readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { AgentHarness, conflist, primaryBinDir } from "../kit/agent.js";
-import { FakeApiServer } from "../kit/api-server.js";
+import { AgentHarness, conflist, primaryBinDir } from "../kit/agent/harness.js";
+import { calico, installerSuite } from "../kit/agent/installer.js";
+import { FakeApiServer } from "../kit/api/server.js";
 import { sleep } from "../kit/common.js";
-import { calico, installerSuite } from "../kit/installer.js";
 
 describe("meshcni install: keeping itself chained", () => {
   const suite = installerSuite();

@@ -3,10 +3,10 @@ import { chmodSync, readdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { AgentHarness } from "../kit/agent.js";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { calico, installerSuite } from "../kit/agent/installer.js";
 import { isRoot } from "../kit/common.js";
-import { calico, installerSuite } from "../kit/installer.js";
-import { meshcniBinary } from "../kit/network.js";
+import { meshcniBinary } from "../kit/netns/network.js";
 
 describe("meshcni install: bad input", () => {
   const suite = installerSuite();

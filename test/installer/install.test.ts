@@ -6,9 +6,9 @@ import packageJson from "../../package.json" with { type: "json" };
 import { createAgentMetrics } from "../../src/agent/metrics.js";
 import { alertRules } from "../../src/manifests/alerts.js";
 import { grafanaDashboard } from "../../src/manifests/dashboard.js";
-import { AgentHarness } from "../kit/agent.js";
-import { calico, installerSuite } from "../kit/installer.js";
-import { meshcniBinary, promtoolBinary } from "../kit/network.js";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { calico, installerSuite } from "../kit/agent/installer.js";
+import { meshcniBinary, promtoolBinary } from "../kit/netns/network.js";
 
 describe("meshcni install", () => {
   const suite = installerSuite();

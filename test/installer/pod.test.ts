@@ -2,9 +2,9 @@ import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import { AgentHarness } from "../kit/agent.js";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
-import { calico } from "../kit/installer.js";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { calico } from "../kit/agent/installer.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 
 describe("meshcni install: its API and its pod", () => {
   let host: AgentHarness;

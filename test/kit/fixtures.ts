@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { CniError } from "../../src/cni/errors.js";
 import { planRules, type RulePlan } from "../../src/redirect/plan.js";
 import type { FirewallSpec } from "../../src/redirect/spec.js";
-import { type PodOptions, podObject } from "./api-server.js";
+import { type PodOptions, podObject } from "./api/server.js";
 
 /** The default meshed pod's firewall: Linkerd's ports, nothing skipped. */
 export const testSpec: FirewallSpec = {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { PodFleet } from "../kit/fleet.js";
+import { PodFleet } from "../kit/audit/fleet.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** `meshcni audit` over a node's 200 meshed pods, each in a real netns with meshcni's rules. */

@@ -3,10 +3,10 @@ import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
+import { FakeApiServer, type PodOptions, podObject } from "../kit/api/server.js";
 import { deleteLoopbackRule, loopbackRule } from "../kit/common.js";
-import { writeLinkerdCniRules } from "../kit/linkerd.js";
-import { meshcniBinary, natRules, TestNetwork } from "../kit/network.js";
+import { writeLinkerdCniRules } from "../kit/linkerd/netconf.js";
+import { meshcniBinary, natRules, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /**

@@ -2,10 +2,10 @@ import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
+import { FakeApiServer, type Fault, podObject } from "../kit/api/server.js";
 import { meshcniNetconf, podArgs, until } from "../kit/common.js";
-import { expectCniError } from "../kit/expect-cni.js";
-import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
+import { expectCniError } from "../kit/netns/expect-cni.js";
+import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** Runs the binary directly so the CNI error object on stdout can be read whole. */

@@ -16,10 +16,19 @@ import { execa } from "execa";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { unfinishedAdd } from "../../src/audit/classify.js";
 import { logFileMaxBytes } from "../../src/log.js";
-import { FakeApiServer, type Fault, podObject } from "../kit/api-server.js";
+import { FakeApiServer, type Fault, podObject } from "../kit/api/server.js";
 import { meshcniNetconf, podArgs, sleep, until } from "../kit/common.js";
-import { expectCniError } from "../kit/expect-cni.js";
-import { invokePlugin, invokePluginIn, meshcniBinary, natRules, outcome, pluginEnv, startPlugin, TestNetwork } from "../kit/network.js";
+import { expectCniError } from "../kit/netns/expect-cni.js";
+import {
+  invokePlugin,
+  invokePluginIn,
+  meshcniBinary,
+  natRules,
+  outcome,
+  pluginEnv,
+  startPlugin,
+  TestNetwork,
+} from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /**

@@ -1,10 +1,10 @@
 import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { AgentHarness } from "../kit/agent.js";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { agentTemplate, podArgs } from "../kit/common.js";
-import { natRules, TestNetwork } from "../kit/network.js";
+import { natRules, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /**

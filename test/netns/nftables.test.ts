@@ -3,10 +3,10 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { meshcniNetconf, podArgs, until } from "../kit/common.js";
-import { expectCniError } from "../kit/expect-cni.js";
-import { type CniOutcome, invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
+import { expectCniError } from "../kit/netns/expect-cni.js";
+import { type CniOutcome, invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** `nft list table` of our table in a pod netns, one trimmed line each, or [] when there is none. */

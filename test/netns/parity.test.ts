@@ -1,14 +1,14 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { inNetnsCommand, meshcniNetconf, podArgs } from "../kit/common.js";
-import { linkerdChartNetconf } from "../kit/linkerd.js";
-import { type LinkerdNetconf, type LinkerdPod, linkerdCommands } from "../kit/linkerd-port.js";
-import { invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/network.js";
+import { linkerdChartNetconf } from "../kit/linkerd/netconf.js";
+import { type LinkerdNetconf, type LinkerdPod, linkerdCommands } from "../kit/linkerd/port.js";
+import { invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
-/** linkerd2-proxy-init at the commit the port in test/kit/linkerd-port.ts follows. */
+/** linkerd2-proxy-init at the commit the port in test/kit/linkerd/port.ts follows. */
 const source = (path: string, test: string) => `linkerd/linkerd2-proxy-init@183e791 ${path} ${test}`;
 const chart = linkerdChartNetconf;
 

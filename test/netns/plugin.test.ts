@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeApiServer, podObject } from "../kit/api-server.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { deleteLoopbackRule, iptables, meshcniNetconf, podArgs } from "../kit/common.js";
-import { invokePlugin, natRules, TestNetwork } from "../kit/network.js";
+import { invokePlugin, natRules, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** What iptables-save shows after ADD for a pod skipping outbound 9091 (Linkerd's layout). */

@@ -2,11 +2,11 @@ import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { AgentHarness, rbacOptionsFor } from "../kit/agent.js";
-import { FakeApiServer, type PodOptions, podObject } from "../kit/api-server.js";
+import { AgentHarness, rbacOptionsFor } from "../kit/agent/harness.js";
+import { FakeApiServer, type PodOptions, podObject } from "../kit/api/server.js";
 import { agentTemplate, deleteLoopbackRule, loopbackRule, sleep } from "../kit/common.js";
-import { writeLinkerdCniRules } from "../kit/linkerd.js";
-import { natRules, TestNetwork } from "../kit/network.js";
+import { writeLinkerdCniRules } from "../kit/linkerd/netconf.js";
+import { natRules, TestNetwork } from "../kit/netns/network.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "node-r";

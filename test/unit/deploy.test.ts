@@ -9,8 +9,8 @@ import { manifestFiles } from "../../src/manifests/yaml.js";
 import { linkerdDefaults } from "../../src/mesh/defaults.js";
 import { parseNetConf } from "../../src/mesh/netconf.js";
 import { manifestKinds } from "../kit/fixtures.js";
-import { expectValid } from "../kit/k8s-schema.js";
-import { agentOf, deployDir, load, netconfText, parseYaml, rendered } from "../kit/manifests.js";
+import { agentOf, deployDir, load, netconfText, parseYaml, rendered } from "../kit/manifests/daemonset.js";
+import { expectValid } from "../kit/manifests/k8s-schema.js";
 
 const kustomization = load("kustomization.yaml")[0] as unknown as { resources: string[]; namespace: string };
 const deployed = kustomization.resources.flatMap(load);

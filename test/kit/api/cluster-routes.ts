@@ -1,6 +1,6 @@
-import type { FakeApiServer, MintedToken } from "../api-server.js";
-import type { KubeObject } from "../watch-hub.js";
 import { type ApiRequest, failure, jsonPatch, mergePatch, nodeStatusPatch, ok, type Reply } from "./replies.js";
+import type { FakeApiServer, MintedToken } from "./server.js";
+import type { KubeObject } from "./watch-hub.js";
 
 /**
  * The rest of what meshcni asks of kube-apiserver: the `kubernetes` Service, discovery of

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { FakeApiServer, MintedToken, RecordedRequest } from "../api-server.js";
-import { authorizationOf, forbiddenMessage, grantsOf, isDiscovery, permissionOf } from "../rbac.js";
 import { clusterRoutes } from "./cluster-routes.js";
 import { podRoutes } from "./pod-routes.js";
+import { authorizationOf, forbiddenMessage, grantsOf, isDiscovery, permissionOf } from "./rbac.js";
 import { type ApiRequest, failure, type Reply } from "./replies.js";
+import type { FakeApiServer, MintedToken, RecordedRequest } from "./server.js";
 
 export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: ServerResponse, rawBody: string): void {
   const url = new URL(req.url ?? "/", "https://localhost");

@@ -1,6 +1,6 @@
-import type { FakeApiServer } from "../api-server.js";
-import type { KubeObject } from "../watch-hub.js";
 import { type ApiRequest, failure, mergePatch, ok, type Reply } from "./replies.js";
+import type { FakeApiServer } from "./server.js";
+import type { KubeObject } from "./watch-hub.js";
 
 /**
  * Pods and Events as kube-apiserver serves them to meshcni: the node's pods listed and

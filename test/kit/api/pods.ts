@@ -1,4 +1,4 @@
-import type { KubeObject } from "../watch-hub.js";
+import type { KubeObject } from "./watch-hub.js";
 
 /** A pod object as the API returns it; `proxy` adds the linkerd-proxy container. */
 export interface PodOptions {

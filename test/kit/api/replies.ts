@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import { type KubeObject, status } from "../watch-hub.js";
+import { type KubeObject, status } from "./watch-hub.js";
 
 /** One request as the routes see it: who sent it (admin, agent, a ServiceAccount) and what it asks. */
 export interface ApiRequest {

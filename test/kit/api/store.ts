@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
-import { type KubeObject, type WatchFault, WatchHub, type WatchKind } from "../watch-hub.js";
 import type { Reply } from "./replies.js";
+import { type KubeObject, type WatchFault, WatchHub, type WatchKind } from "./watch-hub.js";
 
 /**
  * The in-test API server's objects and their changes as kube-apiserver makes them: each

@@ -4,10 +4,10 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NodeAgent } from "../../../src/agent/agent.js";
 import { type AgentMetrics, createAgentMetrics } from "../../../src/agent/metrics.js";
 import { parseAgentOptions } from "../../../src/agent/options.js";
-import { AgentHarness, conflist } from "../../kit/agent.js";
-import { FakeApiServer } from "../../kit/api-server.js";
+import { AgentHarness, conflist } from "../../kit/agent/harness.js";
+import { FakeApiServer } from "../../kit/api/server.js";
 import { until } from "../../kit/common.js";
-import { type LogEntry, memoryLogger } from "../../kit/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../kit/plugin/fake-node.js";
 
 const calico = conflist("k8s-pod-network", [{ type: "calico" }, { type: "portmap" }]);
 

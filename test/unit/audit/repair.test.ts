@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { eventMessage, type RepairLimits, repairAction } from "../../../src/audit/repair.js";
-import { podObject } from "../../kit/api-server.js";
+import { podObject } from "../../kit/api/server.js";
 import { runningPod as pod } from "../../kit/fixtures.js";
 
 const limits = (more: Partial<RepairLimits> = {}): RepairLimits => ({

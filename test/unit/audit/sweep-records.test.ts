@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { beforeEach, describe, expect, it } from "vitest";
 import { recordGraceMs, staleRecords, sweep } from "../../../src/audit/sweep.js";
-import { podObject } from "../../kit/api-server.js";
-import { FakeNode } from "../../kit/fake-node.js";
-import { fakeSweepIo, netnsDir } from "../../kit/fake-sweep.js";
-import { sweepOptions as options, sweepScene } from "../../kit/sweep-scene.js";
+import { podObject } from "../../kit/api/server.js";
+import { fakeSweepIo, netnsDir } from "../../kit/audit/fake-sweep.js";
+import { sweepOptions as options, sweepScene } from "../../kit/audit/sweep-scene.js";
+import { FakeNode } from "../../kit/plugin/fake-node.js";
 
 describe("a sweep: claimed IPs, unknown pods, the runtime's sandboxes, stale records", () => {
   let node: FakeNode;

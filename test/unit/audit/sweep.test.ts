@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { SweepRequest } from "../../../src/audit/contract.js";
 import { allProtected, sweep } from "../../../src/audit/sweep.js";
-import { FakeNode } from "../../kit/fake-node.js";
-import { fakeSweepIo, netnsDir } from "../../kit/fake-sweep.js";
-import { sweepOptions as options, sweepScene } from "../../kit/sweep-scene.js";
+import { fakeSweepIo, netnsDir } from "../../kit/audit/fake-sweep.js";
+import { sweepOptions as options, sweepScene } from "../../kit/audit/sweep-scene.js";
+import { FakeNode } from "../../kit/plugin/fake-node.js";
 
 describe("a sweep", () => {
   let node: FakeNode;

@@ -1,6 +1,6 @@
 import { request } from "node:https";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FakeApiServer, podObject } from "../../kit/api-server.js";
+import { FakeApiServer, podObject } from "../../kit/api/server.js";
 
 type Event = { type: string; object: { metadata: { name: string; resourceVersion: string; deletionTimestamp?: string } } };
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { defaultManifestOptions, type ManifestOptions } from "../../../src/manifests/options.js";
 import { renderManifests } from "../../../src/manifests/render.js";
-import { authorizationOf, forbiddenMessage, isDiscovery, rbacAuthorizer, withNamePrefix } from "../../kit/rbac.js";
-import type { KubeObject } from "../../kit/watch-hub.js";
+import { authorizationOf, forbiddenMessage, isDiscovery, rbacAuthorizer, withNamePrefix } from "../../kit/api/rbac.js";
+import type { KubeObject } from "../../kit/api/watch-hub.js";
 
 const rbac = (options: Partial<ManifestOptions> = {}) =>
   renderManifests({ ...defaultManifestOptions, ...options }).filter((object) => /Role/.test(object.kind)) as KubeObject[];

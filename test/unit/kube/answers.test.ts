@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AnswerError, namespaceAnswer, podAnswer } from "../../../src/kube/answers.js";
-import { podObject } from "../../kit/api-server.js";
+import { podObject } from "../../kit/api/server.js";
 
 const pod = { apiVersion: "v1", kind: "Pod", ...podObject("shop", "web", { proxy: "container" }) };
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createNodeApi, type NodeApi } from "../../../src/kube/node-api.js";
-import { FakeApiServer, podObject } from "../../kit/api-server.js";
+import { FakeApiServer, podObject } from "../../kit/api/server.js";
 import { kubeConfigOf } from "../../kit/common.js";
 
 /** What the agent and the sweeps do with the API, for one node, against the in-test API server. */

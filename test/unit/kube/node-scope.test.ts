@@ -7,7 +7,7 @@ import { createNodeApi } from "../../../src/kube/node-api.js";
 import { nodeBindingRefusal } from "../../../src/kube/token-request.js";
 import { defaultManifestOptions } from "../../../src/manifests/options.js";
 import { renderManifests } from "../../../src/manifests/render.js";
-import { FakeApiServer, podObject } from "../../kit/api-server.js";
+import { FakeApiServer, podObject } from "../../kit/api/server.js";
 import { kubeConfigOf } from "../../kit/common.js";
 
 const startupTaint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { until } from "../../kit/common.js";
-import { reflectorScene } from "../../kit/reflector-scene.js";
+import { reflectorScene } from "../../kit/kube/reflector-scene.js";
 
 /**
  * The reflector against the in-test API server, as a real one behaves: its requests, its

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { parseManifestArgs } from "../../../src/manifests/main.js";
 import { manifestsYaml } from "../../../src/manifests/yaml.js";
 import { linkerdDefaults } from "../../../src/mesh/defaults.js";
-import { expectValid } from "../../kit/k8s-schema.js";
-import { agentOf, rendered } from "../../kit/manifests.js";
+import { agentOf, rendered } from "../../kit/manifests/daemonset.js";
+import { expectValid } from "../../kit/manifests/k8s-schema.js";
 
 describe("meshcni manifests flags", () => {
   it('renders without a CRI socket (--cri-socket ""): no socket mounted, its comment left out, valid', () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
 import { AnnotationError, apiServerPortsOf, firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../../../src/mesh/pod.js";
 import { toCniError } from "../../../src/plugin/failure.js";
-import { podObject } from "../../kit/api-server.js";
+import { podObject } from "../../kit/api/server.js";
 
 const linkerd = parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "n", type: "meshcni" })).linkerd;
 const pod = (options: Parameters<typeof podObject>[2] = {}) => podObject("shop", "web", { proxy: "container", ...options }) as V1Pod;

@@ -8,7 +8,7 @@ function portsRuleset(list: string): string {
 
 /**
  * Small rulesets in nft's syntax, each what meshcni writes for one kind of rule or object:
- * test/kit/nft-golden.ts records the messages Debian's nft sends for each (golden.json),
+ * test/kit/nftables/nft-golden.ts records the messages Debian's nft sends for each (golden.json),
  * and golden.test.ts checks meshcni's encoder sends the same bytes.
  */
 export const goldenCases = {

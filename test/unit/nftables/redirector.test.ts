@@ -5,8 +5,8 @@ import { planRules } from "../../../src/redirect/plan.js";
 import { inspectPlans, type Redirector } from "../../../src/redirect/redirector.js";
 import type { FirewallSpec } from "../../../src/redirect/spec.js";
 import { ownLines } from "../../../src/redirect/table.js";
-import { FakeKernel } from "../../kit/fake-kernel.js";
 import { testSpec } from "../../kit/fixtures.js";
+import { FakeKernel } from "../../kit/nftables/fake-kernel.js";
 
 /** Every kind of rule: port sets with a range, a redirected port, both owners, subnets of both families. */
 const spec: FirewallSpec = {

@@ -2,8 +2,8 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { add } from "../../../src/plugin/add.js";
 import { gc } from "../../../src/plugin/gc.js";
-import { podObject } from "../../kit/api-server.js";
-import { FakeNode, pluginRequest } from "../../kit/fake-node.js";
+import { podObject } from "../../kit/api/server.js";
+import { FakeNode, pluginRequest } from "../../kit/plugin/fake-node.js";
 
 describe("GC", () => {
   it("removes the records of attachments the runtime no longer lists, and nothing without the list", async () => {

@@ -6,7 +6,7 @@ import { NftablesError } from "../../../src/nftables/socket.js";
 import { toCniError } from "../../../src/plugin/failure.js";
 import { PodLookupError } from "../../../src/plugin/lookup.js";
 import { runVerb } from "../../../src/plugin/run.js";
-import { FakeNode, pluginRequest } from "../../kit/fake-node.js";
+import { FakeNode, pluginRequest } from "../../kit/plugin/fake-node.js";
 
 describe("running a verb", () => {
   it("refuses STATUS and GC below cniVersion 1.1.0 with code 1", async () => {

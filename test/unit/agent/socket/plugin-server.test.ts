@@ -10,8 +10,8 @@ import { servePlugin } from "../../../../src/agent/socket/plugin-socket.js";
 import type { AgentAnswer, AgentAsk } from "../../../../src/agent-socket.js";
 import { createLogger } from "../../../../src/log.js";
 import { podName } from "../../../../src/pod-key.js";
-import { podObject } from "../../../kit/api-server.js";
-import { memoryLogger } from "../../../kit/fake-node.js";
+import { podObject } from "../../../kit/api/server.js";
+import { memoryLogger } from "../../../kit/plugin/fake-node.js";
 
 /** The plugin's socket served to anyone (the peer check needs the compiled binary's FFI: test/netns has it). */
 const serve = (path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>) =>

@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AuditMonitor } from "../../../../src/agent/sweeps/monitor.js";
 import type { SweepOptions } from "../../../../src/agent/sweeps/options.js";
 import type { SweepRequest } from "../../../../src/audit/contract.js";
-import { podObject } from "../../../kit/api-server.js";
-import { memoryLogger } from "../../../kit/fake-node.js";
+import { podObject } from "../../../kit/api/server.js";
+import { memoryLogger } from "../../../kit/plugin/fake-node.js";
 
 const pod = (name: string, deleting = false) =>
   podObject("shop", name, { proxy: "container", nodeName: "n1", podIP: "10.0.0.9", deleting }) as V1Pod;

@@ -3,18 +3,18 @@ import type { ServerResponse } from "node:http";
 import { createServer, type Server } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defaultManifestOptions, type ManifestOptions } from "../../src/manifests/options.js";
-import { nodeNameClaim } from "../../src/manifests/policy.js";
-import { renderManifests } from "../../src/manifests/render.js";
+import { defaultManifestOptions, type ManifestOptions } from "../../../src/manifests/options.js";
+import { nodeNameClaim } from "../../../src/manifests/policy.js";
+import { renderManifests } from "../../../src/manifests/render.js";
 import { admit } from "./admission.js";
-import { handleRequest, unusedGrants } from "./api/handle.js";
-import { failure, type Reply } from "./api/replies.js";
-import { ApiStore } from "./api/store.js";
-import { selfSignedCertificate } from "./api/tls.js";
+import { handleRequest, unusedGrants } from "./handle.js";
 import { rbacAuthorizer, withNamePrefix } from "./rbac.js";
+import { failure, type Reply } from "./replies.js";
+import { ApiStore } from "./store.js";
+import { selfSignedCertificate } from "./tls.js";
 import type { KubeObject } from "./watch-hub.js";
 
-export { type PodOptions, podObject } from "./api/pods.js";
+export { type PodOptions, podObject } from "./pods.js";
 
 /**
  * What the server does for one path instead of answering from its store: fail with a

@@ -16,13 +16,13 @@ import {
 import { connect, createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseAgentOptions } from "../../src/agent/options.js";
-import type { AgentAnswer, AgentAsk } from "../../src/agent-socket.js";
-import { type Connector, parseAnswer } from "../../src/kube/agent-connection.js";
-import type { ManifestOptions } from "../../src/manifests/options.js";
-import { FakeApiServer } from "./api-server.js";
-import { sleep } from "./common.js";
-import { meshcniBinary } from "./network.js";
+import { parseAgentOptions } from "../../../src/agent/options.js";
+import type { AgentAnswer, AgentAsk } from "../../../src/agent-socket.js";
+import { type Connector, parseAnswer } from "../../../src/kube/agent-connection.js";
+import type { ManifestOptions } from "../../../src/manifests/options.js";
+import { FakeApiServer } from "../api/server.js";
+import { sleep } from "../common.js";
+import { meshcniBinary } from "../netns/network.js";
 
 export interface LogLine {
   level: string;

@@ -4,11 +4,11 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, w
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { execa } from "execa";
-import { type FakeApiServer, type PodOptions, podObject } from "./api-server.js";
-import { inNetnsCommand, podArgs } from "./common.js";
-import { FakeCriRuntime } from "./cri/fake-runtime.js";
+import { type FakeApiServer, type PodOptions, podObject } from "../api/server.js";
+import { inNetnsCommand, podArgs } from "../common.js";
+import { FakeCriRuntime } from "../cri/fake-runtime.js";
 
-export const projectRoot = resolve(import.meta.dirname, "../..");
+export const projectRoot = resolve(import.meta.dirname, "../../..");
 export const meshcniBinary = join(projectRoot, "build/meshcni");
 export const cnitoolBinary = join(projectRoot, ".cache/bin/cnitool");
 /** Prometheus's promtool, from Debian's prometheus package (build/prepare.sh). */

@@ -2,11 +2,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { IDaemonSet } from "kubernetes-models/apps/v1";
 import { parseAllDocuments } from "yaml";
-import { parseAgentOptions } from "../../src/agent/options.js";
-import { parseManifestArgs } from "../../src/manifests/main.js";
-import { manifestsYaml } from "../../src/manifests/yaml.js";
+import { parseAgentOptions } from "../../../src/agent/options.js";
+import { parseManifestArgs } from "../../../src/manifests/main.js";
+import { manifestsYaml } from "../../../src/manifests/yaml.js";
 
-export const deployDir = join(import.meta.dirname, "../../deploy");
+export const deployDir = join(import.meta.dirname, "../../../deploy");
 
 export type Manifest = { kind: string; metadata: { name: string; namespace?: string }; [key: string]: unknown };
 

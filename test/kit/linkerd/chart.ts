@@ -1,4 +1,4 @@
-import type { LinkerdNetconf } from "./linkerd-port.js";
+import type { LinkerdNetconf } from "./port.js";
 
 /**
  * linkerd2-cni's chart as an operator migrating from it has it: its values.yaml at

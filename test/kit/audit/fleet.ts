@@ -1,6 +1,6 @@
 import { execa } from "execa";
-import { FakeApiServer, podObject } from "./api-server.js";
-import { invokePlugin, meshcniBinary, TestNetwork } from "./network.js";
+import { FakeApiServer, podObject } from "../api/server.js";
+import { invokePlugin, meshcniBinary, TestNetwork } from "../netns/network.js";
 
 /**
  * Many meshed pods on one node, each a netns that went through meshcni's ADD (run

@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { SweepRequest } from "../../src/audit/contract.js";
-import { plansFor } from "../../src/audit/expectation.js";
-import { parseNetConf } from "../../src/mesh/netconf.js";
-import { add } from "../../src/plugin/add.js";
-import { type PodOptions, podObject } from "./api-server.js";
-import { type FakeNode, pluginRequest } from "./fake-node.js";
+import type { SweepRequest } from "../../../src/audit/contract.js";
+import { plansFor } from "../../../src/audit/expectation.js";
+import { parseNetConf } from "../../../src/mesh/netconf.js";
+import { add } from "../../../src/plugin/add.js";
+import { type PodOptions, podObject } from "../api/server.js";
+import { type FakeNode, pluginRequest } from "../plugin/fake-node.js";
 import { netnsDir, stateDir } from "./fake-sweep.js";
 
 /** The default netconf, as ADD and a sweep read it. */

@@ -1,10 +1,10 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { scanNetns } from "../../src/audit/scan.js";
-import type { SweepIo } from "../../src/audit/sweep.js";
-import { ApiStatusError } from "../../src/kube/errors.js";
-import { parseNetConf } from "../../src/mesh/netconf.js";
-import { inspectPlans } from "../../src/redirect/redirector.js";
-import type { FakeNode } from "./fake-node.js";
+import { scanNetns } from "../../../src/audit/scan.js";
+import type { SweepIo } from "../../../src/audit/sweep.js";
+import { ApiStatusError } from "../../../src/kube/errors.js";
+import { parseNetConf } from "../../../src/mesh/netconf.js";
+import { inspectPlans } from "../../../src/redirect/redirector.js";
+import type { FakeNode } from "../plugin/fake-node.js";
 
 export const stateDir = "/state";
 export const netnsDir = "/var/run/netns";

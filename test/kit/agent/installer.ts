@@ -1,8 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { afterEach } from "vitest";
-import { AgentHarness, conflist } from "./agent.js";
-import { meshcniBinary } from "./network.js";
+import { meshcniBinary } from "../netns/network.js";
+import { AgentHarness, conflist } from "./harness.js";
 
 /** Calico's conflist as it writes it (a revision to tell rewrites apart). */
 export const calico = (revision = 1) =>

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach } from "vitest";
-import { Reflector } from "../../src/kube/reflector.js";
-import { apiSource } from "../../src/kube/sources.js";
-import type { WatchEnd } from "../../src/kube/watch-ends.js";
-import { FakeApiServer } from "./api-server.js";
-import { kubeConfigOf } from "./common.js";
-import { type LogEntry, memoryLogger } from "./fake-node.js";
+import { Reflector } from "../../../src/kube/reflector.js";
+import { apiSource } from "../../../src/kube/sources.js";
+import type { WatchEnd } from "../../../src/kube/watch-ends.js";
+import { FakeApiServer } from "../api/server.js";
+import { kubeConfigOf } from "../common.js";
+import { type LogEntry, memoryLogger } from "../plugin/fake-node.js";
 
 export interface Namespace {
   metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };

@@ -1,6 +1,6 @@
-import type { Libc } from "../../src/libc.js";
-import { decodeChain, newChain } from "../../src/nftables/chain.js";
-import { type DumpFamily, msg } from "../../src/nftables/message.js";
+import type { Libc } from "../../../src/libc.js";
+import { decodeChain, newChain } from "../../../src/nftables/chain.js";
+import { type DumpFamily, msg } from "../../../src/nftables/message.js";
 import {
   attrMap,
   type NetlinkMessage,
@@ -11,12 +11,12 @@ import {
   parseMessages,
   readStrz,
   readU32be,
-} from "../../src/nftables/netlink.js";
-import { decodeRule, newRule } from "../../src/nftables/rule.js";
-import type { NftTable } from "../../src/nftables/ruleset.js";
-import { decodeElements, decodeSet, newSet } from "../../src/nftables/set.js";
-import { newTable, tableNames } from "../../src/nftables/table.js";
-import type { Family } from "../../src/redirect/spec.js";
+} from "../../../src/nftables/netlink.js";
+import { decodeRule, newRule } from "../../../src/nftables/rule.js";
+import type { NftTable } from "../../../src/nftables/ruleset.js";
+import { decodeElements, decodeSet, newSet } from "../../../src/nftables/set.js";
+import { newTable, tableNames } from "../../../src/nftables/table.js";
+import type { Family } from "../../../src/redirect/spec.js";
 
 const EEXIST = 17;
 const ENOENT = 2;

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
-import { inNetnsCommand } from "./common.js";
-import { type LinkerdNetconf, type LinkerdPod, linkerdCommands } from "./linkerd-port.js";
+import { inNetnsCommand } from "../common.js";
+import { type LinkerdNetconf, type LinkerdPod, linkerdCommands } from "./port.js";
 
 /** linkerd-cni's chart's netconf (charts/linkerd2-cni values: ports, proxy UID, the proxy's admin and tap ports ignored inbound). */
 export const linkerdChartNetconf: LinkerdNetconf = {

@@ -1,5 +1,5 @@
 // Records what Debian's nft and the kernel say over netlink, as golden bytes for
-// test/unit/nftables/:   bun test/kit/nft-golden.ts > test/unit/nftables/golden.json
+// test/unit/nftables/:   bun test/kit/nftables/nft-golden.ts > test/unit/nftables/golden.json
 // - golden: for each of cases.ts's goldenCases, the messages `nft -f` sends in its batch
 //   (meshcni's encoder must send the same bytes for the same objects);
 // - dumps: for each of dumpCases, the messages the kernel answers `nft list table` with
@@ -10,7 +10,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { dumpCases, goldenCases, refusedCase } from "../unit/nftables/cases.js";
+import { dumpCases, goldenCases, refusedCase } from "../../unit/nftables/cases.js";
 
 type Recorded = Array<{ type: number; flags: number; body: string }>;
 

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { parseAllDocuments, stringify } from "yaml";
-import { components } from "./cluster/teardown.js";
-import { projectRoot } from "./network.js";
+import { components } from "../cluster/teardown.js";
+import { projectRoot } from "../netns/network.js";
 
 /** meshcni's chart, as the repository holds it. */
 export const chartDir = join(projectRoot, "charts/meshcni");
