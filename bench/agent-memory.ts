@@ -3,10 +3,10 @@
 // second; and the peak of one sweep's child process, which shares the container's limit.
 import { readFileSync, writeFileSync } from "node:fs";
 import type { SweepInput } from "../src/audit/contract.js";
-import { AgentHarness, conflist } from "../test/kit/agent.js";
-import { FakeApiServer, podObject } from "../test/kit/api-server.js";
+import { AgentHarness, conflist } from "../test/kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { sleep } from "../test/kit/common.js";
-import { meshcniBinary } from "../test/kit/network.js";
+import { meshcniBinary } from "../test/kit/netns/network.js";
 import { cleanupMeasure, measure } from "./measure.js";
 
 const pods = 100;

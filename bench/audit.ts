@@ -1,6 +1,6 @@
 // The audit's section: `meshcni audit` of a node with 200 meshed pods, each a real
 // netns whose rules are read back and compared with its recorded plan.
-import { PodFleet } from "../test/kit/fleet.js";
+import { PodFleet } from "../test/kit/audit/fleet.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const pods = 200;

@@ -3,11 +3,11 @@
 // from a primary CNI's rewrite of its config to the first redirected sandbox.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AgentHarness } from "../test/kit/agent.js";
-import { FakeApiServer, podObject } from "../test/kit/api-server.js";
+import { AgentHarness } from "../test/kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { agentTemplate } from "../test/kit/common.js";
 import { ContainerdNode } from "../test/kit/cri/containerd.js";
-import { natRules, TestNetwork } from "../test/kit/network.js";
+import { natRules, TestNetwork } from "../test/kit/netns/network.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const warmup = 2;

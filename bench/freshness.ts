@@ -7,8 +7,8 @@
 // again, and the time from then to the first fresh answer.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AgentHarness, askAgent, conflist } from "../test/kit/agent.js";
-import { FakeApiServer, podObject } from "../test/kit/api-server.js";
+import { AgentHarness, askAgent, conflist } from "../test/kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { sleep, until } from "../test/kit/common.js";
 import { saveResults } from "./stats.js";
 

@@ -1,7 +1,7 @@
 // The installer's section: how fast the agent puts meshcni back after the primary CNI
 // rewrites its config in place (Calico's way), and how long it takes to become ready.
 import { writeFileSync } from "node:fs";
-import { AgentHarness, conflist } from "../test/kit/agent.js";
+import { AgentHarness, conflist } from "../test/kit/agent/harness.js";
 import { sleep } from "../test/kit/common.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 

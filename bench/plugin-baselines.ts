@@ -8,9 +8,9 @@ import { parseNatTable } from "../src/iptables/save.js";
 import { parseNetConf } from "../src/mesh/netconf.js";
 import { firewallSpecFor } from "../src/mesh/pod.js";
 import { planRules } from "../src/redirect/plan.js";
-import { podObject } from "../test/kit/api-server.js";
+import { podObject } from "../test/kit/api/server.js";
 import { nftRuleset } from "../test/kit/fixtures.js";
-import { projectRoot } from "../test/kit/network.js";
+import { projectRoot } from "../test/kit/netns/network.js";
 
 export const node = "bench-node";
 export const goPattern = join(projectRoot, ".cache/bin/linkerd-pattern");

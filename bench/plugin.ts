@@ -4,10 +4,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
-import { AgentHarness, askAgent } from "../test/kit/agent.js";
-import { FakeApiServer, podObject } from "../test/kit/api-server.js";
+import { AgentHarness, askAgent } from "../test/kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { agentTemplate, meshcniNetconf, podArgs, until } from "../test/kit/common.js";
-import { meshcniBinary } from "../test/kit/network.js";
+import { meshcniBinary } from "../test/kit/netns/network.js";
 import { MemoryCgroup } from "./cgroup.js";
 import { cleanupMeasure, type Measured, measure } from "./measure.js";
 import {

@@ -6,9 +6,9 @@
 import { copyFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
-import type { AgentHarness } from "../test/kit/agent.js";
-import type { FakeApiServer } from "../test/kit/api-server.js";
-import { debianPlugins, meshcniBinary, type TestNetwork } from "../test/kit/network.js";
+import type { AgentHarness } from "../test/kit/agent/harness.js";
+import type { FakeApiServer } from "../test/kit/api/server.js";
+import { debianPlugins, meshcniBinary, type TestNetwork } from "../test/kit/netns/network.js";
 import { chainOf, startServedPod } from "./pods.js";
 import { show, step } from "./print.js";
 

@@ -10,10 +10,10 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
-import { AgentHarness } from "../test/kit/agent.js";
-import { FakeApiServer, podObject } from "../test/kit/api-server.js";
+import { AgentHarness } from "../test/kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { agentTemplate, deleteLoopbackRule, isRoot, podArgs } from "../test/kit/common.js";
-import { meshcniBinary, natRules, TestNetwork } from "../test/kit/network.js";
+import { meshcniBinary, natRules, TestNetwork } from "../test/kit/netns/network.js";
 import { chainStory } from "./chain-story.js";
 import { chainOf, podPorts, startServedPod } from "./pods.js";
 import { show, step } from "./print.js";

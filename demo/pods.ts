@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
-import type { AgentHarness } from "../test/kit/agent.js";
-import type { FakeApiServer } from "../test/kit/api-server.js";
-import type { TestNetwork } from "../test/kit/network.js";
+import type { AgentHarness } from "../test/kit/agent/harness.js";
+import type { FakeApiServer } from "../test/kit/api/server.js";
+import type { TestNetwork } from "../test/kit/netns/network.js";
 
 /** What answers in a demo pod: its proxy's inbound port and its app. */
 export const podPorts = { 4143: "the proxy's inbound port 4143", 8080: "the app on 8080, in plaintext" };
