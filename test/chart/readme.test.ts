@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { currentChartReadme } from "../../build/chart.js";
 import { chartReadme } from "../../build/chart-readme.js";
-import { chartDir } from "../kit/helm.js";
+import { chartDir } from "../kit/chart/helm.js";
 
 describe("the chart's README", () => {
   it("is what README.md.tmpl and values.yaml's comments make (npm run manifests)", () => {

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { AgentUnavailableError } from "../../../src/agent-socket.js";
 import type { KubeReader, KubeReaderOptions } from "../../../src/kube/pod-reader.js";
 import { decidePod, lookupPod, namedPod, PodLookupError } from "../../../src/plugin/lookup.js";
-import { podObject } from "../../kit/api-server.js";
-import { FakeNode, type LogEntry, memoryLogger, pluginRequest } from "../../kit/fake-node.js";
+import { podObject } from "../../kit/api/server.js";
+import { FakeNode, type LogEntry, memoryLogger, pluginRequest } from "../../kit/plugin/fake-node.js";
 
 const web = { namespace: "shop", name: "web" };
 const controlPlane = (annotations: Record<string, string> = {}) =>
