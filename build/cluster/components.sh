@@ -63,10 +63,13 @@ containerd=$(version "$here/containerd" github.com/containerd/containerd/v2)
 build containerd github.com/containerd/containerd/v2 "-X github.com/containerd/containerd/v2/version.Version=$containerd" "no_btrfs,no_devmapper" \
   github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
   github.com/containerd/containerd/v2/cmd/ctr
+# With cnitool of the libcni the plugins are built against (containerd 2's): the netns suite runs
+# every CNI version meshcni supports through it, 1.1.0's STATUS and GC among them.
 plugins=$(version "$here/cni-plugins" github.com/containernetworking/plugins)
 build cni-plugins github.com/containernetworking/plugins "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$plugins" "" \
   github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/main/loopback \
-  github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/meta/portmap
+  github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/meta/portmap \
+  github.com/containernetworking/cni/cnitool
 # Helm, which the chart's tests run (lint, template, install, upgrade, uninstall).
 helm=$(version "$here/helm" helm.sh/helm/v4)
 build helm helm.sh/helm/v4 "-X helm.sh/helm/v4/internal/version.version=$helm" "" helm.sh/helm/v4/cmd/helm

@@ -9,6 +9,7 @@ import { nodeName, paths } from "./layout.js";
 import { containerdSpec, kubeletSpec, kubeProxySpec, writePrimaryConflist } from "./node.js";
 import { identities, kubeconfigOf, makePki } from "./pki.js";
 import { daemonLog, daemonSpec, runningPid, startDaemon, stopDaemon } from "./processes.js";
+import { Steps } from "./steps.js";
 import { type Components, components, tearDown } from "./teardown.js";
 
 /** What the tests read of a pod. */
@@ -34,38 +35,56 @@ export class RealCluster {
 
   constructor(readonly options: ClusterOptions = {}) {}
 
-  async up(): Promise<void> {
-    this.bin = await components();
-    await tearDown(this.bin);
+  /** Starts the cluster, step by step; `say` hears each step with its time (npm run cluster -- up prints them). */
+  async up(say?: (line: string) => void): Promise<void> {
+    const steps = new Steps(say);
+    this.bin = await steps.run("components built (build/cluster/components.sh)", [], components);
+    await steps.run("what an earlier run left removed", [], () => tearDown(this.bin));
     for (const dir of [paths.dir, paths.cniBinDir, paths.cniConfDir]) mkdirSync(dir, { recursive: true });
-    await makePki();
-    await prepareHost();
-    for (const plugin of readdirSync(this.bin["cni-plugins"]).filter((name) => !name.startsWith("."))) {
-      copyFileSync(join(this.bin["cni-plugins"], plugin), join(paths.cniBinDir, plugin));
-    }
-    writePrimaryConflist(this.options.cniVersion);
+    await steps.run("PKI (openssl)", [], makePki);
+    await steps.run("host prepared (links, routes, sysctls, nftables)", [], prepareHost);
+    await steps.run("CNI plugins and the primary conflist", [], () => {
+      for (const plugin of readdirSync(this.bin["cni-plugins"]).filter((name) => !name.startsWith("."))) {
+        copyFileSync(join(this.bin["cni-plugins"], plugin), join(paths.cniBinDir, plugin));
+      }
+      writePrimaryConflist(this.options.cniVersion);
+    });
     const k8s = (command: string) => join(this.bin.kubernetes, command);
-    startDaemon(etcdSpec(join(this.bin.etcd, "etcd")));
-    startDaemon(apiserverSpec(k8s("kube-apiserver"), this.options));
-    await this.waitApiserver();
-    startDaemon(controllerManagerSpec(k8s("kube-controller-manager"), this.options));
-    startDaemon(schedulerSpec(k8s("kube-scheduler"), this.options));
-    startDaemon(containerdSpec(this.bin.containerd));
-    await until(() => existsSync(paths.containerdSocket), 30_000, 50);
-    for (const archive of await imageArchives()) await this.ctr("images", "import", "--all-platforms", archive);
-    startDaemon(kubeletSpec(k8s("kubelet")));
-    startDaemon(kubeProxySpec(k8s("kube-proxy")));
-    await this.waitNodeReady();
+    // waitApiserver and waitNodeReady add the apiserver's and kubelet's own lines to their errors.
+    await steps.run("etcd and kube-apiserver ready", ["etcd"], async () => {
+      startDaemon(etcdSpec(join(this.bin.etcd, "etcd")));
+      startDaemon(apiserverSpec(k8s("kube-apiserver"), this.options));
+      await this.waitApiserver();
+    });
+    await steps.run("kube-controller-manager and kube-scheduler started", [], () => {
+      startDaemon(controllerManagerSpec(k8s("kube-controller-manager"), this.options));
+      startDaemon(schedulerSpec(k8s("kube-scheduler"), this.options));
+    });
+    await steps.run("containerd answering on its socket", ["containerd"], async () => {
+      startDaemon(containerdSpec(this.bin.containerd));
+      await until(() => existsSync(paths.containerdSocket), 30_000, 50);
+    });
+    await steps.run("images imported (pause, the probe, meshcni)", ["containerd"], async () => {
+      for (const archive of await imageArchives()) await this.ctr("images", "import", "--all-platforms", archive);
+    });
+    await steps.run("kubelet and kube-proxy: the node Ready", ["kube-proxy", "containerd"], async () => {
+      startDaemon(kubeletSpec(k8s("kubelet")));
+      startDaemon(kubeProxySpec(k8s("kube-proxy")));
+      await this.waitNodeReady();
+    });
     // The controller manager makes each namespace's default ServiceAccount: no pod is admitted before it.
-    await until(
-      () =>
-        this.kubectl(["get", "serviceaccount", "default"]).then(
-          () => true,
-          () => false,
-        ),
-      60_000,
-      250,
+    await steps.run("the default ServiceAccount made", ["kube-controller-manager"], () =>
+      until(
+        () =>
+          this.kubectl(["get", "serviceaccount", "default"]).then(
+            () => true,
+            () => false,
+          ),
+        60_000,
+        250,
+      ),
     );
+    say?.(`up in ${steps.total()}`);
   }
 
   async down(): Promise<void> {

@@ -7,10 +7,8 @@ import { components, tearDown } from "./teardown.js";
 
 const command = process.argv[2];
 if (command === "up") {
-  const cluster = new RealCluster();
-  const started = performance.now();
-  await cluster.up();
-  console.log(`up in ${((performance.now() - started) / 1000).toFixed(1)} s; kubectl --kubeconfig ${paths.adminKubeconfig}`);
+  await new RealCluster().up((line) => console.log(line));
+  console.log(`kubectl --kubeconfig ${paths.adminKubeconfig}`);
 } else if (command === "down") {
   await tearDown(await components());
 } else {

@@ -31,6 +31,8 @@ export interface MeshedOptions {
   labels?: Record<string, string>;
   /** Tolerates meshcni's startup taint: a pod that may start before meshcni is chained. */
   early?: boolean;
+  /** A readiness gate: each pod is Ready only once the test sets this condition (releaseGate). */
+  readinessGate?: string;
 }
 
 /** The pod template of a meshed workload: an app answering `<name>` on 8080 and `<name>-9090` on 9090, and the proxy. */
@@ -45,6 +47,7 @@ export function meshedTemplate(name: string, options: MeshedOptions): Manifest {
     spec: {
       terminationGracePeriodSeconds: 1,
       ...(options.early ? { tolerations: [{ key: startupTaint, operator: "Exists" }] } : {}),
+      ...(options.readinessGate ? { readinessGates: [{ conditionType: options.readinessGate }] } : {}),
       ...(options.sidecar === "native"
         ? { initContainers: [{ ...proxy, restartPolicy: "Always" }], containers: [app] }
         : { containers: [proxy, app] }),
@@ -81,6 +84,12 @@ export function plainPod(name: string, options: { namespace?: string; ports?: nu
       containers: [probe("app", Object.fromEntries(ports.map((port) => [port, `${name}-${port}`])))],
     },
   };
+}
+
+/** Sets a pod's readiness-gate condition, as the controller a gate waits for would: the pod is then Ready. */
+export async function releaseGate(cluster: RealCluster, pod: string, conditionType: string, namespace = "default"): Promise<void> {
+  const status = { status: { conditions: [{ type: conditionType, status: "True", lastTransitionTime: new Date().toISOString() }] } };
+  await cluster.kubectl(["patch", "pod", pod, "-n", namespace, "--subresource=status", "--type=strategic", "-p", JSON.stringify(status)]);
 }
 
 /** A PodDisruptionBudget over a workload's pods: at most `maxUnavailable` of them evicted at once. */

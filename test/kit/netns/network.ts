@@ -53,9 +53,13 @@ export class TestNetwork {
   /** IPv6 too (dual stack): a second range from fd00:251:<index>::/64, and no DAD delay in the pods. */
   readonly ipv6Subnet: string | undefined;
 
-  constructor(subnetIndex: number, options: { ipv6?: boolean } = {}) {
+  /** The cnitool and primary plugins this network runs: Debian's unless given (another libcni's, say). */
+  readonly cni: { cnitool: string; plugins: string };
+
+  constructor(subnetIndex: number, options: { ipv6?: boolean; cni?: { cnitool: string; plugins: string } } = {}) {
     this.subnet = `10.251.${subnetIndex}.0/24`;
     this.ipv6Subnet = options.ipv6 ? `fd00:251:${subnetIndex}::/64` : undefined;
+    this.cni = options.cni ?? { cnitool: cnitoolBinary, plugins: debianPlugins };
   }
 
   /** Made on first use, so a suite that never runs leaves nothing behind. */
@@ -113,7 +117,7 @@ export class TestNetwork {
     this.netnsNames.delete(name);
   }
 
-  /** The primary CNI's conflist for this network: Debian's bridge + host-local. */
+  /** The primary CNI's conflist for this network: bridge + host-local (Debian's, unless `cni` said). */
   primaryConflist(network: string, cniVersion = "1.0.0"): { cniVersion: string; name: string; plugins: Array<Record<string, unknown>> } {
     this.networks.add(network);
     // host-local keeps its allocations per network name: each network gets its own range of
@@ -167,7 +171,7 @@ export class TestNetwork {
    * `wrap` is a command prefix cnitool runs under (e.g. one hiding the host's binaries).
    */
   async cnitool(
-    action: "add" | "check" | "del",
+    action: "add" | "check" | "del" | "status" | "gc",
     network: string,
     netns: string,
     cniArgs = "",
@@ -176,12 +180,12 @@ export class TestNetwork {
   ): Promise<CniOutcome> {
     this.bridgeReady ??= this.createBridge();
     await this.bridgeReady;
-    const [command, ...args] = [...wrap, cnitoolBinary, action, network, this.netnsPath(netns)];
+    const [command, ...args] = [...wrap, this.cni.cnitool, action, network, this.netnsPath(netns)];
     const result = await execa(command!, args, {
       // As containerd does: Debian's plugins refuse K8S_* keys without IgnoreUnknown.
       env: {
         NETCONFPATH: dirs.conf,
-        CNI_PATH: `${dirs.bin}:${debianPlugins}`,
+        CNI_PATH: `${dirs.bin}:${this.cni.plugins}`,
         CNI_ARGS: cniArgs && `IgnoreUnknown=1;${cniArgs}`,
         CNI_IFNAME: "eth0",
       },
