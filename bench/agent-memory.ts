@@ -6,7 +6,7 @@ import type { SweepInput } from "../src/audit/contract.js";
 import { AgentHarness, conflist } from "../test/kit/agent/harness.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { sleep } from "../test/kit/common.js";
-import { meshcniBinary } from "../test/kit/netns/network.js";
+import { meshcniBinary } from "../test/kit/paths.js";
 import { cleanupMeasure, measure } from "./measure.js";
 
 const pods = 100;

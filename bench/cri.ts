@@ -7,7 +7,8 @@ import { AgentHarness } from "../test/kit/agent/harness.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { agentTemplate } from "../test/kit/common.js";
 import { ContainerdNode } from "../test/kit/cri/containerd.js";
-import { natRules, TestNetwork } from "../test/kit/netns/network.js";
+import { TestNetwork } from "../test/kit/netns/network.js";
+import { natRules } from "../test/kit/netns/plugin-process.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const warmup = 2;

@@ -10,7 +10,7 @@ import { firewallSpecFor } from "../src/mesh/pod.js";
 import { planRules } from "../src/redirect/plan.js";
 import { podObject } from "../test/kit/api/server.js";
 import { nftRuleset } from "../test/kit/fixtures.js";
-import { projectRoot } from "../test/kit/netns/network.js";
+import { projectRoot } from "../test/kit/paths.js";
 
 export const node = "bench-node";
 export const goPattern = join(projectRoot, ".cache/bin/linkerd-pattern");

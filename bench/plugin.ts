@@ -7,7 +7,7 @@ import { execa } from "execa";
 import { AgentHarness, askAgent } from "../test/kit/agent/harness.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { agentTemplate, meshcniNetconf, podArgs, until } from "../test/kit/common.js";
-import { meshcniBinary } from "../test/kit/netns/network.js";
+import { meshcniBinary } from "../test/kit/paths.js";
 import { MemoryCgroup } from "./cgroup.js";
 import { cleanupMeasure, type Measured, measure } from "./measure.js";
 import {

@@ -8,7 +8,8 @@ import { join } from "node:path";
 import { execa } from "execa";
 import type { AgentHarness } from "../test/kit/agent/harness.js";
 import type { FakeApiServer } from "../test/kit/api/server.js";
-import { debianPlugins, meshcniBinary, type TestNetwork } from "../test/kit/netns/network.js";
+import type { TestNetwork } from "../test/kit/netns/network.js";
+import { debianPlugins, meshcniBinary } from "../test/kit/paths.js";
 import { chainOf, startServedPod } from "./pods.js";
 import { show, step } from "./print.js";
 

@@ -13,7 +13,9 @@ import { execa } from "execa";
 import { AgentHarness } from "../test/kit/agent/harness.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { agentTemplate, deleteLoopbackRule, isRoot, podArgs } from "../test/kit/common.js";
-import { meshcniBinary, natRules, TestNetwork } from "../test/kit/netns/network.js";
+import { TestNetwork } from "../test/kit/netns/network.js";
+import { natRules, resultAddress } from "../test/kit/netns/plugin-process.js";
+import { meshcniBinary } from "../test/kit/paths.js";
 import { chainStory } from "./chain-story.js";
 import { chainOf, podPorts, startServedPod } from "./pods.js";
 import { show, step } from "./print.js";
@@ -39,7 +41,7 @@ try {
 
   step("cnitool ADD");
   const client = await net.addNetns("client");
-  const clientIp = TestNetwork.address(await net.cnitool("add", "demo-mesh", client));
+  const clientIp = resultAddress(await net.cnitool("add", "demo-mesh", client));
   await net.serve(client, { 9090: "the real server on 9090", 5432: "the real database on 5432" });
   show("client netns (no pod identity: passed through)", clientIp);
 
@@ -48,13 +50,13 @@ try {
   let started = performance.now();
   const meshedAdd = await net.cnitool("add", "demo-mesh", meshed, meshedArgs);
   if (meshedAdd.exitCode !== 0) throw new Error(`ADD failed: ${meshedAdd.stdout}${meshedAdd.stderr}`);
-  const meshedIp = TestNetwork.address(meshedAdd);
+  const meshedIp = resultAddress(meshedAdd);
   show("shop/checkout (linkerd-proxy container, meshed)", `${meshedIp}  chain ADD ${Math.round(performance.now() - started)} ms`);
   await net.serve(meshed, { 4143: "the proxy's inbound port 4143", 4140: "the proxy's outbound port 4140", 8080: "the app on 8080" });
 
   const plain = await net.addNetns("batch");
   const plainArgs = podArgs("shop", "legacy-batch");
-  const plainIp = TestNetwork.address(await net.cnitool("add", "demo-mesh", plain, plainArgs));
+  const plainIp = resultAddress(await net.cnitool("add", "demo-mesh", plain, plainArgs));
   show("shop/legacy-batch (no proxy, unmeshed)", plainIp);
   await net.serve(plain, { 4143: "a stray listener on 4143", 8080: "the app on 8080" });
 

@@ -6,7 +6,7 @@ import { chartFiles } from "../../src/manifests/chart.js";
 import { chartValuesSchema } from "../../src/manifests/chart-schema.js";
 import { linkerdKeys } from "../../src/mesh/netconf.js";
 import { chartDir } from "../kit/chart/helm.js";
-import { projectRoot } from "../kit/netns/network.js";
+import { projectRoot } from "../kit/paths.js";
 
 describe("the chart's generated files", () => {
   it.each(chartFiles().map((file) => [file.name, file] as const))("%s is what src/manifests renders (npm run manifests)", (_name, file) => {

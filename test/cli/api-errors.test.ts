@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer } from "../kit/api/server.js";
-import { meshcniBinary } from "../kit/netns/network.js";
+import { meshcniBinary } from "../kit/paths.js";
 
 /**
  * The commands an operator runs against the API server (status, audit, rules), the compiled

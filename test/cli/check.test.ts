@@ -6,7 +6,7 @@ import { execa } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
 import { conflist } from "../kit/agent/harness.js";
 import { FakeCriRuntime } from "../kit/cri/fake-runtime.js";
-import { meshcniBinary } from "../kit/netns/network.js";
+import { meshcniBinary } from "../kit/paths.js";
 
 /** Runs the compiled binary as an operator would: no CNI_* variables in its environment. */
 function meshcni(...args: string[]) {

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import packageJson from "../../package.json" with { type: "json" };
 import { manifestKinds } from "../kit/fixtures.js";
-import { meshcniBinary } from "../kit/netns/network.js";
+import { meshcniBinary } from "../kit/paths.js";
 
 /** Runs the compiled binary as an operator would: no CNI_* variables in its environment. */
 function meshcni(...args: string[]) {

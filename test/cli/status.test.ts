@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
-import { meshcniBinary } from "../kit/netns/network.js";
+import { meshcniBinary } from "../kit/paths.js";
 
 const condition = (status: string, reason: string, message: string) => ({
   type: "MeshcniReady",

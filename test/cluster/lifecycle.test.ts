@@ -8,7 +8,7 @@ import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
 import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
-import { meshcniBinary } from "../kit/netns/network.js";
+import { meshcniBinary } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const installed = () => ({

@@ -8,7 +8,7 @@ import { nodeName, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni, nodeFlags, renderManifests } from "../kit/cluster/meshcni.js";
 import { AgentIdentity } from "../kit/cluster/tokens.js";
 import { until } from "../kit/common.js";
-import { meshcniBinary } from "../kit/netns/network.js";
+import { meshcniBinary } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const otherNode = "node-2";

@@ -6,7 +6,9 @@ import { AgentHarness } from "../kit/agent/harness.js";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { agentTemplate, sleep } from "../kit/common.js";
 import { ContainerdNode, type Sandbox } from "../kit/cri/containerd.js";
-import { meshcniBinary, natRules, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { natRules } from "../kit/netns/plugin-process.js";
+import { meshcniBinary } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "cri-node";

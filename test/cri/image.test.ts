@@ -11,7 +11,8 @@ import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { agentTemplate, sleep, until } from "../kit/common.js";
 import { ContainerdNode, type Sandbox } from "../kit/cri/containerd.js";
 import { containerOf } from "../kit/cri/pod-spec.js";
-import { natRules, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { natRules } from "../kit/netns/plugin-process.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "image-node";

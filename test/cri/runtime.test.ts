@@ -4,7 +4,8 @@ import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { ContainerdNode } from "../kit/cri/containerd.js";
-import { natRules, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { natRules } from "../kit/netns/plugin-process.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** meshcni's log lines (log_file), by verb and container. */

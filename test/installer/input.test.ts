@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent/harness.js";
 import { calico, installerSuite } from "../kit/agent/installer.js";
 import { isRoot } from "../kit/common.js";
-import { meshcniBinary } from "../kit/netns/network.js";
+import { meshcniBinary } from "../kit/paths.js";
 
 describe("meshcni install: bad input", () => {
   const suite = installerSuite();

@@ -8,7 +8,7 @@ import { alertRules } from "../../src/manifests/alerts.js";
 import { grafanaDashboard } from "../../src/manifests/dashboard.js";
 import { AgentHarness } from "../kit/agent/harness.js";
 import { calico, installerSuite } from "../kit/agent/installer.js";
-import { meshcniBinary, promtoolBinary } from "../kit/netns/network.js";
+import { meshcniBinary, promtoolBinary } from "../kit/paths.js";
 
 describe("meshcni install", () => {
   const suite = installerSuite();

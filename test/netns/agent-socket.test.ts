@@ -6,7 +6,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentHarness, askAgent } from "../kit/agent/harness.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api/server.js";
 import { agentTemplate, podArgs, until } from "../kit/common.js";
-import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { invokePlugin, natRules, pluginEnv, startPlugin } from "../kit/netns/plugin-process.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "node-s";
@@ -245,7 +246,6 @@ describeAsRoot("the plugin asks the agent on the node", () => {
       ];
       const config = { cniVersion: "1.0.0", name: "primary", ...entry };
       const handedBack = await writes("ADD", "handed_back");
-      const { startPlugin } = await import("../kit/netns/network.js");
       const added = await startPlugin(pluginEnv(hiddenPath, `c-${name}`, `${podArgs("shop", name)};K8S_POD_UID=uid-shop-${name}`), config, {
         wrap,
       });

@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api/server.js";
 import { deleteLoopbackRule, loopbackRule } from "../kit/common.js";
 import { writeLinkerdCniRules } from "../kit/linkerd/netconf.js";
-import { meshcniBinary, natRules, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { natRules } from "../kit/netns/plugin-process.js";
+import { meshcniBinary } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /**

@@ -1,6 +1,6 @@
 import { execa } from "execa";
 import { expect, it } from "vitest";
-import { projectRoot } from "../kit/netns/network.js";
+import { projectRoot } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** `npm run demo`'s script, as a newcomer runs it: what it shows must be true. */

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, type Fault, podObject } from "../kit/api/server.js";
 import { meshcniNetconf, podArgs, until } from "../kit/common.js";
 import { expectCniError } from "../kit/netns/expect-cni.js";
-import { invokePlugin, natRules, pluginEnv, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { invokePlugin, natRules, pluginEnv } from "../kit/netns/plugin-process.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** Runs the binary directly so the CNI error object on stdout can be read whole. */

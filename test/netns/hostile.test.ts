@@ -19,16 +19,9 @@ import { logFileMaxBytes } from "../../src/log.js";
 import { FakeApiServer, type Fault, podObject } from "../kit/api/server.js";
 import { meshcniNetconf, podArgs, sleep, until } from "../kit/common.js";
 import { expectCniError } from "../kit/netns/expect-cni.js";
-import {
-  invokePlugin,
-  invokePluginIn,
-  meshcniBinary,
-  natRules,
-  outcome,
-  pluginEnv,
-  startPlugin,
-  TestNetwork,
-} from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { invokePlugin, invokePluginIn, natRules, outcome, pluginEnv, startPlugin } from "../kit/netns/plugin-process.js";
+import { meshcniBinary } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /**

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { AgentHarness } from "../kit/agent/harness.js";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { agentTemplate, podArgs } from "../kit/common.js";
-import { natRules, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { natRules } from "../kit/netns/plugin-process.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /**

@@ -6,7 +6,9 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { meshcniNetconf, podArgs, until } from "../kit/common.js";
 import { expectCniError } from "../kit/netns/expect-cni.js";
-import { type CniOutcome, invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { type CniOutcome, invokePlugin, natRules, pluginEnv, resultAddress } from "../kit/netns/plugin-process.js";
+import { meshcniBinary } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** `nft list table` of our table in a pod netns, one trimmed line each, or [] when there is none. */
@@ -91,12 +93,12 @@ describeAsRoot("the nftables backend, through cnitool", () => {
     net.writeConflist("mesh", { kubernetes: { kubeconfig }, linkerd });
     client = await net.addNetns("client");
     const added = await net.cnitool("add", "mesh", client);
-    [clientIp, clientIp6] = [TestNetwork.address(added), TestNetwork.address(added, "ipv6")];
+    [clientIp, clientIp6] = [resultAddress(added), resultAddress(added, "ipv6")];
     await net.serve(client, { 9090: "real-server", 9091: "real-server-skipped", 9205: "real-server-range" });
     web = await net.addNetns("web");
     const webAdded = await net.cnitool("add", "mesh", web, webArgs);
     expect(webAdded.exitCode, webAdded.stdout + webAdded.stderr).toBe(0);
-    [webIp, webIp6] = [TestNetwork.address(webAdded), TestNetwork.address(webAdded, "ipv6")];
+    [webIp, webIp6] = [resultAddress(webAdded), resultAddress(webAdded, "ipv6")];
     prevResult = webAdded.json;
     await net.serve(web, { 4143: "proxy-inbound", 4140: "proxy-outbound", 8080: "app", 4191: "proxy-admin" });
   });
@@ -170,7 +172,7 @@ describeAsRoot("the nftables backend, through cnitool", () => {
     const top = await net.addNetns("top");
     const added = await net.cnitool("add", "mesh", top, topArgs);
     expect(added.exitCode, added.stdout + added.stderr).toBe(0);
-    const topIp = TestNetwork.address(added);
+    const topIp = resultAddress(added);
     const table = (await nftTable(top, "ip")).join("\n");
     expect(table).toContain("tcp dport { 4190-4191, 30000-65535 } return");
     expect(table).toContain("tcp dport { 65535 } return");
@@ -396,10 +398,10 @@ describeAsRoot("the nftables backend on a host without iptables, nft or nsenter"
     await net.serve(pod, { 4143: "proxy-inbound" });
     const client = await net.addNetns("client");
     await net.cnitool("add", "mesh", client);
-    expect(await net.connect(client, TestNetwork.address(added), 8080)).toBe("proxy-inbound");
+    expect(await net.connect(client, resultAddress(added), 8080)).toBe("proxy-inbound");
     const checked = await net.cnitool("check", "mesh", pod, args, undefined, hidden);
     expect(checked.exitCode, checked.stdout).toBe(0);
-    api.addPod(podObject("demo", "web", { proxy: "container", nodeName: "node-a", podIP: TestNetwork.address(added) }));
+    api.addPod(podObject("demo", "web", { proxy: "container", nodeName: "node-a", podIP: resultAddress(added) }));
     const audit = await onNode(net, kubeconfig, ["audit", "--output", "json"], hidden);
     expect(audit.exitCode, audit.stderr).toBe(0);
     expect(JSON.parse(audit.stdout).pods).toEqual([expect.objectContaining({ name: "web", status: "protected" })]);

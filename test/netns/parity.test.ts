@@ -5,7 +5,9 @@ import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { inNetnsCommand, meshcniNetconf, podArgs } from "../kit/common.js";
 import { linkerdChartNetconf } from "../kit/linkerd/netconf.js";
 import { type LinkerdNetconf, type LinkerdPod, linkerdCommands } from "../kit/linkerd/port.js";
-import { invokePlugin, meshcniBinary, natRules, pluginEnv, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { invokePlugin, natRules, pluginEnv } from "../kit/netns/plugin-process.js";
+import { meshcniBinary } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** linkerd2-proxy-init at the commit the port in test/kit/linkerd/port.ts follows. */

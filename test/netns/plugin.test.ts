@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { deleteLoopbackRule, iptables, meshcniNetconf, podArgs } from "../kit/common.js";
-import { invokePlugin, natRules, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { invokePlugin, natRules, resultAddress } from "../kit/netns/plugin-process.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /** What iptables-save shows after ADD for a pod skipping outbound 9091 (Linkerd's layout). */
@@ -35,7 +36,7 @@ for (const backend of ["nft", "legacy"] as const) {
       api.addPod(podObject("demo", "with-init", { proxy: "container", init: true }));
       net.writeConflist("mesh", { kubernetes: { kubeconfig }, linkerd: { "iptables-mode": backend } });
       client = await net.addNetns("client");
-      clientIp = TestNetwork.address(await net.cnitool("add", "mesh", client));
+      clientIp = resultAddress(await net.cnitool("add", "mesh", client));
       await net.serve(client, { 9090: "real-server", 9091: "real-server-skipped" });
     });
 
@@ -53,7 +54,7 @@ for (const backend of ["nft", "legacy"] as const) {
         pod = await net.addNetns("web");
         const added = await net.cnitool("add", "mesh", pod, webArgs);
         expect(added.exitCode, added.stderr + added.stdout).toBe(0);
-        podIp = TestNetwork.address(added);
+        podIp = resultAddress(added);
         await net.serve(pod, { 4143: "proxy-inbound", 4140: "proxy-outbound", 8080: "app" });
       });
 
@@ -181,7 +182,7 @@ for (const backend of ["nft", "legacy"] as const) {
         expect(added.exitCode, added.stderr).toBe(0);
         await net.serve(pod, { 4143: "proxy-inbound", 8080: "app" });
         expect(await natRules(pod, backend)).toEqual([]);
-        expect(await net.connect(client, TestNetwork.address(added), 8080)).toBe("app");
+        expect(await net.connect(client, resultAddress(added), 8080)).toBe("app");
         expect((await net.cnitool("check", "mesh", pod, args)).exitCode).toBe(0);
       });
     });
@@ -204,7 +205,7 @@ for (const backend of ["nft", "legacy"] as const) {
       const added = await net.cnitool("add", "mesh", pod, podArgs("demo", "sidecar"));
       expect(added.exitCode, added.stderr).toBe(0);
       await net.serve(pod, { 4143: "proxy-inbound", 8080: "app" });
-      expect(await net.connect(client, TestNetwork.address(added), 8080)).toBe("proxy-inbound");
+      expect(await net.connect(client, resultAddress(added), 8080)).toBe("proxy-inbound");
     });
   });
 }

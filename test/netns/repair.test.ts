@@ -6,7 +6,8 @@ import { AgentHarness, rbacOptionsFor } from "../kit/agent/harness.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api/server.js";
 import { agentTemplate, deleteLoopbackRule, loopbackRule, sleep } from "../kit/common.js";
 import { writeLinkerdCniRules } from "../kit/linkerd/netconf.js";
-import { natRules, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { natRules } from "../kit/netns/plugin-process.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const node = "node-r";

@@ -5,7 +5,8 @@ import { compareVersions, supportedVersions } from "../../src/cni/version.js";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { components } from "../kit/cluster/teardown.js";
 import { podArgs } from "../kit/common.js";
-import { natRules, TestNetwork } from "../kit/netns/network.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { natRules, resultAddress } from "../kit/netns/plugin-process.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 /**
@@ -54,7 +55,7 @@ describeAsRoot("every CNI version meshcni supports, through cnitool", () => {
         '-A PROXY_INIT_REDIRECT -p tcp -m comment --comment "proxy-init/redirect-all-incoming-to-proxy-port" -j REDIRECT --to-ports 4143',
       );
       await net.serve(pod, { 4143: "proxy-inbound", 8080: "app" });
-      expect(await net.connect(client, TestNetwork.address(added), 8080)).toBe("proxy-inbound");
+      expect(await net.connect(client, resultAddress(added), 8080)).toBe("proxy-inbound");
       expect(attachments()).toHaveLength(1);
       // CHECK came with 0.4.0: libcni refuses it for an older chain before any plugin runs.
       if (compareVersions(version, "0.4.0") >= 0) {

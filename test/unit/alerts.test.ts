@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
 import { type AlertRule, alertRules } from "../../src/manifests/alerts.js";
-import { promtoolBinary } from "../kit/netns/network.js";
+import { promtoolBinary } from "../kit/paths.js";
 
 const dir = mkdtempSync(join(tmpdir(), "meshcni-alerts-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

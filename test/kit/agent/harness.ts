@@ -22,7 +22,7 @@ import { type Connector, parseAnswer } from "../../../src/kube/agent-connection.
 import type { ManifestOptions } from "../../../src/manifests/options.js";
 import { FakeApiServer } from "../api/server.js";
 import { sleep } from "../common.js";
-import { meshcniBinary } from "../netns/network.js";
+import { meshcniBinary } from "../paths.js";
 
 export interface LogLine {
   level: string;

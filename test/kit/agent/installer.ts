@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { afterEach } from "vitest";
-import { meshcniBinary } from "../netns/network.js";
+import { meshcniBinary } from "../paths.js";
 import { AgentHarness, conflist } from "./harness.js";
 
 /** Calico's conflist as it writes it (a revision to tell rewrites apart). */

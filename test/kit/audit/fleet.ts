@@ -1,6 +1,8 @@
 import { execa } from "execa";
 import { FakeApiServer, podObject } from "../api/server.js";
-import { invokePlugin, meshcniBinary, TestNetwork } from "../netns/network.js";
+import { TestNetwork } from "../netns/network.js";
+import { invokePlugin } from "../netns/plugin-process.js";
+import { meshcniBinary } from "../paths.js";
 
 /**
  * Many meshed pods on one node, each a netns that went through meshcni's ADD (run

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { parseAllDocuments, stringify } from "yaml";
 import { components } from "../cluster/teardown.js";
-import { projectRoot } from "../netns/network.js";
+import { projectRoot } from "../paths.js";
 
 /** meshcni's chart, as the repository holds it. */
 export const chartDir = join(projectRoot, "charts/meshcni");

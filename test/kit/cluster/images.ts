@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { buildImage } from "../../../build/image.js";
 import { writeOciArchive } from "../../../build/oci.js";
-import { meshcniBinary, projectRoot } from "../netns/network.js";
+import { meshcniBinary, projectRoot } from "../paths.js";
 import { pauseImage } from "./node.js";
 
 export const probeImage = "meshcni.test/probe:1";

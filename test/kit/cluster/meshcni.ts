@@ -3,7 +3,7 @@ import { basename } from "node:path";
 import { execa } from "execa";
 import { expect } from "vitest";
 import { until } from "../common.js";
-import { meshcniBinary } from "../netns/network.js";
+import { meshcniBinary } from "../paths.js";
 import type { RealCluster } from "./cluster.js";
 import { agentStateDir, nodeName, paths } from "./layout.js";
 import { chainedTypes, primaryConflistPath } from "./node.js";

@@ -2,7 +2,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { CriClient } from "../cri/client.js";
-import { projectRoot } from "../netns/network.js";
+import { projectRoot } from "../paths.js";
 import { removeNodeCgroups, restoreHost, unmountUnder } from "./host.js";
 import { paths } from "./layout.js";
 import { recordedDaemons, runningPid, stopDaemon } from "./processes.js";

@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { writeOciArchive } from "../../../build/oci.js";
 import { sleep } from "../common.js";
-import { projectRoot } from "../netns/network.js";
+import { projectRoot } from "../paths.js";
 import { CriClient, type SandboxConfig } from "./client.js";
 
 const debianPlugins = "/usr/lib/cni";

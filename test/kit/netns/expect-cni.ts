@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import type { CniOutcome } from "./network.js";
+import type { CniOutcome } from "./plugin-process.js";
 
 /** Every failure prints exactly one CNI error object on stdout, with the code, naming each fragment, no stack. */
 export function expectCniError(result: CniOutcome, code: number, ...fragments: string[]): void {

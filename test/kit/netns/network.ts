@@ -2,38 +2,17 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { execa } from "execa";
 import { type FakeApiServer, type PodOptions, podObject } from "../api/server.js";
 import { inNetnsCommand, podArgs } from "../common.js";
 import { FakeCriRuntime } from "../cri/fake-runtime.js";
+import { cnitoolBinary, debianPlugins, meshcniBinary } from "../paths.js";
+import { bridgeEntry } from "./bridge.js";
+import { type CniOutcome, outcome, resultAddress } from "./plugin-process.js";
 
-export const projectRoot = resolve(import.meta.dirname, "../../..");
-export const meshcniBinary = join(projectRoot, "build/meshcni");
-export const cnitoolBinary = join(projectRoot, ".cache/bin/cnitool");
-/** Prometheus's promtool, from Debian's prometheus package (build/prepare.sh). */
-export const promtoolBinary = join(projectRoot, ".cache/bin/promtool");
 const tcpHelper = join(import.meta.dirname, "tcp.mjs");
-export const debianPlugins = "/usr/lib/cni";
 const cniCacheResults = "/var/lib/cni/results";
-
-export interface CniOutcome {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-  json: Record<string, unknown> | undefined;
-}
-
-export function outcome(result: { exitCode?: number | undefined; stdout: unknown; stderr: unknown }): CniOutcome {
-  const stdout = String(result.stdout);
-  let json: Record<string, unknown> | undefined;
-  try {
-    json = stdout.trim() ? JSON.parse(stdout) : undefined;
-  } catch {
-    json = undefined;
-  }
-  return { exitCode: result.exitCode ?? -1, stdout, stderr: String(result.stderr), json };
-}
 
 /**
  * A throwaway network on this machine: a Linux bridge with no address and no route out
@@ -124,35 +103,11 @@ export class TestNetwork {
     // the subnet, so pods of two networks on this bridge never share an IP (as on a node).
     const block = [...this.networks].indexOf(network);
     if (block > 7) throw new Error("a TestNetwork has ranges for 8 networks");
-    const prefix = this.subnet.replace(/\.0\/24$/, "");
     return {
       cniVersion,
       name: network,
       plugins: [
-        {
-          type: "bridge",
-          bridge: this.bridge,
-          isGateway: false,
-          ipMasq: false,
-          ipam: {
-            type: "host-local",
-            ranges: [
-              [{ subnet: this.subnet, rangeStart: `${prefix}.${block * 32 + 2}`, rangeEnd: `${prefix}.${block * 32 + 31}` }],
-              ...(this.ipv6Subnet
-                ? [
-                    [
-                      {
-                        subnet: this.ipv6Subnet,
-                        rangeStart: `${this.ipv6Subnet.replace("::/64", "")}::${block}:2`,
-                        rangeEnd: `${this.ipv6Subnet.replace("::/64", "")}::${block}:ff`,
-                      },
-                    ],
-                  ]
-                : []),
-            ],
-            dataDir: join(this.dir, "ipam"),
-          },
-        },
+        bridgeEntry({ bridge: this.bridge, subnet: this.subnet, ipv6Subnet: this.ipv6Subnet, block, dataDir: join(this.dir, "ipam") }),
       ],
     };
   }
@@ -194,11 +149,6 @@ export class TestNetwork {
     return outcome(result);
   }
 
-  /**
-   * Starts a pod as a kubelet would: its object in the API first (the plugin reads it
-   * during ADD), a netns, cnitool ADD through `network`, then the object again with
-   * its node and IP, as the API shows a running pod. A meshed pod unless said.
-   */
   /** The node's container runtime, as its CRI socket answers: startPod's sandboxes. */
   readonly runtime = new FakeCriRuntime();
   private runtimeStarted: Promise<void> | undefined;
@@ -210,7 +160,11 @@ export class TestNetwork {
     return this.runtime.socket;
   }
 
-  /** Starts a pod as kubelet would: in the API, in a netns the runtime knows as its sandbox's, through a CNI network. */
+  /**
+   * Starts a pod as kubelet would: its object in the API first (the plugin reads it during
+   * ADD), a netns the runtime knows as its sandbox's, cnitool ADD through `network`, then the
+   * object again with its node and IP, as the API shows a running pod. Meshed unless said.
+   */
   async startPod(
     api: FakeApiServer,
     pod: { namespace: string; name: string; network: string; node?: string; options?: PodOptions; dirs?: { conf: string; bin: string } },
@@ -222,20 +176,11 @@ export class TestNetwork {
     this.runtime.sandboxes.set(String(object.metadata?.uid), this.netnsPath(netns));
     const added = await this.cnitool("add", pod.network, netns, podArgs(pod.namespace, pod.name), pod.dirs);
     if (added.exitCode !== 0) throw new Error(`ADD of ${pod.namespace}/${pod.name} failed: ${added.stdout}${added.stderr}`);
-    const ip = TestNetwork.address(added);
+    const ip = resultAddress(added);
     api.addPod(podObject(pod.namespace, pod.name, { ...options, ...(pod.node ? { nodeName: pod.node } : {}), podIP: ip }));
     return { netns, ip };
   }
 
-  /** The first address of a family a cnitool ADD result gave (IPv4 unless asked), without its prefix. */
-  static address(result: CniOutcome, family: "ipv4" | "ipv6" = "ipv4"): string {
-    const ips = (result.json?.ips ?? []) as Array<{ address: string }>;
-    const address = ips.find((ip) => ip.address.includes(":") === (family === "ipv6"))?.address;
-    if (!address) throw new Error(`no ${family} address in ADD result: ${result.stdout} ${result.stderr}`);
-    return address.split("/")[0]!;
-  }
-
-  /** Starts TCP listeners in a netns, each answering its label. */
   /** Starts TCP listeners in a netns (a name or a path), each answering its label. */
   async serve(netns: string, listeners: Record<number, string>): Promise<void> {
     const [command, ...prefix] = inNetnsCommand(netns);
@@ -270,49 +215,4 @@ export class TestNetwork {
     }
     if (this.madeDir) rmSync(this.madeDir, { recursive: true, force: true });
   }
-}
-
-/** The env a runtime gives the plugin for an ADD of a pod's eth0; `extra` overrides (CNI_COMMAND…). */
-export function pluginEnv(
-  netnsPath: string,
-  containerId: string,
-  args: string,
-  extra: Record<string, string> = {},
-): Record<string, string> {
-  return { CNI_COMMAND: "ADD", CNI_CONTAINERID: containerId, CNI_NETNS: netnsPath, CNI_IFNAME: "eth0", CNI_ARGS: args, ...extra };
-}
-
-/** Runs the compiled plugin the way a runtime does: env and stdin in, stdout and exit code out. */
-export async function invokePlugin(env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {
-  return outcome(await startPlugin(env, stdin));
-}
-
-/**
- * Starts the compiled plugin and returns its process (to kill it midway, say). With
- * `inNetns` it runs inside that netns, as if it were the host's; `wrap` runs it under
- * another command (`unshare --pid …`).
- */
-export function startPlugin(env: Record<string, string>, stdin: string | object, options: { inNetns?: string; wrap?: string[] } = {}) {
-  const [command, ...args] = [...(options.inNetns ? ["ip", "netns", "exec", options.inNetns] : (options.wrap ?? [])), meshcniBinary];
-  return execa(command!, args, {
-    env: { PATH: process.env.PATH ?? "", ...env },
-    extendEnv: false,
-    input: typeof stdin === "string" ? stdin : JSON.stringify(stdin),
-    reject: false,
-  });
-}
-
-/** Runs the compiled plugin inside a netns, as if that were the host's. */
-export async function invokePluginIn(netns: string, env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {
-  return outcome(await startPlugin(env, stdin, { inNetns: netns }));
-}
-
-/** The nat table of a netns (a name or a path) as one backend's iptables-save prints it. */
-export async function natRules(netns: string, backend: "nft" | "legacy", family: "ipv4" | "ipv6" = "ipv4"): Promise<string[]> {
-  const binary = `${family === "ipv6" ? "ip6tables" : "iptables"}-${backend}-save`;
-  const [command, ...prefix] = inNetnsCommand(netns);
-  const { stdout } = await execa(command!, [...prefix, binary, "-t", "nat"]);
-  return String(stdout)
-    .split("\n")
-    .filter((line) => line.startsWith("-A ") || line.startsWith(":PROXY"));
 }

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { agentDocPath, withAgentFlagsTable } from "../../../build/agent-docs.js";
 import { agentEnvironment, agentFlags, readAgentFlags } from "../../../src/agent/flags.js";
-import { meshcniBinary } from "../../kit/netns/network.js";
+import { meshcniBinary } from "../../kit/paths.js";
 
 /** The agent's flags are declared once (src/agent/flags.ts): its parsing, its help and the docs' table come from there. */
 describe("the agent's flags, declared once", () => {
