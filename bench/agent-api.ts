@@ -3,7 +3,8 @@
 // the requests it makes when nothing changes, and what it costs the node and the API under
 // churn (10 meshed pods created and 10 deleted a second on its node).
 import { readFileSync, writeFileSync } from "node:fs";
-import { AgentHarness, conflist } from "../test/kit/agent/harness.js";
+import { AgentHarness } from "../test/kit/agent/harness.js";
+import { conflist } from "../test/kit/agent/host.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { sleep, until } from "../test/kit/common.js";
 import { saveResults } from "./stats.js";

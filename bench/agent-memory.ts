@@ -3,7 +3,8 @@
 // second; and the peak of one sweep's child process, which shares the container's limit.
 import { readFileSync, writeFileSync } from "node:fs";
 import type { SweepInput } from "../src/audit/contract.js";
-import { AgentHarness, conflist } from "../test/kit/agent/harness.js";
+import { AgentHarness } from "../test/kit/agent/harness.js";
+import { conflist } from "../test/kit/agent/host.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { sleep } from "../test/kit/common.js";
 import { meshcniBinary } from "../test/kit/paths.js";

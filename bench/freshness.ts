@@ -7,7 +7,9 @@
 // again, and the time from then to the first fresh answer.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { AgentHarness, askAgent, conflist } from "../test/kit/agent/harness.js";
+import { AgentHarness } from "../test/kit/agent/harness.js";
+import { conflist } from "../test/kit/agent/host.js";
+import { askAgent } from "../test/kit/agent/socket.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { sleep, until } from "../test/kit/common.js";
 import { saveResults } from "./stats.js";

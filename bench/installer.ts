@@ -1,7 +1,8 @@
 // The installer's section: how fast the agent puts meshcni back after the primary CNI
 // rewrites its config in place (Calico's way), and how long it takes to become ready.
 import { writeFileSync } from "node:fs";
-import { AgentHarness, conflist } from "../test/kit/agent/harness.js";
+import { AgentHarness } from "../test/kit/agent/harness.js";
+import { conflist } from "../test/kit/agent/host.js";
 import { sleep } from "../test/kit/common.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, describe, expect, it } from "vitest";
-import { conflist } from "../kit/agent/harness.js";
+import { conflist } from "../kit/agent/host.js";
 import { FakeCriRuntime } from "../kit/cri/fake-runtime.js";
 import { meshcniBinary } from "../kit/paths.js";
 

@@ -4,7 +4,9 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultManifestOptions } from "../../src/manifests/options.js";
 import { renderManifests } from "../../src/manifests/render.js";
-import { AgentHarness, askAgent, conflist } from "../kit/agent/harness.js";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { conflist } from "../kit/agent/host.js";
+import { askAgent } from "../kit/agent/socket.js";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 
 const calico = conflist("k8s-pod-network", [{ type: "calico" }]);

@@ -1,7 +1,8 @@
 import { readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { AgentHarness, conflist, primaryBinDir } from "../kit/agent/harness.js";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { conflist, primaryBinDir } from "../kit/agent/host.js";
 import { calico, installerSuite } from "../kit/agent/installer.js";
 import { FakeApiServer } from "../kit/api/server.js";
 import { sleep } from "../kit/common.js";

@@ -2,7 +2,8 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { afterEach } from "vitest";
 import { meshcniBinary } from "../paths.js";
-import { AgentHarness, conflist } from "./harness.js";
+import { AgentHarness } from "./harness.js";
+import { conflist } from "./host.js";
 
 /** Calico's conflist as it writes it (a revision to tell rewrites apart). */
 export const calico = (revision = 1) =>

@@ -4,7 +4,8 @@ import { plansFor } from "../../../src/audit/expectation.js";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
 import { add } from "../../../src/plugin/add.js";
 import { type PodOptions, podObject } from "../api/server.js";
-import { type FakeNode, pluginRequest } from "../plugin/fake-node.js";
+import type { FakeNode } from "../plugin/fake-node.js";
+import { pluginRequest } from "../plugin/requests.js";
 import { netnsDir, stateDir } from "./fake-sweep.js";
 
 /** The default netconf, as ADD and a sweep read it. */

@@ -4,7 +4,7 @@ import { apiSource } from "../../../src/kube/sources.js";
 import type { WatchEnd } from "../../../src/kube/watch-ends.js";
 import { FakeApiServer } from "../api/server.js";
 import { kubeConfigOf } from "../common.js";
-import { type LogEntry, memoryLogger } from "../plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../memory-logger.js";
 
 export interface Namespace {
   metadata: { name: string; resourceVersion?: string; annotations?: Record<string, string> };

@@ -4,10 +4,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { NodeAgent } from "../../../src/agent/agent.js";
 import { type AgentMetrics, createAgentMetrics } from "../../../src/agent/metrics.js";
 import { parseAgentOptions } from "../../../src/agent/options.js";
-import { AgentHarness, conflist } from "../../kit/agent/harness.js";
+import { AgentHarness } from "../../kit/agent/harness.js";
+import { conflist } from "../../kit/agent/host.js";
 import { FakeApiServer } from "../../kit/api/server.js";
 import { until } from "../../kit/common.js";
-import { type LogEntry, memoryLogger } from "../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../kit/memory-logger.js";
 
 const calico = conflist("k8s-pod-network", [{ type: "calico" }, { type: "portmap" }]);
 

@@ -10,10 +10,10 @@ import type { SweepInput, SweepReport } from "../../../src/audit/contract.js";
 import type { Readiness } from "../../../src/installer/readiness.js";
 import { loadTemplate } from "../../../src/installer/template.js";
 import { createNodeApi } from "../../../src/kube/node-api.js";
-import { askAgent } from "../../kit/agent/harness.js";
+import { askAgent } from "../../kit/agent/socket.js";
 import { FakeApiServer, podObject } from "../../kit/api/server.js";
 import { kubeConfigOf, until } from "../../kit/common.js";
-import { type LogEntry, memoryLogger } from "../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../kit/memory-logger.js";
 
 const taint = { key: "meshcni.io/not-ready", effect: "NoSchedule" };
 const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist", missingPlugins: [] };

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { DirWatcher, dirSignature } from "../../../src/agent/watch.js";
 import { sleep, until } from "../../kit/common.js";
-import { type LogEntry, memoryLogger } from "../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../kit/memory-logger.js";
 
 describe("the agent's dir watcher", () => {
   let dir: string;

@@ -10,7 +10,7 @@ import { createAgentReader } from "../../../src/kube/agent-reader.js";
 import { AnswerError } from "../../../src/kube/answers.js";
 import { createLogger } from "../../../src/log.js";
 import { decisionFields } from "../../../src/mesh/pod.js";
-import { nodeConnector } from "../../kit/agent/harness.js";
+import { nodeConnector } from "../../kit/agent/socket.js";
 import { podObject } from "../../kit/api/server.js";
 
 /** The plugin's socket served to anyone (the peer check needs the compiled binary's FFI: test/netns has it). */

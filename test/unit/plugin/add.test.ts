@@ -3,7 +3,8 @@ import { IptablesError } from "../../../src/iptables/exec.js";
 import { OwnNetnsError } from "../../../src/netns/enter.js";
 import { add } from "../../../src/plugin/add.js";
 import { toCniError } from "../../../src/plugin/failure.js";
-import { FakeNode, nodeWithPods, pluginRequest, podNetns } from "../../kit/plugin/fake-node.js";
+import { FakeNode } from "../../kit/plugin/fake-node.js";
+import { nodeWithPods, pluginRequest, podNetns } from "../../kit/plugin/requests.js";
 
 const netns = podNetns;
 const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.1.0.5/24", interface: 0 }] };

@@ -2,7 +2,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { add } from "../../../src/plugin/add.js";
 import { check } from "../../../src/plugin/check.js";
 import { del } from "../../../src/plugin/del.js";
-import { FakeNode, nodeWithPods, pluginRequest, podNetns } from "../../kit/plugin/fake-node.js";
+import { FakeNode } from "../../kit/plugin/fake-node.js";
+import { nodeWithPods, pluginRequest, podNetns } from "../../kit/plugin/requests.js";
 
 const netns = podNetns;
 

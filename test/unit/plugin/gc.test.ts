@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { add } from "../../../src/plugin/add.js";
 import { gc } from "../../../src/plugin/gc.js";
 import { podObject } from "../../kit/api/server.js";
-import { FakeNode, pluginRequest } from "../../kit/plugin/fake-node.js";
+import { FakeNode } from "../../kit/plugin/fake-node.js";
+import { pluginRequest } from "../../kit/plugin/requests.js";
 
 describe("GC", () => {
   it("removes the records of attachments the runtime no longer lists, and nothing without the list", async () => {

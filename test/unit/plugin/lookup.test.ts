@@ -4,7 +4,9 @@ import { AgentUnavailableError } from "../../../src/agent-socket.js";
 import type { KubeReader, KubeReaderOptions } from "../../../src/kube/pod-reader.js";
 import { decidePod, lookupPod, namedPod, PodLookupError } from "../../../src/plugin/lookup.js";
 import { podObject } from "../../kit/api/server.js";
-import { FakeNode, type LogEntry, memoryLogger, pluginRequest } from "../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../kit/memory-logger.js";
+import { FakeNode } from "../../kit/plugin/fake-node.js";
+import { pluginRequest } from "../../kit/plugin/requests.js";
 
 const web = { namespace: "shop", name: "web" };
 const controlPlane = (annotations: Record<string, string> = {}) =>

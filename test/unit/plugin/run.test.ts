@@ -6,7 +6,8 @@ import { NftablesError } from "../../../src/nftables/socket.js";
 import { toCniError } from "../../../src/plugin/failure.js";
 import { PodLookupError } from "../../../src/plugin/lookup.js";
 import { runVerb } from "../../../src/plugin/run.js";
-import { FakeNode, pluginRequest } from "../../kit/plugin/fake-node.js";
+import { FakeNode } from "../../kit/plugin/fake-node.js";
+import { pluginRequest } from "../../kit/plugin/requests.js";
 
 describe("running a verb", () => {
   it("refuses STATUS and GC below cniVersion 1.1.0 with code 1", async () => {

@@ -2,7 +2,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors.js";
 import { namedBinaries } from "../../../src/iptables/binaries.js";
 import { status } from "../../../src/plugin/status.js";
-import { FakeNode, pluginRequest } from "../../kit/plugin/fake-node.js";
+import { FakeNode } from "../../kit/plugin/fake-node.js";
+import { pluginRequest } from "../../kit/plugin/requests.js";
 
 describe("STATUS", () => {
   let node: FakeNode;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { type NodeFacts, preflight } from "../../../src/preflight/checks.js";
 import type { CheckResult } from "../../../src/preflight/result.js";
-import { conflist } from "../../kit/agent/harness.js";
+import { conflist } from "../../kit/agent/host.js";
 
 /** A node ready for meshcni: containerd with the default dirs, Calico at cniVersion 1.1.0, both iptables. */
 const healthy: NodeFacts = {

@@ -4,7 +4,7 @@ import { ConditionKeeper, nodeCondition } from "../../../../src/agent/node/condi
 import type { Readiness } from "../../../../src/installer/readiness.js";
 import type { NodeApi } from "../../../../src/kube/node-api.js";
 import { until } from "../../../kit/common.js";
-import { type LogEntry, memoryLogger } from "../../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 
 const ready: Readiness = { ready: true, reasons: [], cause: undefined, active: "10-calico.conflist", missingPlugins: [] };
 const counts = { protected: 3, adopted: 1, missing: 0, drifted: 0, unknown: 0 };

@@ -4,7 +4,7 @@ import { ScopeCheck, unboundProblem } from "../../../../src/agent/node/scope-che
 import { Backoff } from "../../../../src/kube/backoff.js";
 import { ApiStatusError } from "../../../../src/kube/errors.js";
 import type { NodeApi } from "../../../../src/kube/node-api.js";
-import { type LogEntry, memoryLogger } from "../../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 
 type Answer = "bound" | "unbound" | "unsupported" | Error;
 

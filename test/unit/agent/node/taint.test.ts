@@ -5,7 +5,7 @@ import { ApiStatusError } from "../../../../src/kube/errors.js";
 import type { NodeApi } from "../../../../src/kube/node-api.js";
 import { parseTaint } from "../../../../src/taint-spec.js";
 import { until } from "../../../kit/common.js";
-import { type LogEntry, memoryLogger } from "../../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 
 describe("startup taint", () => {
   it("reads kubectl's key[=value][:Effect]", () => {

@@ -9,7 +9,7 @@ import { firewallSpecFor } from "../../../../src/mesh/pod.js";
 import { podName } from "../../../../src/pod-key.js";
 import { planRules } from "../../../../src/redirect/plan.js";
 import { podObject } from "../../../kit/api/server.js";
-import { type LogEntry, memoryLogger } from "../../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 
 const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.0.0.5/24", interface: 0 }] };
 const netconf = (linkerd: Record<string, unknown> = {}) =>

@@ -11,7 +11,7 @@ import type { AgentAnswer, AgentAsk } from "../../../../src/agent-socket.js";
 import { createLogger } from "../../../../src/log.js";
 import { podName } from "../../../../src/pod-key.js";
 import { podObject } from "../../../kit/api/server.js";
-import { memoryLogger } from "../../../kit/plugin/fake-node.js";
+import { memoryLogger } from "../../../kit/memory-logger.js";
 
 /** The plugin's socket served to anyone (the peer check needs the compiled binary's FFI: test/netns has it). */
 const serve = (path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>) =>

@@ -4,7 +4,7 @@ import { AuditMonitor } from "../../../../src/agent/sweeps/monitor.js";
 import type { SweepOptions } from "../../../../src/agent/sweeps/options.js";
 import type { SweepRequest } from "../../../../src/audit/contract.js";
 import { podObject } from "../../../kit/api/server.js";
-import { memoryLogger } from "../../../kit/plugin/fake-node.js";
+import { memoryLogger } from "../../../kit/memory-logger.js";
 
 const pod = (name: string, deleting = false) =>
   podObject("shop", name, { proxy: "container", nodeName: "n1", podIP: "10.0.0.9", deleting }) as V1Pod;

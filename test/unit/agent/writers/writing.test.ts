@@ -3,7 +3,7 @@ import { createAgentMetrics } from "../../../../src/agent/metrics.js";
 import { parseAgentOptions } from "../../../../src/agent/options.js";
 import { agentWriting } from "../../../../src/agent/writers/writing.js";
 import { loadTemplate } from "../../../../src/installer/template.js";
-import { type LogEntry, memoryLogger } from "../../../kit/plugin/fake-node.js";
+import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 
 /** The writers' settings as the agent's options give them, with this entry as its template (as the installer renders it). */
 const withEntry = (entry: Record<string, unknown>) => {
