@@ -121,6 +121,23 @@ describe("netconf", () => {
     );
   });
 
+  it("says why a port, subnet or id is refused", () => {
+    expect(failure({ ...base, linkerd: { "incoming-proxy-port": 0, "subnets-to-ignore": ["10.1"], "proxy-uid": "x" } }).msg).toBe(
+      "invalid network config: linkerd.incoming-proxy-port=0: ports are whole numbers from 1 to 65535; " +
+        'linkerd.proxy-uid="x": expected a numeric id from 0 to 4294967294; ' +
+        'linkerd.subnets-to-ignore[0]="10.1": expected a CIDR like 10.0.0.0/8 or fd00::/64 (a prefix length is required)',
+    );
+  });
+
+  it("refuses GC's list of attachments when one lacks its container ID or interface", () => {
+    const attachments = (list: unknown[]) => failure({ ...base, cniVersion: "1.1.0", "cni.dev/valid-attachments": list });
+    expect(attachments([{ containerID: "c1" }])).toMatchObject({
+      code: 7,
+      msg: expect.stringContaining("cni.dev/valid-attachments[0].ifname (missing)"),
+    });
+    expect(attachments([{ containerID: 5, ifname: "eth0" }]).msg).toContain("cni.dev/valid-attachments[0].containerID=5: must be a string");
+  });
+
   it("bounds the API deadline above 0 and at 300 s", () => {
     expect(failure({ ...base, kubernetes: { timeout_seconds: 0 } }).msg).toBe(
       "invalid network config: kubernetes.timeout_seconds=0: must be above 0",

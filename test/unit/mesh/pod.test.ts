@@ -1,7 +1,14 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
-import { AnnotationError, apiServerPortsOf, firewallSpecFor, isMeshed, needsNamespaceAnnotations } from "../../../src/mesh/pod.js";
+import {
+  AnnotationError,
+  apiServerPortsOf,
+  firewallSpecFor,
+  isControlPlane,
+  isMeshed,
+  needsNamespaceAnnotations,
+} from "../../../src/mesh/pod.js";
 import { toCniError } from "../../../src/plugin/failure.js";
 import { podObject } from "../../kit/api/server.js";
 
@@ -20,6 +27,18 @@ describe("meshed pods", () => {
   it("is not meshed without the proxy, or when linkerd-init programs iptables itself", () => {
     expect(isMeshed(pod({ proxy: false }))).toBe(false);
     expect(isMeshed(pod({ init: true }))).toBe(false);
+  });
+
+  it("reads a pod or namespace that comes without metadata, labels, spec or containers as one that has none", () => {
+    expect([{}, { metadata: { name: "bare" } }, { spec: { containers: [] } }].map((bare: V1Pod) => isMeshed(bare))).toEqual([
+      false,
+      false,
+      false,
+    ]);
+    expect([{}, { metadata: {} }].map((bare: V1Pod) => isControlPlane(bare))).toEqual([false, false]);
+    expect(needsNamespaceAnnotations({})).toBe(true);
+    const sparse = { spec: { containers: [{ name: "linkerd-proxy" }] } };
+    expect(firewallSpecFor(linkerd, sparse, {}, [443])).toEqual(firewallSpecFor(linkerd, pod(), undefined, []));
   });
 });
 
@@ -42,7 +61,7 @@ describe("annotations", () => {
       pod({
         annotations: {
           "config.linkerd.io/skip-inbound-ports": "80, 443 ,8000-8010,",
-          "config.linkerd.io/skip-outbound-ports": "3306",
+          "config.linkerd.io/skip-outbound-ports": "3306, 5432-5440",
           "config.linkerd.io/skip-subnets": " 10.1.2.3/16 , fd00:0:0:1::5/64",
           "config.linkerd.io/proxy-uid": " 1234 ",
           "config.linkerd.io/proxy-gid": "5678",
@@ -52,11 +71,16 @@ describe("annotations", () => {
       [],
     );
     expect(spec.inboundPortsToIgnore).toEqual(ports(4191, 4190, 80, 443, [8000, 8010]));
-    expect(spec.outboundPortsToIgnore).toEqual(ports(3306));
+    expect(spec.outboundPortsToIgnore).toEqual(ports(3306, [5432, 5440]));
     // As given (trimmed): the comment says so; the rule's -s is the network (plan.ts).
     expect(spec.subnetsToIgnore).toEqual(["10.1.2.3/16", "fd00:0:0:1::5/64"]);
     expect(spec.proxyUid).toBe(1234);
     expect(spec.proxyGid).toBe(5678);
+  });
+
+  it("takes the netconf's proxy-gid when no annotation sets one", () => {
+    expect(firewallSpecFor({ ...linkerd, "proxy-gid": 2103 }, pod(), undefined, []).proxyGid).toBe(2103);
+    expect(firewallSpecFor(linkerd, pod(), undefined, [])).not.toHaveProperty("proxyGid");
   });
 
   it("falls back to the namespace's annotations, the pod's winning", () => {
@@ -130,6 +154,9 @@ describe("annotations", () => {
     ["config.linkerd.io/skip-subnets", "10.0.0.0/08", '"10.0.0.0/08"'],
     ["config.linkerd.io/proxy-uid", "linkerd", '"linkerd"'],
     ["config.linkerd.io/proxy-gid", "4294967295", '"4294967295"'],
+    ["config.linkerd.io/proxy-uid", "1000,2000", '"1000,2000"'],
+    ["config.linkerd.io/proxy-gid", "1000,2000", '"1000,2000"'],
+    ["config.linkerd.io/proxy-gid", " linkerd ", '"linkerd"'],
   ])("refuses %s=%j, naming pod, annotation and token; the plugin reports it with code 7", (key, value, token) => {
     let error: unknown;
     try {
@@ -140,6 +167,7 @@ describe("annotations", () => {
     expect(error).toBeInstanceOf(AnnotationError);
     expect(error).toMatchObject({ pod: "shop/web", source: "pod", annotation: key, token: JSON.parse(token) });
     for (const part of ["pod shop/web", key, token]) expect((error as Error).message).toContain(part);
+    expect(String(error)).toMatch(/^AnnotationError: pod shop\/web: pod annotation /);
     expect(toCniError(error).code).toBe(7);
   });
 
