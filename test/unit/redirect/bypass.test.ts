@@ -26,8 +26,17 @@ describe("what lets traffic bypass the redirect", () => {
     expect(bypasses(plan, table)).toEqual([`${where} lets traffic bypass the proxy: ${rule.split(" ").slice(2).join(" ")}`]);
   });
 
-  it("lets pass what cannot bypass: a LOG or MARK before the jump, a rule without a target, anything after the jump", () => {
-    for (const rule of ["-A OUTPUT -j LOG", "-A OUTPUT -j MARK --set-mark 1", "-A PREROUTING -p tcp"])
+  it("lets pass what cannot bypass: a LOG, MARK, AUDIT, TRACE or DROP before the jump, a rule without a target, anything after the jump", () => {
+    const passing = [
+      "-j LOG",
+      "-j NFLOG",
+      "-j MARK --set-mark 1",
+      "-j CONNMARK --save-mark",
+      "-j AUDIT --type accept",
+      "-j TRACE",
+      "-j DROP",
+    ];
+    for (const rule of [...passing.map((target) => `-A OUTPUT ${target}`), "-A PREROUTING -p tcp"])
       expect(bypasses(plan, withRuleBefore(rule))).toEqual([]);
     expect(bypasses(plan, parseNatTable(saved(plan, ["-A OUTPUT -p tcp -j RETURN", "-A PREROUTING -j ACCEPT"])))).toEqual([]);
   });

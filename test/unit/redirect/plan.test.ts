@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { chunkPorts, planRules } from "../../../src/redirect/plan.js";
+import { chunkPorts, planLines, planRules } from "../../../src/redirect/plan.js";
 import { testSpec as spec } from "../../kit/fixtures.js";
 
 const range = (from: number, to = from) => ({ from, to });
@@ -77,5 +77,16 @@ describe("rule planning", () => {
         .map((rule) => rule[1]);
     expect(subnetsOf("ipv4")).toEqual(["10.0.0.0/8"]);
     expect(subnetsOf("ipv6")).toEqual(["fd00::/8"]);
+  });
+
+  it("shows a plan as rule lines: the jumps, then each chain's rules (meshcni rules)", () => {
+    expect(planLines(planRules({ ...spec, inboundPortsToIgnore: [] }, "ipv4"))).toEqual([
+      "-A PREROUTING -m comment --comment proxy-init/install-proxy-init-prerouting -j PROXY_INIT_REDIRECT",
+      "-A OUTPUT -m comment --comment proxy-init/install-proxy-init-output -j PROXY_INIT_OUTPUT",
+      "-A PROXY_INIT_REDIRECT -p tcp -m comment --comment proxy-init/redirect-all-incoming-to-proxy-port -j REDIRECT --to-ports 4143",
+      "-A PROXY_INIT_OUTPUT -m owner --uid-owner 2102 -m comment --comment proxy-init/ignore-proxy-user-id -j RETURN",
+      "-A PROXY_INIT_OUTPUT -o lo -m comment --comment proxy-init/ignore-loopback -j RETURN",
+      "-A PROXY_INIT_OUTPUT -p tcp -m comment --comment proxy-init/redirect-all-outgoing-to-proxy-port -j REDIRECT --to-ports 4140",
+    ]);
   });
 });
