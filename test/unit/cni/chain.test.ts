@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { chainTypes, checkChain } from "../../../src/cni/chain.js";
+import { chainProblems, chainTypes, checkChain } from "../../../src/cni/chain.js";
 import { type ConfigFile, parseConfig } from "../../../src/cni/config-dir.js";
 import { executablesIn } from "../../../src/installer/bin-dir.js";
 import { calicoConflist, configFile } from "../../kit/fixtures.js";
@@ -53,6 +53,46 @@ describe("the chain the runtime runs", () => {
     expect(check({ cniVersion: "0.3.1", name: "a", plugins: [{ type: "bridge" }] })).toEqual([]);
     // A .conf is wrapped under its own name; no cniVersion is libcni's default.
     expect(checkChain(valid(configFile("a.conf", { type: "bridge" })), types, meshcni)).toEqual({ missing: [], invalid: [] });
+  });
+
+  it("runs no IPAM that names no type", () => {
+    const config = valid(
+      configFile("10-k8s.conflist", {
+        name: "k8s",
+        plugins: [
+          { type: "bridge", ipam: {} },
+          { type: "tuning", ipam: { type: "" } },
+        ],
+      }),
+    );
+    expect(chainTypes(config)).toEqual(["bridge", "tuning"]);
+  });
+
+  it("takes a cniVersion for a version only when it is three numbers, and 1.1.0 for none newer", () => {
+    const check = (cniVersion: unknown) =>
+      checkChain(valid(configFile("a.conflist", { cniVersion, name: "a", plugins: [{ type: "bridge" }] })), new Set(["bridge"]), meshcni)
+        .invalid;
+    for (const version of ["1.1.0", "1.0.10", "0.10.0"]) expect(check(version)).toEqual([]);
+    expect(check("10.0.0")).toEqual(["its cniVersion 10.0.0 is newer than any runtime's libcni speaks (1.1.0)"]);
+    for (const version of ["v1.0.0", "1.0.0-rc1", "1.0.0.0"])
+      expect(check(version)).toEqual([`its cniVersion "${version}" is not a version`]);
+    expect(check(["1.0.0"])).toEqual(['its cniVersion ["1.0.0"] is not a version']);
+  });
+
+  it("says what is wrong with a chain, a line each: the missing executables together, then why libcni refuses it", () => {
+    const dirs = "/opt/cni/bin";
+    expect(
+      chainProblems(
+        "10-calico.conflist",
+        { missing: ["calico", "portmap"], invalid: ['it has no "name"', "its cniVersion 2 is not a version"] },
+        dirs,
+      ),
+    ).toEqual([
+      "10-calico.conflist chains calico, portmap, with no executable in /opt/cni/bin: the runtime fails every pod's ADD and DEL on this node",
+      '10-calico.conflist: it has no "name"',
+      "10-calico.conflist: its cniVersion 2 is not a version",
+    ]);
+    expect(chainProblems("10-calico.conflist", { missing: [], invalid: [] }, dirs)).toEqual([]);
   });
 });
 

@@ -33,4 +33,16 @@ describe("result conversion", () => {
     expect(resultAddresses(modern)).toEqual(["10.1.0.5/24", "fd00::5/64"]);
     expect(resultAddresses(undefined)).toEqual([]);
   });
+
+  it("drops the version from 1.0.0 on, and passes entries that are no IP object through untouched", () => {
+    expect(convertResult(convertResult(modern, "0.4.0"), "1.0.0").ips).toEqual(modern.ips);
+    const odd = { cniVersion: "1.0.0", ips: [null, "10.1.0.9/24", { interface: 0 }, { address: 5 }] };
+    expect(convertResult(odd, "0.3.1").ips).toEqual([null, "10.1.0.9/24", { version: "4", interface: 0 }, { version: "4", address: 5 }]);
+    expect(convertResult({ cniVersion: "1.0.0" }, "0.4.0")).toEqual({ cniVersion: "0.4.0" });
+  });
+
+  it("lists only the addresses it can read", () => {
+    expect(resultAddresses({ ips: [null, { address: 5 }, { interface: 0 }, { address: "10.1.0.5/24" }] })).toEqual(["10.1.0.5/24"]);
+    expect(resultAddresses({ ips: "10.1.0.5/24" })).toEqual([]);
+  });
 });

@@ -12,11 +12,16 @@ describe("versions", () => {
     expect(cniErrorCode(() => requireSupportedVersion("0.2.0"))).toBe(1);
     expect(cniErrorCode(() => requireSupportedVersion(undefined))).toBe(1);
     expect(requireSupportedVersion("1.1.0")).toBe("1.1.0");
+    expect(() => requireSupportedVersion("0.2.0")).toThrow(
+      'incompatible CNI version: config has cniVersion "0.2.0", meshcni supports 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0',
+    );
   });
 
   it("compares numerically", () => {
     expect(compareVersions("0.10.0", "0.4.0")).toBeGreaterThan(0);
     expect(compareVersions("1.0.0", "1.1.0")).toBeLessThan(0);
     expect(compareVersions("1.0", "1.0.0")).toBe(0);
+    expect(compareVersions("1.0", "1.0.1")).toBeLessThan(0);
+    expect(compareVersions("1.1.0.1", "1.1.0")).toBeGreaterThan(0);
   });
 });
