@@ -7,8 +7,9 @@ export default {
   vitest: { configFile: "test/unit/vitest.mutation.config.ts" },
   coverageAnalysis: "perTest",
   mutate: ["src/redirect/**/*.ts", "src/mesh/**/*.ts", "src/cni/**/*.ts", "src/plugin/lookup.ts", "src/audit/classify.ts"],
-  // What the sandbox need not copy: Go's build cache (.cache/bin's promtool is what a unit test runs), the built binary and image, the benchmarks' output.
-  ignorePatterns: ["/.cache/go-build", "/build/meshcni", "/build/meshcni-image.tar", "/bench/results", "*.log"],
+  // What the sandbox need not copy: the caches but .cache/bin (its promtool is what a unit test
+  // runs), the image, the benchmarks' output. The binary is copied: a unit test asks it for its help.
+  ignorePatterns: ["/.cache/*", "!/.cache/bin", "/build/meshcni-image.tar", "/bench/results", "*.log"],
   tempDirName: ".stryker-tmp",
   // Stryker would rewrite tsconfig.json's `extends` and `references` for the sandbox through the
   // typescript package's JS API, which TypeScript 7 (native) no longer has. Ours has neither: no file to rewrite.
