@@ -13,11 +13,11 @@ export PATH=/usr/local/go/bin:$PATH CGO_ENABLED=0 GOFLAGS=-buildvcs=false
 # version MODULE_DIR MODULE_PATH: the version the wrapper requires.
 version() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1/go.mod"; }
 
-# build NAME MODULE_PATH LDFLAGS TAGS PACKAGE...: one `go build` of every package, into the cache.
+# build NAME WRAPPER_DIR MODULE_PATH LDFLAGS TAGS PACKAGE...: one `go build` of every package, into the cache.
 build() {
-  local name=$1 module=$2 ldflags=$3 tags=$4
-  shift 4
-  local dir="$here/$name" ver key out
+  local name=$1 dir=$2 module=$3 ldflags=$4 tags=$5
+  shift 5
+  local ver key out
   ver=$(version "$dir" "$module")
   key=$(cat "$dir/go.mod" "$dir/go.sum" <(printf '%s|%s|%s' "$ldflags" "$tags" "$*") | sha256sum | cut -c1-12)
   out="$cache/$name-$ver-$key"
@@ -47,29 +47,39 @@ mkdir -p "$cache"
 exec 9>"$cache/.lock"
 flock 9
 
-k8s=$(version "$here/kubernetes" k8s.io/kubernetes)
+# The leg's Kubernetes and containerd (npm run test:matrix names them); npm test's by default.
+# Each version has its wrapper module in build/cluster/<component>/<version>/ (wrapper.sh writes one).
+kubernetes_dir="$here/kubernetes/${MESHCNI_KUBERNETES:-v1.35.4}"
+containerd_dir="$here/containerd/${MESHCNI_CONTAINERD:-v2.2.9}"
+for dir in "$kubernetes_dir" "$containerd_dir"; do
+  [ -f "$dir/go.mod" ] || { echo "no wrapper module $dir: write one with build/cluster/wrapper.sh" >&2; exit 2; }
+done
+
+k8s=$(version "$kubernetes_dir" k8s.io/kubernetes)
 k8s_date=$(go mod download -json "k8s.io/kubernetes@$k8s" | awk -F'"' '/"Info"/ { print $4 }' | xargs cat | sed -E 's/.*"Time":"([^"]+)".*/\1/')
 minor=$(echo "$k8s" | cut -d. -f2)
 stamp=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   stamp+=" -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=$k8s_date"
 done
-build kubernetes k8s.io/kubernetes "$stamp" "selinux,notest" \
+build kubernetes "$kubernetes_dir" k8s.io/kubernetes "$stamp" "selinux,notest" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \
   k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl
-build etcd go.etcd.io/etcd/server/v3 "" "" go.etcd.io/etcd/server/v3
-containerd=$(version "$here/containerd" github.com/containerd/containerd/v2)
-build containerd github.com/containerd/containerd/v2 "-X github.com/containerd/containerd/v2/version.Version=$containerd" "no_btrfs,no_devmapper" \
-  github.com/containerd/containerd/v2/cmd/containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
-  github.com/containerd/containerd/v2/cmd/ctr
+build etcd "$here/etcd" go.etcd.io/etcd/server/v3 "" "" go.etcd.io/etcd/server/v3
+# containerd 1.x is the module github.com/containerd/containerd, 2.x .../containerd/v2.
+containerd_module=github.com/containerd/containerd/v2
+grep -q "^require github.com/containerd/containerd v1" "$containerd_dir/go.mod" && containerd_module=github.com/containerd/containerd
+containerd=$(version "$containerd_dir" "$containerd_module")
+build containerd "$containerd_dir" "$containerd_module" "-X $containerd_module/version.Version=$containerd" "no_btrfs,no_devmapper" \
+  "$containerd_module/cmd/containerd" "$containerd_module/cmd/containerd-shim-runc-v2" "$containerd_module/cmd/ctr"
 # With cnitool of the libcni the plugins are built against (containerd 2's): the netns suite runs
 # every CNI version meshcni supports through it, 1.1.0's STATUS and GC among them.
 plugins=$(version "$here/cni-plugins" github.com/containernetworking/plugins)
-build cni-plugins github.com/containernetworking/plugins "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$plugins" "" \
+build cni-plugins "$here/cni-plugins" github.com/containernetworking/plugins "-X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=$plugins" "" \
   github.com/containernetworking/plugins/plugins/main/bridge github.com/containernetworking/plugins/plugins/main/loopback \
   github.com/containernetworking/plugins/plugins/ipam/host-local github.com/containernetworking/plugins/plugins/meta/portmap \
   github.com/containernetworking/cni/cnitool
 # Helm, which the chart's tests run (lint, template, install, upgrade, uninstall).
 helm=$(version "$here/helm" helm.sh/helm/v4)
-build helm helm.sh/helm/v4 "-X helm.sh/helm/v4/internal/version.version=$helm" "" helm.sh/helm/v4/cmd/helm
+build helm "$here/helm" helm.sh/helm/v4 "-X helm.sh/helm/v4/internal/version.version=$helm" "" helm.sh/helm/v4/cmd/helm
