@@ -2,15 +2,17 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { sleep, until } from "../common.js";
+import { containerdSpec } from "./containerd.js";
 import { apiserverSpec, type ControlPlaneOptions, controllerManagerSpec, etcdSpec, schedulerSpec } from "./control-plane.js";
 import { prepareHost } from "./host.js";
 import { imageArchives } from "./images.js";
 import { nodeName, paths } from "./layout.js";
-import { containerdSpec, kubeletSpec, kubeProxySpec, writePrimaryConflist } from "./node.js";
+import { currentLeg } from "./leg.js";
+import { kubeletSpec, kubeProxySpec, writePrimaryConflist } from "./node.js";
 import { identities, kubeconfigOf, makePki } from "./pki.js";
 import { daemonLog, daemonSpec, runningPid, startDaemon, stopDaemon } from "./processes.js";
 import { Steps } from "./steps.js";
-import { type Components, components, tearDown } from "./teardown.js";
+import { type Components, components, primaryPlugins, tearDown } from "./teardown.js";
 
 /** What the tests read of a pod. */
 export interface PodObject {
@@ -32,6 +34,8 @@ export interface ClusterOptions extends ControlPlaneOptions {
  */
 export class RealCluster {
   bin!: Components;
+  /** The leg this run is (MESHCNI_LEG): its releases, meshcni's backend. */
+  readonly leg = currentLeg();
 
   constructor(readonly options: ClusterOptions = {}) {}
 
@@ -44,7 +48,7 @@ export class RealCluster {
     await steps.run("PKI (openssl)", [], makePki);
     await steps.run("host prepared (links, routes, sysctls, nftables)", [], prepareHost);
     await steps.run("CNI plugins and the primary conflist", [], () => {
-      for (const plugin of readdirSync(this.bin["cni-plugins"]).filter((name) => !name.startsWith("."))) {
+      for (const plugin of primaryPlugins(this.bin)) {
         copyFileSync(join(this.bin["cni-plugins"], plugin), join(paths.cniBinDir, plugin));
       }
       writePrimaryConflist(this.options.cniVersion);
@@ -61,14 +65,14 @@ export class RealCluster {
       startDaemon(schedulerSpec(k8s("kube-scheduler"), this.options));
     });
     await steps.run("containerd answering on its socket", ["containerd"], async () => {
-      startDaemon(containerdSpec(this.bin.containerd));
+      startDaemon(containerdSpec(this.bin.containerd, this.leg.containerd));
       await until(() => existsSync(paths.containerdSocket), 30_000, 50);
     });
     await steps.run("images imported (pause, the probe, meshcni)", ["containerd"], async () => {
       for (const archive of await imageArchives()) await this.ctr("images", "import", "--all-platforms", archive);
     });
     await steps.run("kubelet and kube-proxy: the node Ready", ["kube-proxy", "containerd"], async () => {
-      startDaemon(kubeletSpec(k8s("kubelet")));
+      startDaemon(kubeletSpec(k8s("kubelet"), this.leg.kubernetes));
       startDaemon(kubeProxySpec(k8s("kube-proxy")));
       await this.waitNodeReady();
     });

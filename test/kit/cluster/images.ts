@@ -4,7 +4,7 @@ import { execa } from "execa";
 import { buildImage } from "../../../build/image.js";
 import { writeOciArchive } from "../../../build/oci.js";
 import { meshcniBinary, projectRoot } from "../paths.js";
-import { pauseImage } from "./node.js";
+import { pauseImage } from "./containerd.js";
 
 export const probeImage = "meshcni.test/probe:1";
 

@@ -7,6 +7,7 @@ import { meshcniBinary } from "../paths.js";
 import type { RealCluster } from "./cluster.js";
 import { agentStateDir, nodeName, paths } from "./layout.js";
 import { chainedTypes, primaryConflistPath } from "./node.js";
+import { primaryPlugins } from "./teardown.js";
 
 /** The flags an operator of this node gives `meshcni manifests`: the node's CNI dirs, netns dir and CRI socket. */
 export const nodeFlags = [
@@ -47,9 +48,10 @@ export class Meshcni {
     readonly namespace = "meshcni",
   ) {}
 
-  /** Applies the manifests rendered with these flags, after `edit` (an operator's change to them), and awaits the rollout. */
+  /** Applies the manifests rendered with these flags (and the leg's backend), after `edit` (an operator's change to them), and awaits the rollout. */
   async deploy(flags: string[] = [], edit: (manifests: string) => string = (manifests) => manifests): Promise<void> {
-    await this.cluster.kubectl(["apply", "-f", "-"], edit(await renderManifests(["--namespace", this.namespace, ...flags])));
+    const backend = this.cluster.leg.backend === "auto" ? [] : ["--netconf", `iptables-mode=${this.cluster.leg.backend}`];
+    await this.cluster.kubectl(["apply", "-f", "-"], edit(await renderManifests(["--namespace", this.namespace, ...backend, ...flags])));
     await this.rolledOut();
   }
 
@@ -97,11 +99,7 @@ export class Meshcni {
 export async function expectNothingLeftOnNode(cluster: RealCluster): Promise<void> {
   expect(chainedTypes()).toEqual(["bridge", "portmap"]);
   expect(readdirSync(paths.cniConfDir)).toEqual([basename(primaryConflistPath)]);
-  expect(readdirSync(paths.cniBinDir).sort()).toEqual(
-    readdirSync(cluster.bin["cni-plugins"])
-      .filter((name) => !name.startsWith("."))
-      .sort(),
-  );
+  expect(readdirSync(paths.cniBinDir).sort()).toEqual(primaryPlugins(cluster.bin).sort());
   const stateLeft = () => (existsSync(agentStateDir) ? readdirSync(agentStateDir) : []);
   await until(() => stateLeft().length === 0, 10_000, 100).catch(() => expect(stateLeft()).toEqual([]));
 }

@@ -1,62 +1,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { cgroupRoot, nodeIp, nodeName, paths, podBridge, podCidr, primaryNetwork, startupTaint } from "./layout.js";
+import { minorOf } from "./leg.js";
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
-
-export const pauseImage = "meshcni.test/pause:3.10.1";
-
-/**
- * containerd 2 with its CRI (config version 3): everything under the cluster dir, pod netns
- * under its state dir, Debian's runc without systemd, the sandbox image built here, and
- * oom_score_adj never lowered (this machine does not grant CAP_SYS_RESOURCE).
- */
-export function containerdSpec(binDir: string): DaemonSpec {
-  const dir = paths.containerd;
-  mkdirSync(dir, { recursive: true });
-  const config = join(dir, "config.toml");
-  writeFileSync(
-    config,
-    `version = 3
-root = "${dir}/root"
-state = "${dir}/state"
-
-[grpc]
-  address = "${paths.containerdSocket}"
-
-[ttrpc]
-  address = "${paths.containerdSocket}.ttrpc"
-
-[plugins."io.containerd.internal.v1.opt"]
-  path = "${dir}/opt"
-
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = "overlayfs"
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = "${pauseImage}"
-
-[plugins.'io.containerd.cri.v1.runtime']
-  restrict_oom_score_adj = true
-  netns_mounts_under_state_dir = true
-  [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-    runtime_type = "io.containerd.runc.v2"
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-      BinaryName = "/usr/sbin/runc"
-      Root = "${dir}/runc"
-      SystemdCgroup = false
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["${paths.cniBinDir}"]
-    conf_dir = "${paths.cniConfDir}"
-`,
-  );
-  // The shim is found on PATH, beside containerd.
-  return {
-    name: "containerd",
-    command: join(binDir, "containerd"),
-    args: ["--config", config],
-    env: { PATH: `${binDir}:${process.env.PATH}` },
-  };
-}
 
 /** kubelet's cgroup root in every hierarchy (kubelet wants it there); a new cpuset gets its parent's CPUs and memory nodes. */
 function makeCgroupRoot(): void {
@@ -71,10 +18,10 @@ function makeCgroupRoot(): void {
 
 /**
  * The kubelet: registers the node with meshcni's startup taint, cgroupfs under a cgroup
- * root of its own, cgroup v1 allowed (this machine's hierarchy), no eviction or image GC
+ * root of its own, cgroup v1 allowed (this machine's hierarchy; the setting came with 1.31), no eviction or image GC
  * (a test machine's disk is no signal), webhook authentication and authorization.
  */
-export function kubeletSpec(binary: string): DaemonSpec {
+export function kubeletSpec(binary: string, version: string): DaemonSpec {
   makeCgroupRoot();
   const pki = paths.pki;
   const config = join(paths.dir, "kubelet.yaml");
@@ -94,8 +41,7 @@ tlsPrivateKeyFile: "${pki}/${identities.kubelet.stem}.key"
 containerRuntimeEndpoint: "unix://${paths.containerdSocket}"
 cgroupDriver: cgroupfs
 cgroupRoot: ${cgroupRoot}
-failCgroupV1: false
-failSwapOn: false
+${minorOf(version) >= 31 ? "failCgroupV1: false\n" : ""}failSwapOn: false
 resolvConf: ""
 registerWithTaints:
   - {key: ${startupTaint}, effect: NoSchedule}

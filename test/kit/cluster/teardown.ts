@@ -1,10 +1,11 @@
-import { rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { CriClient } from "../cri/client.js";
 import { projectRoot } from "../paths.js";
 import { removeNodeCgroups, restoreHost, unmountUnder } from "./host.js";
 import { paths } from "./layout.js";
+import { currentLeg, legEnv } from "./leg.js";
 import { recordedDaemons, runningPid, stopDaemon } from "./processes.js";
 
 /** Where components.sh put each component's binaries. */
@@ -16,11 +17,16 @@ export interface Components {
   helm: string;
 }
 
-/** The binaries, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */
+/** The binaries of this run's leg, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */
 export async function components(): Promise<Components> {
-  const { stdout } = await execa("bash", [join(projectRoot, "build/cluster/components.sh")], { stderr: "inherit" });
+  const env = legEnv(currentLeg().name);
+  const { stdout } = await execa("bash", [join(projectRoot, "build/cluster/components.sh")], { stderr: "inherit", env });
   return Object.fromEntries(stdout.split("\n").map((line) => line.split("=", 2))) as unknown as Components;
 }
+
+/** The primary's plugins among the built ones (cnitool is the netns suite's, not the node's). */
+export const primaryPlugins = (bin: Components) =>
+  readdirSync(bin["cni-plugins"]).filter((name) => !name.startsWith(".") && name !== "cnitool");
 
 /** The order daemons stop in: kubelet first (it would restart what is removed), etcd last. */
 const stopOrder = ["kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager", "containerd", "kube-apiserver", "etcd"];
