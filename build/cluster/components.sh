@@ -21,6 +21,11 @@ build() {
   ver=$(version "$dir" "$module")
   key=$(cat "$dir/go.mod" "$dir/go.sum" <(printf '%s|%s|%s' "$ldflags" "$tags" "$*") | sha256sum | cut -c1-12)
   out="$cache/$name-$ver-$key"
+  # One build of an output at a time: two runs at once (a test suite and a hand-run command)
+  # would remove each other's half-built directory; a run wanting another output goes on.
+  mkdir -p "$cache"
+  exec 9>"$out.lock"
+  flock 9
   if [ ! -f "$out/.built" ]; then
     local started=$SECONDS
     echo "building $name $ver ($module) into $out" >&2
@@ -33,6 +38,7 @@ build() {
     echo "$ver built in $((SECONDS - started)) s" > "$out/.built"
     echo "built $name $ver in $((SECONDS - started)) s" >&2
   fi
+  exec 9>&-
   echo "$name=$out"
 }
 
@@ -41,11 +47,6 @@ if [ -n "${MESHCNI_CLUSTER_BIN:-}" ]; then
   exit 0
 fi
 
-# One build at a time per cache: two runs at once (a test suite and a hand-run command) would
-# remove each other's half-built directories.
-mkdir -p "$cache"
-exec 9>"$cache/.lock"
-flock 9
 
 # The leg's Kubernetes and containerd (npm run test:matrix names them); npm test's by default.
 # Each version has its wrapper module in build/cluster/<component>/<version>/ (wrapper.sh writes one).
