@@ -5,6 +5,7 @@ import { buildImage } from "../../../build/image.js";
 import { writeOciArchive } from "../../../build/oci.js";
 import { meshcniBinary, projectRoot } from "../paths.js";
 import { pauseImage } from "./containerd.js";
+import { currentLeg } from "./leg.js";
 
 export const probeImage = "meshcni.test/probe:1";
 
@@ -12,10 +13,10 @@ const cache = join(projectRoot, ".cache/cluster");
 const architecture = process.arch === "arm64" ? "arm64" : "amd64";
 const newer = (path: string, than: string) => existsSync(path) && statSync(path).mtimeMs >= statSync(than).mtimeMs;
 
-/** Kubernetes' own pause program (build/pause/linux/pause.c of the module the cluster is built from), static. */
+/** Kubernetes' own pause program (build/pause/linux/pause.c of the release the leg's cluster is built from), static. */
 async function pauseBinary(): Promise<string> {
   const { stdout } = await execa("go", ["list", "-m", "-json", "k8s.io/kubernetes"], {
-    cwd: join(projectRoot, "build/cluster/kubernetes"),
+    cwd: join(projectRoot, "build/cluster/kubernetes", currentLeg().kubernetes),
     env: { PATH: `/usr/local/go/bin:${process.env.PATH}` },
   });
   const { Dir, Version } = JSON.parse(stdout) as { Dir: string; Version: string };
