@@ -400,7 +400,7 @@ describeAsRoot("the plugin asks the agent on the node", () => {
     expect(existsSync(join(net.dir, "elsewhere"))).toBe(false);
     expect(await natRules(netns, "nft")).toEqual([]);
     const reasons = host.logs.filter(
-      (line) => line.msg === "the plugin writes itself: the agent does not write outside its own netconf's paths",
+      (line) => line.msg === "the plugin writes itself: the agent writes only what its own netconf entry says",
     );
     expect(await writes("ADD", "handed_back")).toBeGreaterThanOrEqual(2);
     expect(reasons.map((line) => line.reason)).toEqual([

@@ -9,7 +9,7 @@ import { parseNetConf } from "../../mesh/netconf.js";
 import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../../mesh/pod.js";
 import { logUnmeshed } from "../../plugin/apply.js";
 import type { AgentMetrics } from "../metrics.js";
-import { outsideScope } from "../writers/write-scope.js";
+import { otherRedirect, outsideScope } from "../writers/write-scope.js";
 import type { Writing } from "../writers/writing.js";
 import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
@@ -44,7 +44,9 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
     if (!ask.apply || !writing || !("decided" in answer) || answer.decided.settings.simulate) return answer;
     const { containerId, ifname, netns, netnsId } = ask.apply;
     const { pod, plans, settings } = answer.decided;
-    const outside = outsideScope(writing.scope, { stateDir: settings.stateDir, logFile: settings.logFile, netns });
+    const outside =
+      outsideScope(writing.scope, { stateDir: settings.stateDir, logFile: settings.logFile, netns }) ??
+      otherRedirect(writing.scope, parseNetConf(ask.netconf).linkerd);
     if (outside) {
       writing.handBack("ADD", outside);
       return answer;

@@ -66,8 +66,7 @@ export function agentWriting(
     handBack(verb, reason) {
       metrics.writes.inc({ verb, result: "handed_back" });
       // A netconf of another chain (Multus) would otherwise say the same at every pod start.
-      if (said.first(reason))
-        log.warn("the plugin writes itself: the agent does not write outside its own netconf's paths", { verb, reason });
+      if (said.first(reason)) log.warn("the plugin writes itself: the agent writes only what its own netconf entry says", { verb, reason });
     },
   };
 }

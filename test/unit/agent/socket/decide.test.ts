@@ -106,7 +106,7 @@ describe("the agent carries out what it decides when asked to", () => {
       handedBack,
       writing: {
         hostRoot: "/host",
-        scope: { stateDir: "/run/x", logFile: undefined, netnsDirs: ["/run/netns"] },
+        scope: { stateDir: "/run/x", logFile: undefined, netnsDirs: ["/run/netns"], linkerd: parseNetConf(netconf()).linkerd },
         write: async (ask: unknown) => {
           asked.push(ask);
           return outcome;
@@ -152,7 +152,7 @@ describe("the agent carries out what it decides when asked to", () => {
     expect(unused.asked).toEqual([]);
   });
 
-  it("writes only to its own state dir and log file, and only into a netns in the runtime's netns dirs: else the plugin writes", async () => {
+  it("writes only its own entry's redirect, to its own state dir and log file, into a netns in the runtime's netns dirs: else the plugin writes", async () => {
     const { asked, handedBack, writing } = writer({ done: true });
     const withConf = (changes: Record<string, unknown>, netns = apply.netns) => ({
       ...ask(JSON.stringify({ ...JSON.parse(netconf()), ...changes })),
@@ -164,6 +164,7 @@ describe("the agent carries out what it decides when asked to", () => {
       await answerAsk(withConf({ state_dir: "/etc" }), cache, lookup, memoryLogger(lines), writing),
       await answerAsk(withConf({}, "/run/netns/../../proc/1/ns/net"), cache, lookup, memoryLogger(lines), writing),
       await answerAsk(withConf({}, "/proc/1/ns/net"), cache, lookup, memoryLogger(lines), writing),
+      await answerAsk(ask(netconf({ "outbound-ports-to-ignore": ["1-65535"] })), cache, lookup, memoryLogger(lines), writing),
     ];
     for (const answer of answers) expect(answer).toHaveProperty("decided");
     expect(asked).toEqual([]);
@@ -172,6 +173,7 @@ describe("the agent carries out what it decides when asked to", () => {
       "ADD the state dir /etc is not the agent's own (/run/x)",
       "ADD the netns /run/netns/../../proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
       "ADD the netns /proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
+      "ADD its outbound-ports-to-ignore differ from the agent's own entry",
     ]);
     const del = { get: "del" as const, containerId: "c1", ifname: "eth0", netns: apply.netns, netnsId: apply.netnsId };
     const foreign = JSON.stringify({ ...JSON.parse(netconf()), log_file: "/opt/cni/bin/calico" });

@@ -1,0 +1,87 @@
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { execa } from "execa";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { AgentHarness } from "../kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../kit/api/server.js";
+import { agentTemplate, podArgs } from "../kit/common.js";
+import { TestNetwork } from "../kit/netns/network.js";
+import { invokePlugin, natRules, pluginEnv } from "../kit/netns/plugin-process.js";
+import { describeAsRoot } from "../kit/root-suites.js";
+
+const node = "node-t";
+
+/**
+ * What a root caller on the agent's socket can do to another pod (issue 41's F1): a process
+ * with no capabilities in mount, PID and network namespaces of its own, the socket reached
+ * through a hostPath as another DaemonSet's pod would have it. It asks the agent to write an
+ * ADD for a running meshed pod with a netconf of its own that lets every port through.
+ */
+describeAsRoot("the agent's socket, asked by a caller of its own making", () => {
+  const api = new FakeApiServer();
+  const net = new TestNetwork(86);
+  const host = new AgentHarness({ onHost: true });
+  const socket = () => join(net.stateDir, "agent", "plugin.sock");
+  let entry: Record<string, unknown> = {};
+
+  beforeAll(async () => {
+    await api.start();
+    api.addNode({ metadata: { name: node } });
+    writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
+    await host.startWithApi(api, ["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir], {
+      POD_NAMESPACE: "meshcni",
+    });
+    await host.waitFor(async () => (await host.readyz()).status === 200, 10_000);
+    await host.waitFor(() => host.logs.some((line) => line.msg === "answering the plugin"), 5000);
+    entry = (host.json("10-primary.conflist").plugins ?? []).at(-1) as Record<string, unknown>;
+  }, 30_000);
+
+  afterAll(async () => {
+    await host.cleanup();
+    await net.cleanup();
+    await api.stop();
+  });
+
+  it("cannot weaken a running pod's redirect: the agent writes only its own entry's, and hands the caller's back", async () => {
+    api.addPod(podObject("shop", "victim", { proxy: "container", nodeName: node }));
+    const netns = await net.addNetns("victim");
+    const path = net.netnsPath(netns);
+    const args = `${podArgs("shop", "victim")};K8S_POD_UID=uid-shop-victim`;
+    const added = await invokePlugin(pluginEnv(path, "c-victim", args), { cniVersion: "1.0.0", name: "primary", ...entry });
+    expect(added.exitCode, added.stdout).toBe(0);
+    const rules = await natRules(netns, "nft");
+    expect(rules).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+
+    const { dev, ino } = statSync(path);
+    const linkerd = { ...(entry.linkerd as object), "inbound-ports-to-ignore": ["1-65535"], "outbound-ports-to-ignore": ["1-65535"] };
+    const ask = {
+      get: "decision",
+      netconf: JSON.stringify({ cniVersion: "1.0.0", name: "primary", ...entry, linkerd, prevResult: { cniVersion: "1.0.0" } }),
+      namespace: "shop",
+      name: "victim",
+      uid: "uid-shop-victim",
+      apply: { containerId: "c-victim", ifname: "eth0", netns: path, netnsId: { dev, ino } },
+    };
+    // Root without a capability, in namespaces of its own; the socket is on the filesystem it shares (the hostPath).
+    const client = [
+      "import socket,sys",
+      "s=socket.socket(socket.AF_UNIX)",
+      "s.connect(sys.argv[1])",
+      "s.settimeout(5)",
+      's.sendall(sys.argv[2].encode()+b"\\n")',
+      "print(s.recv(65536).decode())",
+    ].join("\n");
+    const caller = ["--mount", "--pid", "--net", "--fork", "setpriv", "--bounding-set=-all", "--inh-caps=-all"];
+    const { stdout } = await execa("unshare", [...caller, "/usr/bin/python3", "-c", client, socket(), JSON.stringify(ask)]);
+    const answer = JSON.parse(stdout) as Record<string, unknown>;
+    // Handed back: the decision, for a plugin of the caller's making to write itself (it cannot enter the pod's netns).
+    expect(Object.keys(answer)).toEqual(["decided"]);
+    expect(await natRules(netns, "nft")).toEqual(rules);
+    const reasons = host.logs.filter(
+      (line) => line.msg === "the plugin writes itself: the agent writes only what its own netconf entry says",
+    );
+    expect(reasons.map((line) => line.reason)).toEqual([
+      "its inbound-ports-to-ignore, outbound-ports-to-ignore differ from the agent's own entry",
+    ]);
+  });
+});
