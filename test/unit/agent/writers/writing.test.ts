@@ -18,7 +18,8 @@ describe("how the agent writes for the plugin", () => {
     const logs: LogEntry[] = [];
     const metrics = createAgentMetrics();
     const writing = agentWriting(withEntry({ state_dir: "/run/x", log_file: "/var/log/meshcni.log" }), writer, memoryLogger(logs), metrics);
-    expect(writing?.scope).toEqual({ stateDir: "/run/x", logFile: "/var/log/meshcni.log", netnsDirs: ["/var/run/netns"] });
+    expect(writing?.scope).toMatchObject({ stateDir: "/run/x", logFile: "/var/log/meshcni.log", netnsDirs: ["/var/run/netns"] });
+    expect(writing?.scope.linkerd).toMatchObject({ "incoming-proxy-port": 4143, "proxy-uid": 2102 });
     for (let i = 0; i < 3; i++) writing!.handBack("ADD", "the state dir /etc is not the agent's own (/run/x)");
     writing!.handBack("DEL", "the netns /proc/1/ns/net is not in the runtime's netns dirs (/var/run/netns)");
     expect(logs.filter((line) => line.level === "warn").map((line) => line.fields?.reason)).toEqual([
