@@ -79,8 +79,9 @@ function openPodNamespace(path: string, expected?: NetnsId): { fd: number; id: N
     }
     const own = statSync("/proc/thread-self/ns/net");
     if (target.dev === own.dev && target.ino === own.ino) throw new OwnNetnsError(path);
+    // Never the identity found: a caller that asserted a wrong one must not learn the right one from the answer.
     if (expected && (target.dev !== expected.dev || target.ino !== expected.ino))
-      throw new NetnsNotSeenError(path, `inode ${target.dev}:${target.ino} here, ${expected.dev}:${expected.ino} there`);
+      throw new NetnsNotSeenError(path, "another namespace is there");
     return { fd, id: { dev: target.dev, ino: target.ino } };
   } catch (error) {
     closeSync(fd);

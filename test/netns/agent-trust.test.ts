@@ -24,6 +24,21 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
   const socket = () => join(net.stateDir, "agent", "plugin.sock");
   let entry: Record<string, unknown> = {};
 
+  /** Asks on the socket as root without a capability, in namespaces of its own (the socket on the filesystem it shares: the hostPath). */
+  const askAsOther = async (ask: object): Promise<Record<string, unknown>> => {
+    const client = [
+      "import socket,sys",
+      "s=socket.socket(socket.AF_UNIX)",
+      "s.connect(sys.argv[1])",
+      "s.settimeout(5)",
+      's.sendall(sys.argv[2].encode()+b"\\n")',
+      "print(s.recv(65536).decode())",
+    ].join("\n");
+    const caller = ["--mount", "--pid", "--net", "--fork", "setpriv", "--bounding-set=-all", "--inh-caps=-all"];
+    const { stdout } = await execa("unshare", [...caller, "/usr/bin/python3", "-c", client, socket(), JSON.stringify(ask)]);
+    return JSON.parse(stdout) as Record<string, unknown>;
+  };
+
   beforeAll(async () => {
     await api.start();
     api.addNode({ metadata: { name: node } });
@@ -62,18 +77,7 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
       uid: "uid-shop-victim",
       apply: { containerId: "c-victim", ifname: "eth0", netns: path, netnsId: { dev, ino } },
     };
-    // Root without a capability, in namespaces of its own; the socket is on the filesystem it shares (the hostPath).
-    const client = [
-      "import socket,sys",
-      "s=socket.socket(socket.AF_UNIX)",
-      "s.connect(sys.argv[1])",
-      "s.settimeout(5)",
-      's.sendall(sys.argv[2].encode()+b"\\n")',
-      "print(s.recv(65536).decode())",
-    ].join("\n");
-    const caller = ["--mount", "--pid", "--net", "--fork", "setpriv", "--bounding-set=-all", "--inh-caps=-all"];
-    const { stdout } = await execa("unshare", [...caller, "/usr/bin/python3", "-c", client, socket(), JSON.stringify(ask)]);
-    const answer = JSON.parse(stdout) as Record<string, unknown>;
+    const answer = await askAsOther(ask);
     // Handed back: the decision, for a plugin of the caller's making to write itself (it cannot enter the pod's netns).
     expect(Object.keys(answer)).toEqual(["decided"]);
     expect(await natRules(netns, "nft")).toEqual(rules);
@@ -83,5 +87,24 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     expect(reasons.map((line) => line.reason)).toEqual([
       "its inbound-ports-to-ignore, outbound-ports-to-ignore differ from the agent's own entry",
     ]);
+  });
+
+  it("never answers with the identity of the netns it found: a caller asserting another learns nothing of the pod's", async () => {
+    const path = net.netnsPath(`mc-${net.id}-victim`);
+    const { ino } = statSync(path);
+    const netconf = JSON.stringify({ cniVersion: "1.0.0", name: "primary", ...entry });
+    const answer = await askAsOther({
+      get: "del",
+      containerId: "c-victim",
+      ifname: "eth0",
+      netns: path,
+      netnsId: { dev: 0, ino: 0 },
+      netconf,
+    });
+    expect(answer).toEqual({
+      error: `the agent could not remove it: network namespace ${path} is not the one the plugin opened: another namespace is there`,
+    });
+    expect(JSON.stringify(answer)).not.toContain(String(ino));
+    expect(host.stderr.join("\n")).not.toContain(String(ino));
   });
 });
