@@ -116,11 +116,12 @@ export function fileRecordStore(stateDir: string): RecordStore {
   const remove = (attachment: Attachment) => removeFile(join(dir, fileName(attachment)));
   return {
     write(record) {
-      mkdirSync(dir, { recursive: true, mode: 0o755 });
+      // Root's alone: a record names a pod's container and netns, which a caller of the agent's socket would aim with.
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
       const full: AttachmentRecord = { version: 1, ...record, time: new Date().toISOString() };
       // No fsync (~0.5 ms a write on a disk, twice per ADD): the state dir is a tmpfs on a node, and a record lost
       // in a crash describes a netns the crash took too. The rename still makes a record whole or absent.
-      writeAtomic(join(dir, fileName(attachmentOf(record))), `${JSON.stringify(full)}\n`, 0o644, { durable: false });
+      writeAtomic(join(dir, fileName(attachmentOf(record))), `${JSON.stringify(full)}\n`, 0o600, { durable: false });
     },
     remove,
     list,

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -36,6 +36,8 @@ describe("ADD records on disk", () => {
     store().write(record("a"));
     store().write(record("b", "net1"));
     expect(readdirSync(join(dir, "attachments")).sort()).toEqual(["a_eth0.json", "b_net1.json"]);
+    expect(statSync(join(dir, "attachments")).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, "attachments", "a_eth0.json")).mode & 0o777).toBe(0o600);
     expect(
       store()
         .list()
