@@ -2,8 +2,8 @@ import type { Socket } from "node:net";
 import { errorMessage } from "../../errors.js";
 import { libc } from "../../libc.js";
 
-/** Whether a caller on the plugin's socket may ask: undefined yes, else why not. */
-export type PeerCheck = (connection: Socket) => string | undefined;
+/** Whether a caller on the plugin's socket may ask: undefined yes, else why not (and its pid, when the kernel gave one). */
+export type PeerCheck = (connection: Socket) => { reason: string; pid?: number } | undefined;
 
 /**
  * Only root may ask (the plugin runs as root: the runtime execs it), by the kernel's word
@@ -15,12 +15,13 @@ export async function rootPeersOnly(): Promise<PeerCheck> {
   return (connection) => {
     // Bun's and Node's unix sockets both keep their descriptor here.
     const fd = (connection as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
-    if (typeof fd !== "number" || fd < 0) return "its descriptor is unknown, so its credentials are";
+    if (typeof fd !== "number" || fd < 0) return { reason: "its descriptor is unknown, so its credentials are" };
     try {
       const { uid, pid } = peerCredentials(fd);
-      return uid === 0 ? undefined : `uid ${uid} (pid ${pid || "outside the agent's PID namespace"}) is not root`;
+      // The pid apart from the reason: a caller connecting again and again is said once, not once per process.
+      return uid === 0 ? undefined : { reason: `uid ${uid} is not root`, ...(pid ? { pid } : {}) };
     } catch (error) {
-      return `its credentials cannot be read: ${errorMessage(error)}`;
+      return { reason: `its credentials cannot be read: ${errorMessage(error)}` };
     }
   };
 }

@@ -50,7 +50,9 @@ export async function servePlugin(
   const server = createServer((connection) => {
     const refusal = admit(connection);
     if (refusal) {
-      if (refused.first(refusal)) log.warn("refused a caller on the plugin's socket", { reason: refusal });
+      // pid 0: outside the agent's PID namespace.
+      if (refused.first(refusal.reason))
+        log.warn("refused a caller on the plugin's socket", { reason: refusal.reason, pid: refusal.pid ?? 0 });
       connection.destroy();
       return;
     }
