@@ -103,7 +103,7 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     mount("netns", "Pod netns are bind mounts made after the agent starts."),
     mount(
       "cri-socket",
-      "The runtime's CRI socket: which netns is whose pod, as kubelet asks it (a pod's IP is no proof:\nany pod with NET_ADMIN can claim another's).",
+      "The runtime's CRI socket: which netns is whose pod, as kubelet asks it (a pod's IP is no proof:\nany pod with NET_ADMIN can claim another's). readOnly does not narrow it: a socket is connected\nto, not written, so the whole CRI is reachable; the agent calls ListPodSandbox and PodSandboxStatus.",
     ),
     mount("cni-bin-dir-1", "The runtime's other bin dirs (--extra-bin-dir), read only: the agent looks for the chain's plugins there."),
   ].filter((comment): comment is FieldComment => comment !== undefined);

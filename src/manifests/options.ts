@@ -19,7 +19,7 @@ export interface ManifestOptions {
   extraBinDirs: string[];
   /** Where the runtime keeps pod netns. */
   netnsDir: string;
-  /** The runtime's CRI socket ("": none); its directory is mounted read-only. */
+  /** The runtime's CRI socket ("": none); the socket alone is mounted (readOnly, which does not narrow what a socket lets through). */
   criSocket: string;
   resources: { cpuRequest: string; memoryRequest: string; memoryLimit: string };
   priorityClassName: string;
