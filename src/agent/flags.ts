@@ -109,9 +109,8 @@ export const agentFlags = [
   {
     name: "evict-namespaces",
     arg: "NS,NS",
-    default: "",
-    shown: '`""`: any but kube-system, kube-public, kube-node-lease',
-    help: "with `--repair evict`, evict only in these namespaces (skip the others)",
+    shown: "none: `--repair evict` needs it",
+    help: "with `--repair evict`, the only namespaces it evicts in (skipping the others); `*`: any but kube-system, kube-public, kube-node-lease and the agent's own",
   },
   { name: "audit-seconds", arg: "N", default: "60", help: "audit every pod of the node this often, besides the watch" },
   { name: "state-dir", arg: "DIR", default: defaultStateDir, help: "the plugin's `state_dir` (a host path, under `--host-root`)" },

@@ -66,6 +66,17 @@ const namespaceList = (text: string) =>
     .map((name) => name.trim())
     .filter(Boolean);
 
+/**
+ * --evict-namespaces: with --repair evict the operator names where evictions may go (every
+ * namespace by default reached Linkerd's control plane and meshcni's own agents); `*` is any
+ * (undefined). Without evict it changes nothing.
+ */
+function evictNamespacesOf(repair: string, text: string | undefined): string[] | undefined {
+  if (repair === "evict" && !text)
+    throw new Error("--repair evict needs --evict-namespaces NS,NS: the namespaces it may evict pods in ('*': any but the system ones)");
+  return text && text !== "*" ? namespaceList(text) : undefined;
+}
+
 function serviceAccountOf(text: string): AgentOptions["pluginToken"]["serviceAccount"] {
   const match = /^([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253})$/.exec(text);
   if (!match) throw new Error(`--plugin-service-account must be NAMESPACE/NAME, not ${JSON.stringify(text)}`);
@@ -125,7 +136,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
         "a whole number",
       ),
       excludeNamespaces: namespaceList(flags.text("repair-exclude-namespaces")),
-      evictNamespaces: flags.text("evict-namespaces") ? namespaceList(flags.text("evict-namespaces")) : undefined,
+      evictNamespaces: evictNamespacesOf(flags.text("repair"), flags.text("evict-namespaces")),
       auditSeconds: numberFlag("audit-seconds", flags.text("audit-seconds"), positive, "a positive number"),
       netnsDirs: flags.list("netns-dir"),
       criSocket: flags.text("cri-socket"),

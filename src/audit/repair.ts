@@ -47,6 +47,11 @@ export function repairAction(pod: V1Pod, policy: RepairPolicy, limits: RepairLim
   if (limits.excludeNamespaces.has(key.namespace)) return { skip: `namespace ${key.namespace} is excluded from repair` };
   if (policy !== "evict") return policy;
   if (!hasController(pod)) return "label";
+  // The mesh's own control plane, and meshcni's agents on other nodes: never taken down by an agent.
+  if (pod.metadata?.labels?.["linkerd.io/control-plane-component"])
+    return { skip: "meshcni never evicts Linkerd's control plane: restart the pod to get the redirect" };
+  if (limits.self && key.namespace === limits.self.namespace)
+    return { skip: `meshcni never evicts in its own namespace ${key.namespace}: restart the pod to get the redirect` };
   if (limits.evictNamespaces && !limits.evictNamespaces.has(key.namespace))
     return {
       skip: `meshcni does not evict in namespace ${key.namespace} (not in --evict-namespaces): restart the pod to get the redirect`,

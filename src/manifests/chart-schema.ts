@@ -96,7 +96,7 @@ export function chartValuesSchema(): Schema {
       resources,
       // meshcni's own.
       repair: { enum: [...repairPolicies] },
-      evictNamespaces: list(string({ pattern: `^${dnsLabel}$` })),
+      evictNamespaces: list(string({ pattern: `^(\\*|${dnsLabel})$` })),
       startupTaint: string({ pattern: `^$|${taintPattern(taintEffects.join("|"))}` }),
       extraCNIBinDirs: list(absolutePath),
       netnsDir: absolutePath,

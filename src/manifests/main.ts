@@ -16,8 +16,8 @@ export const manifestsUsage = `meshcni manifests [options]   print the manifests
   --image IMAGE              the agent's image (${defaults.image})
   --log-level LEVEL          debug, info, warn or error, for the agent and the plugin (${defaults.logLevel})
   --repair POLICY            ${repairPolicies.join(", ")} (${defaults.repair}); RBAC follows
-  --evict-namespaces NS,NS   with --repair evict: the only namespaces the agent may evict in (its flag and
-                             the node-scope policy; default: any but kube-system, kube-public, kube-node-lease)
+  --evict-namespaces NS,NS   with --repair evict, which needs it: the only namespaces the agent may evict in
+                             (its flag and the node-scope policy); '*': any but kube-system, kube-public, kube-node-lease
   --startup-taint TAINT      lifted once the node is ready; "" for none (${defaults.startupTaint})
   --net-dir DIR              the nodes' CNI config dir (${defaults.netDir})
   --bin-dir DIR              the nodes' CNI bin dir (${defaults.binDir})
@@ -66,10 +66,20 @@ function parseToleration(text: string) {
   };
 }
 
-/** --evict-namespaces NS,NS: namespaces' names, only with --repair evict, none of the never-meshed system ones. */
+/**
+ * --evict-namespaces NS,NS: namespaces' names, or `*` for any (["*"]), only with --repair evict
+ * (which needs it, as the agent does), none of the never-meshed system ones.
+ */
 function evictNamespacesOf(text: string | undefined, repair: RepairPolicy): string[] | undefined {
-  if (text === undefined) return undefined;
+  if (text === undefined) {
+    if (repair === "evict")
+      throw new Error(
+        "--repair evict needs --evict-namespaces NS,NS: the namespaces the agent may evict pods in ('*': any but the system ones)",
+      );
+    return undefined;
+  }
   if (repair !== "evict") throw new Error("--evict-namespaces needs --repair evict");
+  if (text.trim() === "*") return ["*"];
   const names = text.split(",").map((name) => name.trim());
   for (const name of names) {
     if (!new RegExp(`^${dnsLabel}$`).test(name)) throw new Error(`--evict-namespaces: ${JSON.stringify(name)} is no namespace name`);

@@ -125,7 +125,7 @@ export function nodeScopePolicyFor(
       expression: "variables.subresource != 'eviction' || !has(object.deleteOptions) || !has(object.deleteOptions.gracePeriodSeconds)",
       message: "meshcni's agent may evict a pod only with the pod's own grace period",
     },
-    options.evictNamespaces
+    options.evictNamespaces && !options.evictNamespaces.includes("*")
       ? {
           expression: `variables.subresource != 'eviction' || request.namespace in ${celList(options.evictNamespaces)}`,
           message: `meshcni's agent may evict pods only in ${options.evictNamespaces.join(", ")} (--evict-namespaces)`,

@@ -41,7 +41,11 @@ const cases: Array<{ option: string; values: Record<string, unknown>; flags: str
   { option: "--log-level", values: { logLevel: "debug" }, flags: ["--log-level", "debug"] },
   { option: "--repair label", values: { repair: "label" }, flags: ["--repair", "label"] },
   { option: "--repair none", values: { repair: "none" }, flags: ["--repair", "none"] },
-  { option: "--repair evict", values: { repair: "evict" }, flags: ["--repair", "evict"] },
+  {
+    option: "--repair evict",
+    values: { repair: "evict", evictNamespaces: ["*"] },
+    flags: ["--repair", "evict", "--evict-namespaces", "*"],
+  },
   {
     option: "--evict-namespaces",
     values: { repair: "evict", evictNamespaces: ["shop", "pay"] },

@@ -159,6 +159,7 @@ describe("linkerd2-cni's values, taken unchanged", () => {
     [{ startupTaint: "meshcni.io/not-ready:Sometimes" }, "startupTaint"],
     [{ repair: "delete" }, "repair"],
     [{ evictNamespaces: ["shop"] }, "evictNamespaces needs repair: evict"],
+    [{ repair: "evict" }, "repair: evict needs evictNamespaces"],
     [{ repair: "evict", evictNamespaces: ["kube-system"] }, "evictNamespaces: kube-system's pods are never meshed"],
     [{ netconf: { "incomming-proxy-port": 4000 } }, "incomming-proxy-port"],
     [{ resources: { memory: { limit: "lots" } } }, "limit"],

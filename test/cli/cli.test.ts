@@ -94,7 +94,7 @@ describe("meshcni's command line", () => {
 
 describe("meshcni manifests", () => {
   it("prints YAML documents, one object each, ready for kubectl apply -f -", () => {
-    const result = meshcni("manifests", "--repair", "evict", "--pod-monitor");
+    const result = meshcni("manifests", "--repair", "evict", "--evict-namespaces", "*", "--pod-monitor");
     expect(result.status).toBe(0);
     const docs = parseAllDocuments(result.stdout).map((doc) => doc.toJS() as { kind: string });
     expect(docs.map((doc) => doc.kind)).toEqual([...manifestKinds, "PodMonitor"]);

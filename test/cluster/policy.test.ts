@@ -116,16 +116,19 @@ describeAsRoot("the agent's authority on a real cluster", () => {
 
   it("holds the agent's token to its own node: denied elsewhere, allowed for its taint, condition, label and token; no eviction with a grace period of its own or in a system namespace", async () => {
     const meshcni = new Meshcni(cluster);
-    await meshcni.deploy(["--repair", "evict"]);
+    await meshcni.deploy(["--repair", "evict", "--evict-namespaces", "*"]);
     await scenario(meshcni);
   }, 240_000);
 
   it("holds it the same after a kustomize overlay moved the manifests to another namespace", async () => {
     // The install above removed first, as an operator moving it would.
-    await cluster.kubectl(["delete", "-f", "-", "--wait", "--ignore-not-found"], await renderManifests(["--repair", "evict"]));
+    await cluster.kubectl(
+      ["delete", "-f", "-", "--wait", "--ignore-not-found"],
+      await renderManifests(["--repair", "evict", "--evict-namespaces", "*"]),
+    );
     const base = join(overlayDir, "base");
     mkdirSync(base);
-    await execa(meshcniBinary, ["manifests", ...nodeFlags, "--repair", "evict", "--output-dir", base]);
+    await execa(meshcniBinary, ["manifests", ...nodeFlags, "--repair", "evict", "--evict-namespaces", "*", "--output-dir", base]);
     await applyOverlay("overlay", "namespace: mesh-system");
     const meshcni = new Meshcni(cluster, "mesh-system");
     await meshcni.rolledOut();

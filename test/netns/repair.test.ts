@@ -197,7 +197,7 @@ describeAsRoot("the agent's repair, policy evict", () => {
   const s = scenario(53);
   const evictionsOf = (name: string) => s.api.requestsTo("POST", new RegExp(`/pods/${name}/eviction$`));
   beforeAll(() =>
-    s.setup(["--repair", "evict", "--max-evictions-per-minute", "1"], async () => {
+    s.setup(["--repair", "evict", "--evict-namespaces", "shop", "--max-evictions-per-minute", "1"], async () => {
       // Swept in this order: the guarded pod's 429 spends no budget; the first eviction does.
       await s.startPod("guarded", "plain", { owned: true });
       s.api.disruptionBudgetBlocks.add("shop/guarded");
@@ -232,7 +232,7 @@ describeAsRoot("the agent's repair, policy evict", () => {
 describeAsRoot("the agent's repair, policy evict, a PodDisruptionBudget that holds", () => {
   const s = scenario(55);
   beforeAll(() =>
-    s.setup(["--repair", "evict"], async () => {
+    s.setup(["--repair", "evict", "--evict-namespaces", "shop"], async () => {
       await s.startPod("guarded", "plain", { owned: true });
       s.api.disruptionBudgetBlocks.add("shop/guarded");
     }),
@@ -250,7 +250,7 @@ describeAsRoot("the agent's repair, policy evict, a PodDisruptionBudget that hol
 describeAsRoot("the agent's repair, policy evict, refused otherwise than by a budget", () => {
   const s = scenario(56);
   beforeAll(() =>
-    s.setup(["--repair", "evict", "--max-evictions-per-minute", "5"], async () => {
+    s.setup(["--repair", "evict", "--evict-namespaces", "shop", "--max-evictions-per-minute", "5"], async () => {
       for (const name of ["throttled", "split"]) await s.startPod(name, "plain", { owned: true });
       s.api.evictionRefusals.set("shop/throttled", "throttled");
       s.api.evictionRefusals.set("shop/split", "several-budgets");

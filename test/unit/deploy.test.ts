@@ -35,7 +35,7 @@ describe("deploy/ and meshcni manifests", () => {
 
   it.each([
     [[]],
-    [["--repair", "evict", "--pod-monitor", "--startup-taint", ""]],
+    [["--repair", "evict", "--evict-namespaces", "*", "--pod-monitor", "--startup-taint", ""]],
     [["--repair", "none", "--namespace", "mesh-system", "--toleration", "dedicated=mesh:NoSchedule", "--node-selector", "pool=mesh"]],
     [["--label", "team=net", "--netconf", "proxy-uid=1337", "--memory-limit", "512Mi", "--priority-class", "system-cluster-critical"]],
     [["--prometheus-rule", "--grafana-dashboard", "--pod-monitor"]],

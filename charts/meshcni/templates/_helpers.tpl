@@ -85,6 +85,9 @@ ghcr.io/meshcni/meshcni:{{ .Chart.AppVersion }}
 {{- if and .Values.evictNamespaces (ne .Values.repair "evict") }}
 {{- fail "evictNamespaces needs repair: evict" }}
 {{- end }}
+{{- if and (eq .Values.repair "evict") (empty .Values.evictNamespaces) }}
+{{- fail "repair: evict needs evictNamespaces: the namespaces the agent may evict pods in ([\"*\"]: any but the system ones)" }}
+{{- end }}
 {{- range .Values.evictNamespaces }}
 {{- if has . (list "kube-system" "kube-public" "kube-node-lease") }}
 {{- fail (printf "evictNamespaces: %s's pods are never meshed, so never evicted" .) }}

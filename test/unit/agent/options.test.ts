@@ -87,6 +87,8 @@ describe("the agent's flags", () => {
       ]),
     ).toMatchObject({ sweep: { excludeNamespaces: ["kube-system", "linkerd"], netnsDirs: ["/run/netns", "/var/lib/containerd/netns"] } });
     expect(parse(["--repair", "evict", "--evict-namespaces", "shop, web"]).sweep.evictNamespaces).toEqual(["shop", "web"]);
-    expect(parse(["--repair", "evict"]).sweep.evictNamespaces).toBeUndefined();
+    expect(parse(["--repair", "evict", "--evict-namespaces", "*"]).sweep.evictNamespaces).toBeUndefined();
+    expect(() => parse(["--repair", "evict"])).toThrow("--repair evict needs --evict-namespaces NS,NS");
+    expect(() => parse(["--repair", "evict", "--evict-namespaces", ""])).toThrow("--repair evict needs --evict-namespaces NS,NS");
   });
 });

@@ -35,6 +35,23 @@ describe("repair decisions", () => {
     expect(repairAction(pod("b"), "evict", allowed)).toBe("label");
   });
 
+  it("never evicts Linkerd's control plane, nor in its own namespace (its agents on other nodes), whatever --evict-namespaces says", () => {
+    const owned = pod("a", { owned: true });
+    const controlPlane = {
+      ...owned,
+      metadata: { ...owned.metadata, namespace: "linkerd", labels: { "linkerd.io/control-plane-component": "destination" } },
+    } as V1Pod;
+    expect(repairAction(controlPlane, "evict", limits())).toEqual({
+      skip: "meshcni never evicts Linkerd's control plane: restart the pod to get the redirect",
+    });
+    const ownNamespace = { ...owned, metadata: { ...owned.metadata, namespace: "meshcni" } } as V1Pod;
+    expect(repairAction(ownNamespace, "evict", limits({ evictNamespaces: new Set(["meshcni"]) }))).toEqual({
+      skip: "meshcni never evicts in its own namespace meshcni: restart the pod to get the redirect",
+    });
+    // Other policies are as before: writing the redirect in place takes nothing down.
+    expect(repairAction(controlPlane, "redirect", limits())).toBe("redirect");
+  });
+
   it("leaves alone its own pod, a pod being deleted, one already labelled, one acted on recently, an excluded namespace", () => {
     expect(repairAction(podObject("meshcni", "agent") as V1Pod, "redirect", limits())).toEqual({ skip: "the agent's own pod" });
     expect(repairAction(pod("f", { deleting: true }), "redirect", limits())).toEqual({ skip: "already being deleted" });

@@ -124,6 +124,7 @@ describe("meshcni manifests flags", () => {
     [["--node-selector", "Bad!=x"], '--node-selector: "Bad!" is no label key'],
     [["--netconf", "incomming-proxy-port=4000"], "--netconf incomming-proxy-port: no such setting (did you mean incoming-proxy-port?)"],
     [["--evict-namespaces", "shop"], "--evict-namespaces needs --repair evict"],
+    [["--repair", "evict"], "--repair evict needs --evict-namespaces NS,NS"],
     [["--repair", "evict", "--evict-namespaces", "shop,kube-system"], "--evict-namespaces: kube-system's pods are never meshed"],
     [["--repair", "evict", "--evict-namespaces", "shop,it's"], `--evict-namespaces: "it's" is no namespace name`],
   ])("refuses %j, naming the flag and the value", (argv, message) => {
