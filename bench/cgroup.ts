@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -10,14 +10,26 @@ import { join } from "node:path";
 export class MemoryCgroup {
   private constructor(
     readonly dir: string,
-    private readonly peakFile: string,
+    private readonly v2: boolean,
   ) {}
 
   static create(name: string): MemoryCgroup {
     const v2 = existsSync("/sys/fs/cgroup/cgroup.controllers");
     const dir = v2 ? join("/sys/fs/cgroup", name) : join("/sys/fs/cgroup/memory", name);
     mkdirSync(dir);
-    return new MemoryCgroup(dir, join(dir, v2 ? "memory.peak" : "memory.max_usage_in_bytes"));
+    return new MemoryCgroup(dir, v2);
+  }
+
+  /** Holds the cgroup to `bytes`, as a container's memory limit does: past it, the kernel kills. */
+  limit(bytes: number): this {
+    writeFileSync(join(this.dir, this.v2 ? "memory.max" : "memory.limit_in_bytes"), String(bytes));
+    return this;
+  }
+
+  /** Processes of the cgroup the kernel killed for want of memory. */
+  oomKills(): number {
+    const text = readFileSync(join(this.dir, this.v2 ? "memory.events" : "memory.oom_control"), "utf8");
+    return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0);
   }
 
   /** The command, run from a shell that first moves itself into the cgroup (exec keeps it there; its children follow). */
@@ -30,7 +42,8 @@ export class MemoryCgroup {
 
   /** The most memory charged to the cgroup at once, in MB. */
   peakMb(): number {
-    return Math.round(Number(readFileSync(this.peakFile, "utf8").trim()) / 1024 / 102.4) / 10;
+    const peak = readFileSync(join(this.dir, this.v2 ? "memory.peak" : "memory.max_usage_in_bytes"), "utf8");
+    return Math.round(Number(peak.trim()) / 1024 / 102.4) / 10;
   }
 
   /** Removes the cgroup (its processes have ended). */

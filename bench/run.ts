@@ -8,6 +8,7 @@ import { benchCri } from "./cri.js";
 import { benchFreshness } from "./freshness.js";
 import { benchInstaller } from "./installer.js";
 import { benchPlugin } from "./plugin.js";
+import { benchSocketAttack } from "./socket-attack.js";
 
 if (!isRoot) {
   console.error("the benchmark creates network namespaces and iptables rules: run it as root");
@@ -18,6 +19,7 @@ if (!only || only === "plugin") await benchPlugin();
 if (!only || only === "installer") await benchInstaller();
 if (!only || only === "agent-memory") await benchAgentMemory();
 if (!only || only === "agent-api") await benchAgentApi();
+if (!only || only === "socket-attack") await benchSocketAttack();
 if (!only || only === "freshness") await benchFreshness();
 if (!only || only === "audit") await benchAudit();
 if (!only || only === "cri") await benchCri();

@@ -76,8 +76,15 @@ export type AgentAnswer =
   | { refused: { code: number; msg: string; details: string } }
   | { error: string };
 
-/** A line is at most this long: pods' decision fields are a few KiB. */
+/** An answer is at most this long: pods' decision fields are a few KiB (their annotations at most 256 KiB). */
 export const maxLineBytes = 1 << 20;
+
+/**
+ * A question is at most this long: a netconf with its prevResult is a few KiB. The agent
+ * holds no more of one, so a crowd of callers cannot make it hold much (issue 41); the plugin
+ * does a longer one's work itself.
+ */
+export const maxAskBytes = 64 << 10;
 
 /** The agent could not be asked (no socket, nobody listening, too slow, an answer that is no answer): ask the API instead. */
 export class AgentUnavailableError extends Error {

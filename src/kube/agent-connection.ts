@@ -1,4 +1,4 @@
-import { type AgentAnswer, type AgentAsk, AgentUnavailableError, maxLineBytes } from "../agent-socket.js";
+import { type AgentAnswer, type AgentAsk, AgentUnavailableError, maxAskBytes, maxLineBytes } from "../agent-socket.js";
 import { errnoCode, errorMessage } from "../errors.js";
 import { isJsonObject } from "../json.js";
 
@@ -100,9 +100,12 @@ export async function connectAgent(socket: string, timeoutMs: number, connect: C
 
   const ask = async (question: AgentAsk): Promise<Exclude<AgentAnswer, { error: string }>> => {
     if (failure) throw failure;
+    const asked = JSON.stringify(question);
+    if (Buffer.byteLength(asked) > maxAskBytes)
+      throw new AgentUnavailableError(socket, `a question longer than the agent reads (${maxAskBytes} bytes)`);
     const line = await new Promise<string | AgentUnavailableError>((settle) => {
       waiting.add(settle);
-      open.write(`${JSON.stringify(question)}\n`);
+      open.write(`${asked}\n`);
     });
     if (line instanceof AgentUnavailableError) throw line;
     let answer: AgentAnswer;

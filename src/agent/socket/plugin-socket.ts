@@ -2,9 +2,10 @@ import { chmodSync, lstatSync, mkdirSync, unlinkSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { dirname } from "node:path";
 import { parseAsk } from "../../agent-schema.js";
-import { type AgentAnswer, type AgentAsk, maxLineBytes } from "../../agent-socket.js";
+import { type AgentAnswer, type AgentAsk, maxAskBytes } from "../../agent-socket.js";
 import { errnoCode, errorMessage } from "../../errors.js";
 import { type Logger, SaidOnce } from "../../log.js";
+import { AskLines, HeldBytes } from "./ask-lines.js";
 import type { PeerCheck } from "./peer.js";
 
 /** The plugin's socket, served: closing it ends the connections open on it too. */
@@ -20,13 +21,19 @@ export const socketBounds = {
   idleMs: 5000,
   /** Questions asked and not yet answered on one connection. */
   pending: 16,
+  /** A question must be whole within this of its first byte (one sent a byte at a time holds no connection). */
+  lineMs: 2000,
+  /** Bytes of unfinished questions held across connections (each at most maxAskBytes). */
+  heldBytes: 4 << 20,
 };
+export type SocketBounds = typeof socketBounds;
 
 /**
  * Serves the plugin on a unix socket at `path`, in a directory only root may enter (0700),
  * the socket itself 0600, and to root's processes only (`admit`: the kernel's word for who
- * connected, whatever the modes let through). Bounded: connections at once, idle time and
- * questions in flight per connection. A socket left by an earlier agent is replaced; any
+ * connected, whatever the modes let through). Bounded: connections at once, idle time, a
+ * question's length and time to arrive, the bytes held across connections, and questions in
+ * flight per connection. A socket left by an earlier agent is replaced; any
  * other file there is refused. Closing it drops the connections still open: a plugin
  * stopped midway (or one waiting for an answer) must not hold the agent's stop; a plugin
  * whose answer is dropped does the work itself.
@@ -36,6 +43,7 @@ export async function servePlugin(
   answer: (ask: AgentAsk) => Promise<AgentAnswer>,
   admit: PeerCheck,
   log: Logger,
+  bounds: SocketBounds = socketBounds,
 ): Promise<PluginServer> {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   chmodSync(dirname(path), 0o700);
@@ -46,6 +54,7 @@ export async function servePlugin(
     if (errnoCode(error) !== "ENOENT") throw error;
   }
   const connections = new Set<Socket>();
+  const held = new HeldBytes(bounds.heldBytes);
   const refused = new SaidOnce();
   const server = createServer((connection) => {
     const refusal = admit(connection);
@@ -56,20 +65,31 @@ export async function servePlugin(
       connection.destroy();
       return;
     }
+    const lines = new AskLines(held, maxAskBytes);
+    let lineDeadline: NodeJS.Timeout | undefined;
     connections.add(connection);
-    connection.once("close", () => connections.delete(connection));
-    connection.setTimeout(socketBounds.idleMs, () => connection.destroy());
-    let buffered = "";
+    connection.once("close", () => {
+      connections.delete(connection);
+      clearTimeout(lineDeadline);
+      lines.release();
+    });
+    connection.setTimeout(bounds.idleMs, () => connection.destroy());
     let pending = 0;
     let replies = Promise.resolve();
-    connection.setEncoding("utf8");
     connection.on("error", () => connection.destroy());
-    connection.on("data", (chunk: string) => {
-      buffered += chunk;
-      if (buffered.length > maxLineBytes) return connection.destroy();
-      for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
-        const line = buffered.slice(0, end);
-        buffered = buffered.slice(end + 1);
+    connection.on("data", (chunk: Buffer) => {
+      const started = lines.partial;
+      const whole = lines.push(chunk);
+      if ("refused" in whole) {
+        if (refused.first(whole.refused)) log.warn("closed a connection on the plugin's socket", { reason: whole.refused });
+        return connection.destroy();
+      }
+      if (!lines.partial) clearTimeout(lineDeadline);
+      else if (!started || whole.length > 0) {
+        clearTimeout(lineDeadline);
+        lineDeadline = setTimeout(() => connection.destroy(), bounds.lineMs);
+      }
+      for (const line of whole) {
         let ask: AgentAsk;
         try {
           ask = parseAsk(line);
@@ -87,7 +107,7 @@ export async function servePlugin(
       }
     });
   });
-  server.maxConnections = socketBounds.connections;
+  server.maxConnections = bounds.connections;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(path, () => resolve());

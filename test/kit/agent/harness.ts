@@ -25,6 +25,8 @@ export class AgentHarness extends AgentHost {
 
   /** The API server start() made when the test gave none. */
   ownApi: FakeApiServer | undefined;
+  /** How the agent's command is run (bench/cgroup.ts: inside a memory cgroup); as it is by default. */
+  wrap = (command: string, args: string[]) => ({ command, args });
 
   protected override tokenRotated(token: string): void {
     this.ownApi?.agentTokens.add(token);
@@ -58,7 +60,8 @@ export class AgentHarness extends AgentHost {
     const args = this.args(["--listen", "127.0.0.1:0", "--resync-seconds", "60", ...extra]);
     const node = args.lastIndexOf("--node");
     this.node = node >= 0 ? args[node + 1] : env.NODE_NAME;
-    const child = spawn(meshcniBinary, ["install", ...args], {
+    const run = this.wrap(meshcniBinary, ["install", ...args]);
+    const child = spawn(run.command, run.args, {
       env: { ...this.env, ...env },
       stdio: ["ignore", "ignore", "pipe"],
     });

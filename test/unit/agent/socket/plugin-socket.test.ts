@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { type PluginServer, servePlugin, socketBounds } from "../../../../src/agent/socket/plugin-socket.js";
+import { maxAskBytes } from "../../../../src/agent-socket.js";
+import { connectAgent } from "../../../../src/kube/agent-connection.js";
+import { nodeConnector } from "../../../kit/agent/socket.js";
+import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
+
+const question = '{"get":"namespace","name":"shop"}\n';
+
+/** A client on the socket: what it was answered, and when the agent closed it (ms after connecting). */
+function client(path: string) {
+  const socket: Socket = connect(path);
+  const opened = performance.now();
+  let text = "";
+  const closed = new Promise<number>((resolve) => socket.on("close", () => resolve(performance.now() - opened)));
+  socket.on("data", (chunk) => {
+    text += chunk;
+  });
+  socket.on("error", () => {});
+  return {
+    socket,
+    closed,
+    answers: () => text.split("\n").filter(Boolean),
+    ready: new Promise((resolve) => socket.on("connect", resolve)),
+  };
+}
+
+const waitFor = async (check: () => boolean) => {
+  for (let tries = 0; tries < 200 && !check(); tries++) await new Promise((resolve) => setTimeout(resolve, 10));
+};
+
+/** The bounds of issue 41's connection attack: what one caller, and a crowd of them, can make the agent hold. */
+describe("the plugin's socket, bounded", () => {
+  let dir: string;
+  let path: string;
+  let server: PluginServer;
+  let lines: LogEntry[];
+  const serve = async (bounds: Partial<typeof socketBounds>) => {
+    server = await servePlugin(
+      path,
+      async (ask) => ({ object: ask.get, cached: true }),
+      () => undefined,
+      memoryLogger(lines),
+      {
+        ...socketBounds,
+        ...bounds,
+      },
+    );
+  };
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), "meshcni-socket-"));
+    path = join(dir, "plugin.sock");
+    lines = [];
+  });
+  afterEach(async () => {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("closes a connection whose question passes maxAskBytes, saying why once; the next caller is answered", async () => {
+    await serve({});
+    const long = client(path);
+    long.socket.write(`{"get":"namespace","name":"${"x".repeat(maxAskBytes)}"}\n`);
+    await long.closed;
+    expect(long.answers()).toEqual([]);
+    const next = client(path);
+    next.socket.write(question);
+    await waitFor(() => next.answers().length === 1);
+    expect(next.answers()).toEqual(['{"object":"namespace","cached":true}']);
+    next.socket.destroy();
+    expect(lines).toEqual([
+      {
+        level: "warn",
+        message: "closed a connection on the plugin's socket",
+        fields: { reason: `a question longer than ${maxAskBytes} bytes` },
+      },
+    ]);
+  });
+
+  it("closes a connection whose question is not whole within lineMs, however steadily its bytes come", async () => {
+    await serve({ lineMs: 300, idleMs: 5000 });
+    const slow = client(path);
+    await slow.ready;
+    const drip = setInterval(() => slow.socket.write("x"), 50);
+    const closedAfter = await slow.closed;
+    clearInterval(drip);
+    expect(closedAfter).toBeGreaterThanOrEqual(250);
+    expect(closedAfter).toBeLessThan(2000);
+  });
+
+  it("answers a caller sending whole questions, one after another, past lineMs in all", async () => {
+    await serve({ lineMs: 200 });
+    const steady = client(path);
+    for (let asked = 1; asked <= 4; asked++) {
+      steady.socket.write(question);
+      await waitFor(() => steady.answers().length === asked);
+      await new Promise((resolve) => setTimeout(resolve, 80));
+    }
+    expect(steady.answers()).toHaveLength(4);
+    steady.socket.destroy();
+  });
+
+  it("closes the caller that would take the bytes held across connections past heldBytes; a plugin is still answered, and a closed caller's share comes back", async () => {
+    await serve({ heldBytes: 1000 });
+    const first = client(path);
+    first.socket.write("x".repeat(600));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const second = client(path);
+    second.socket.write("y".repeat(600));
+    await second.closed;
+    const plugin = await connectAgent(path, 2000, nodeConnector);
+    expect(await plugin.ask({ get: "namespace", name: "shop" })).toEqual({ object: "namespace", cached: true });
+    first.socket.destroy();
+    await first.closed;
+    const third = client(path);
+    third.socket.write(`{"get":"namespace","name":"shop"}${" ".repeat(860)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    third.socket.write("\n");
+    await waitFor(() => third.answers().length === 1);
+    expect(third.answers()).toEqual(['{"object":"namespace","cached":true}']);
+    third.socket.destroy();
+    expect(lines.map((line) => line.fields?.reason)).toEqual(["1000 bytes of questions held across connections"]);
+    plugin.close();
+  });
+
+  it("the plugin does not ask a question longer than the agent reads: it does the work itself", async () => {
+    await serve({});
+    const plugin = await connectAgent(path, 2000, nodeConnector);
+    await expect(plugin.ask({ get: "namespace", name: "x".repeat(maxAskBytes) })).rejects.toThrow(
+      `a question longer than the agent reads (${maxAskBytes} bytes)`,
+    );
+    plugin.close();
+  });
+});
