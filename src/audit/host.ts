@@ -6,7 +6,7 @@ import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { criSocketOf, criSockets } from "../cri/sockets.js";
 import { timeoutFlag } from "../flags.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
-import { createNodeApi } from "../kube/node-api.js";
+import { createNodeApi, eventComponent } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
 import { type Backend, inspectPlans } from "../redirect/redirector.js";
 import { defaultStateDir, fileRecordStore } from "../state/records.js";
@@ -89,7 +89,7 @@ export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeCon
   const redirector = (backend: Backend) => createRedirector(backend, { stateDir });
   const socket = criSocketOf(dirs.criSocket, (path) => existsSync(onHost(path)));
   return {
-    api: createNodeApi(config, node, "meshcni", explain),
+    api: createNodeApi(config, node, eventComponent, explain),
     records: fileRecordStore(stateDir),
     netconf: () => activeNetconf(readConfigFiles(onHost(dirs.netDir))),
     // The netconf's state_dir holds the backend ADD detected: the same answer, read where the plugin wrote it.

@@ -68,7 +68,10 @@ export type DaemonSetState = "present" | "deleted" | "denied";
  * command run by hand puts them in the operator's, naming the server): Events and logs never
  * carry client-node's dump of the exchange.
  */
-export function createNodeApi(config: KubeConfig, nodeName: string, component = "meshcni", explain = apiError): NodeApi {
+/** The reportingComponent of the Events meshcni writes (with its node as reportingInstance): meshcni status reads only these. */
+export const eventComponent = "meshcni";
+
+export function createNodeApi(config: KubeConfig, nodeName: string, component = eventComponent, explain = apiError): NodeApi {
   const api = rawNodeApi(config, nodeName, component);
   return Object.fromEntries(
     Object.entries(api).map(([name, call]) => [

@@ -1,7 +1,7 @@
 import { prometheusRule } from "./alerts.js";
 import { chartValuesSchema } from "./chart-schema.js";
 import { dashboardConfigMap } from "./dashboard.js";
-import { nodeScopePolicyFor } from "./policy.js";
+import { nodeScopePolicyFor, pluginTokenSeconds } from "./policy.js";
 
 /**
  * Placeholders in the chart's generated files, which its templates replace with the values
@@ -19,7 +19,7 @@ export function chartFiles(): Array<{ name: string; text: string }> {
   const meta = { name: "meshcni", namespace: "", labels: {} };
   const policySpec = (evictNamespaces: string[] | undefined) => {
     const taint = { key: chartPlaceholders.taintKey, effect: chartPlaceholders.taintEffect };
-    const [policy] = nodeScopePolicyFor({ taint, evictNamespaces }, "meshcni", {});
+    const [policy] = nodeScopePolicyFor({ taint, evictNamespaces, pluginTokenSeconds }, "meshcni", {});
     return `${JSON.stringify((policy as { spec: unknown }).spec)}\n`;
   };
   return [

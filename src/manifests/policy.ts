@@ -1,11 +1,14 @@
+import { readAgentFlags } from "../agent/flags.js";
 import { conditionType } from "../agent/node/condition.js";
-import { maxPluginTokenSeconds } from "../agent/plugin-token.js";
 import { unprotectedLabel } from "../audit/repair.js";
 import { parseTaint } from "../taint-spec.js";
 import type { ManifestOptions } from "./options.js";
 
 /** The claim a projected ServiceAccount token carries of the node its pod runs on (Kubernetes ≥ 1.30, on by default). */
 export const nodeNameClaim = "authentication.kubernetes.io/node-name";
+
+/** The plugin token's life the manifests' agent asks for (its flag's default): the policy allows no longer. */
+export const pluginTokenSeconds = Number(readAgentFlags([], {}).text("plugin-token-seconds"));
 
 /** Namespaces whose pods are never meshed: no eviction there, whatever a token asks. */
 export const systemNamespaces = ["kube-system", "kube-public", "kube-node-lease"];
@@ -19,7 +22,8 @@ const celList = (names: string[]) => `[${names.map((name) => `'${name}'`).join("
  * per-node-update e2e test): a Node patch only on its own Node and only of the startup
  * taint (with its effect), of its status only the MeshcniReady condition; a pod patch only
  * for a pod on its node, and only of meshcni's label; a plugin token only bound to its own
- * Node (or unbound, where the server cannot bind to Nodes), valid at most a day. RBAC
+ * Node (or unbound, where the server cannot bind to Nodes), valid no longer than the agent
+ * asks (its --plugin-token-seconds); an Event only about a pod, reported as its node. RBAC
  * grants the verbs cluster-wide (it cannot name "the caller's node"); this policy narrows
  * them. It matches the agent's ServiceAccount by name in any namespace, so a kustomize
  * overlay that moves the manifests to another namespace keeps it bound.
@@ -34,12 +38,12 @@ export function nodeScopePolicy(
 ) {
   // The agent's own reading of the flag: the policy allows exactly the taint it sets.
   const taint = options.startupTaint ? parseTaint(options.startupTaint) : undefined;
-  return nodeScopePolicyFor({ taint, evictNamespaces: options.evictNamespaces }, serviceAccount, labels);
+  return nodeScopePolicyFor({ taint, evictNamespaces: options.evictNamespaces, pluginTokenSeconds }, serviceAccount, labels);
 }
 
 /** The policy for a taint already read (the chart's generator passes placeholders Helm replaces). */
 export function nodeScopePolicyFor(
-  options: { taint: { key: string; effect: string } | undefined; evictNamespaces: string[] | undefined },
+  options: { taint: { key: string; effect: string } | undefined; evictNamespaces: string[] | undefined; pluginTokenSeconds: number },
   serviceAccount: string,
   labels: Record<string, string>,
 ) {
@@ -145,8 +149,17 @@ export function nodeScopePolicyFor(
     },
     {
       // Not the audience: the server fills in its own before admission, which the policy cannot know.
-      expression: `variables.subresource != 'token' || !has(object.spec.expirationSeconds) || object.spec.expirationSeconds <= ${maxPluginTokenSeconds}`,
-      message: `meshcni's agent may mint tokens valid for at most ${maxPluginTokenSeconds} s`,
+      // The server has defaulted it (an hour) before admission; the agent always asks for its life.
+      expression: `variables.subresource != 'token' || (has(object.spec.expirationSeconds) && object.spec.expirationSeconds <= ${options.pluginTokenSeconds})`,
+      message: `meshcni's agent may mint tokens valid for at most ${options.pluginTokenSeconds} s (its --plugin-token-seconds)`,
+    },
+    {
+      // Who reads them (meshcni status) trusts an Event only from the node of the pod it names.
+      expression:
+        "request.resource.resource != 'events' || (object.involvedObject.kind == 'Pod' && " +
+        "has(object.reportingInstance) && object.reportingInstance == variables.node && " +
+        "has(object.source) && has(object.source.host) && object.source.host == variables.node)",
+      message: "meshcni's agent may report Events only about pods, and only as its own node",
     },
   ];
   return [
@@ -159,7 +172,12 @@ export function nodeScopePolicyFor(
         matchConstraints: {
           resourceRules: [
             { apiGroups: [""], apiVersions: ["v1"], operations: ["UPDATE"], resources: ["nodes", "nodes/status", "pods"] },
-            { apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["pods/eviction", "serviceaccounts/token"] },
+            {
+              apiGroups: [""],
+              apiVersions: ["v1"],
+              operations: ["CREATE"],
+              resources: ["pods/eviction", "serviceaccounts/token", "events"],
+            },
           ],
         },
         matchConditions: [

@@ -2,6 +2,7 @@ import type { CoreV1Event, V1Node, V1Pod } from "@kubernetes/client-node";
 import { conditionType } from "../agent/node/condition.js";
 import { eventReasons, unprotectedLabel } from "../audit/repair.js";
 import { columns } from "../columns.js";
+import { eventComponent } from "../kube/node-api.js";
 
 /** A node as its agent last described it through its MeshcniReady condition. */
 export interface NodeView {
@@ -69,9 +70,12 @@ export function clusterView(nodes: V1Node[], labelled: V1Pod[], events: CoreV1Ev
       .map((view) => [view.node, view]),
   );
   const at = (event: CoreV1Event) => new Date(event.lastTimestamp ?? event.eventTime ?? event.firstTimestamp ?? 0).getTime();
+  // Keyed by the node that reported it: a pod's Event counts only from its own node's agent (anyone
+  // may create Events; the node-scope policy holds meshcni's agents to their node's name).
   const newest = new Map<string, CoreV1Event>();
   for (const event of events) {
-    const key = `${event.involvedObject.namespace}/${event.involvedObject.name}`;
+    if (event.reportingComponent !== eventComponent || !event.reportingInstance) continue;
+    const key = `${event.reportingInstance} ${event.involvedObject.namespace}/${event.involvedObject.name}`;
     const held = newest.get(key);
     if (!held || at(event) >= at(held)) newest.set(key, event);
   }
@@ -79,7 +83,7 @@ export function clusterView(nodes: V1Node[], labelled: V1Pod[], events: CoreV1Ev
   const list = (key: string, node: string, known: string) => {
     if (listed.has(key)) return;
     const [namespace = "", name = ""] = key.split("/");
-    const event = newest.get(key);
+    const event = newest.get(`${node} ${key}`);
     listed.set(key, {
       namespace,
       name,

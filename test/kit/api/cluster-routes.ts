@@ -93,6 +93,10 @@ export function clusterRoutes(server: FakeApiServer, { method, path, query, body
         "Invalid",
         `TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: ${seconds}: may not specify a duration less than 10 minutes`,
       );
+    // Admission after the request's validation, before the bound object is looked at (as TokenREST.Create).
+    const request = { ...(body as KubeObject), metadata: { namespace: tokenRequest[1]! }, spec: { ...spec, expirationSeconds: seconds } };
+    const denied = server.admission(who, "CREATE", "serviceaccounts", "token", request, null);
+    if (denied) return denied;
     let boundNode: MintedToken["boundNode"];
     const bound = spec?.boundObjectRef;
     if (bound) {

@@ -92,6 +92,8 @@ export function podRoutes(server: FakeApiServer, { method, path, query, body, re
   }
   const events = /^\/api\/v1\/namespaces\/([^/]+)\/events$/.exec(path);
   if (events && method === "POST") {
+    const denied = server.admission(who, "CREATE", "events", "", { ...(body as KubeObject), metadata: { namespace: events[1]! } }, null);
+    if (denied) return denied;
     const event = server.stamp(
       mergePatch(body, { metadata: { name: `event-${server.events.length}`, namespace: events[1] } }) as KubeObject,
     );

@@ -34,6 +34,7 @@ describe("the agent's ServiceAccount held to its own node", () => {
   afterAll(() => api.stop());
   beforeEach(() => {
     for (const map of [api.pods, api.nodes]) map.clear();
+    api.events.length = 0;
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n1" };
     api.authorizeAs({ repair: "evict", startupTaint: "meshcni.io/not-ready:NoSchedule" });
     api.nodeBoundTokens = true;
@@ -133,6 +134,21 @@ describe("the agent's ServiceAccount held to its own node", () => {
     }
   });
 
+  it("reports Events only about pods and as its own node; mints no token living longer than its --plugin-token-seconds", async () => {
+    const event = { reason: "MeshRedirectMissing", action: "None", message: "m", type: "Warning" } as const;
+    await onNode("n1").createPodEvent(api.pods.get("shop/web") as V1Pod, event);
+    expect(api.events.map((created) => created.reportingInstance)).toEqual(["n1"]);
+    // The same token claiming another node's name for its Events (as a stolen one would, to be believed for that node's pods).
+    await expect(onNode("n2").createPodEvent(api.pods.get("shop/elsewhere") as V1Pod, event)).rejects.toThrow(
+      "meshcni's agent may report Events only about pods, and only as its own node",
+    );
+    expect(api.events).toHaveLength(1);
+    await expect(onNode("n1").mintToken("meshcni", "meshcni-plugin", 7200)).rejects.toThrow(
+      "meshcni's agent may mint tokens valid for at most 3600 s (its --plugin-token-seconds)",
+    );
+    expect((await onNode("n1").mintToken("meshcni", "meshcni-plugin", 3600)).boundToNode).toBe(true);
+  });
+
   it("writes nothing at all with a token that names no node (not a projected token of a pod on a node)", async () => {
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: undefined };
     await expect(lift("n1")).rejects.toThrow("acts only with a token bound to its pod on a node");
@@ -190,6 +206,7 @@ describe("the agent's ServiceAccount held to its own node", () => {
   });
 
   it("mints unbound only while the server does not know the Node (404), and bound again once it is registered", async () => {
+    api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n-gone" };
     const node = onNode("n-gone");
     const unbound = await node.mintToken("meshcni", "meshcni-plugin", 600);
     expect(unbound.boundToNode).toBe(false);

@@ -15,13 +15,20 @@ const pod = (name: string, nodeName: string, labels: Record<string, string> = {}
   metadata: { namespace: "shop", name, uid: `uid-${name}`, labels },
   spec: { nodeName, containers: [] },
 });
-const event = (name: string, type: string, at: string, message = "m"): CoreV1Event => ({
+const event = (
+  name: string,
+  type: string,
+  at: string,
+  message = "m",
+  from = { reportingComponent: "meshcni", reportingInstance: "n1" },
+): CoreV1Event => ({
   metadata: {},
   involvedObject: { kind: "Pod", namespace: "shop", name, uid: `uid-${name}` },
   reason: "MeshRedirectMissing",
   type,
   message,
   lastTimestamp: new Date(at),
+  ...from,
 });
 
 const unprotectedNode = node("n1", {
@@ -53,6 +60,10 @@ describe("meshcni status's view of the cluster", () => {
     const events = [
       event("web", "Warning", "2026-11-25T09:00:00Z", "older"),
       event("web", "Warning", "2026-11-25T10:00:00Z", "no redirect; meshcni takes no action"),
+      // Newer, but not from the pod's node's agent: anyone with events create could have written them.
+      event("web", "Warning", "2026-11-25T11:00:00Z", "forged", { reportingComponent: "meshcni", reportingInstance: "n2" }),
+      event("web", "Warning", "2026-11-25T11:00:00Z", "forged", { reportingComponent: "other", reportingInstance: "n1" }),
+      event("web", "Warning", "2026-11-25T11:00:00Z", "forged", {} as { reportingComponent: string; reportingInstance: string }),
       // A pod warned of on a node whose agent has since found every pod protected.
       event("old", "Warning", "2026-11-25T10:00:00Z"),
     ];
