@@ -48,8 +48,9 @@ export function repairAction(pod: V1Pod, policy: RepairPolicy, limits: RepairLim
   if (policy !== "evict") return policy;
   if (!hasController(pod)) return "label";
   // The mesh's own control plane, and meshcni's agents on other nodes: never taken down by an agent.
-  if (pod.metadata?.labels?.["linkerd.io/control-plane-component"])
-    return { skip: "meshcni never evicts Linkerd's control plane: restart the pod to get the redirect" };
+  const labels = pod.metadata?.labels ?? {};
+  if (labels["linkerd.io/control-plane-component"] || labels["linkerd.io/control-plane-ns"] === key.namespace)
+    return { skip: "meshcni never evicts Linkerd's control plane or its namespace: restart the pod to get the redirect" };
   if (limits.self && key.namespace === limits.self.namespace)
     return { skip: `meshcni never evicts in its own namespace ${key.namespace}: restart the pod to get the redirect` };
   if (limits.evictNamespaces && !limits.evictNamespaces.has(key.namespace))

@@ -41,9 +41,16 @@ describe("repair decisions", () => {
       ...owned,
       metadata: { ...owned.metadata, namespace: "linkerd", labels: { "linkerd.io/control-plane-component": "destination" } },
     } as V1Pod;
-    expect(repairAction(controlPlane, "evict", limits())).toEqual({
-      skip: "meshcni never evicts Linkerd's control plane: restart the pod to get the redirect",
-    });
+    const skipped = { skip: "meshcni never evicts Linkerd's control plane or its namespace: restart the pod to get the redirect" };
+    expect(repairAction(controlPlane, "evict", limits())).toEqual(skipped);
+    // Another pod of the control plane's namespace (an extension's, say): its proxy names the namespace it is in.
+    const inMeshNamespace = {
+      ...owned,
+      metadata: { ...owned.metadata, namespace: "mesh", labels: { "linkerd.io/control-plane-ns": "mesh" } },
+    } as V1Pod;
+    expect(repairAction(inMeshNamespace, "evict", limits())).toEqual(skipped);
+    const meshedElsewhere = { ...owned, metadata: { ...owned.metadata, labels: { "linkerd.io/control-plane-ns": "mesh" } } } as V1Pod;
+    expect(repairAction(meshedElsewhere, "evict", limits())).toBe("evict");
     const ownNamespace = { ...owned, metadata: { ...owned.metadata, namespace: "meshcni" } } as V1Pod;
     expect(repairAction(ownNamespace, "evict", limits({ evictNamespaces: new Set(["meshcni"]) }))).toEqual({
       skip: "meshcni never evicts in its own namespace meshcni: restart the pod to get the redirect",
