@@ -67,8 +67,12 @@ export function newestRecordByUid(records: AttachmentRecord[]): Map<string, Atta
   return newest;
 }
 
-/** Judges one pod from its record (if ADD made one) and what its netns holds. */
-export function classify(pod: V1Pod, record: AttachmentRecord | undefined, observation: Observation): PodAudit {
+/**
+ * Judges one pod from what its netns holds against the pod's plan, its record (if ADD made
+ * one) and how the record's plan differs from the pod's (`recordDrift`: a finding even while
+ * the netns holds the pod's plan, since repairs and later sweeps would otherwise trust it).
+ */
+export function classify(pod: V1Pod, record: AttachmentRecord | undefined, observation: Observation, recordDrift: string[] = []): PodAudit {
   const base = { uid: "", ...podKeyOf(pod) };
   if (!observation.found) return { ...base, status: "unknown", details: [observation.reason] };
   const { differences, hasRedirect } = observation;
@@ -84,7 +88,7 @@ export function classify(pod: V1Pod, record: AttachmentRecord | undefined, obser
       ],
     };
   }
-  if (differences.length === 0) {
+  if (differences.length === 0 && recordDrift.length === 0) {
     return record
       ? { ...base, status: "protected", details: [] }
       : {
@@ -99,7 +103,7 @@ export function classify(pod: V1Pod, record: AttachmentRecord | undefined, obser
       : "no ADD record and no redirect in its netns: the pod's network was set up without meshcni in the chain";
     return { ...base, status: "missing", details: [why] };
   }
-  return { ...base, status: "drifted", details: [...(record?.state === "adding" ? [unfinishedAdd] : []), ...differences] };
+  return { ...base, status: "drifted", details: [...(record?.state === "adding" ? [unfinishedAdd] : []), ...recordDrift, ...differences] };
 }
 
 export function sortAudits<T extends PodAudit>(audits: T[]): T[] {

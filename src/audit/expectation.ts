@@ -5,7 +5,7 @@ import type { JsonObject } from "../json.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { isOwnEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
 import { firewallSpecFor, isControlPlane, needsNamespaceAnnotations, readApiServerPorts, redirectFamilies } from "../mesh/pod.js";
-import { planRules, type RulePlan } from "../redirect/plan.js";
+import { planLines, planRules, type RulePlan } from "../redirect/plan.js";
 import type { Backend } from "../redirect/redirector.js";
 import type { AttachmentRecord } from "../state/records.js";
 import { newestRecordByUid } from "./classify.js";
@@ -46,16 +46,36 @@ export interface ExpectationIo {
   backend(conf: NetConf): Promise<Backend>;
 }
 
-/** What a pod is compared with: its record's plan, or the one ADD would compute now. */
+/** What a pod is compared with: the plan ADD would compute now; where its netns is, from its record if it has one. */
 export interface Expected {
   pod: V1Pod;
   record: AttachmentRecord | undefined;
   target: ScanTarget | undefined;
+  /** How the record's plan differs from that one (a record changed by hand, or a netconf changed since ADD). */
+  recordDrift: string[];
   /** Why no plan could be made. */
   problem?: string;
 }
 
-/** What each pod is compared with: its newest record's plan, else the one ADD would compute now. */
+/** How a record's plans differ from the pod's: per family, the lines one has and the other lacks. */
+export function recordDrift(recorded: RulePlan[], expected: RulePlan[]): string[] {
+  const lines = (plans: RulePlan[], family: string) => plans.filter((plan) => plan.family === family).flatMap(planLines);
+  const families = [...new Set([...expected, ...recorded].map((plan) => plan.family))].sort();
+  return families.flatMap((family) => {
+    const want = lines(expected, family);
+    const have = lines(recorded, family);
+    const extra = have.filter((line) => !want.includes(line)).map((line) => `its ADD record's ${family} plan has ${line}`);
+    const lacking = want.filter((line) => !have.includes(line)).map((line) => `its ADD record's ${family} plan lacks ${line}`);
+    return [...extra, ...lacking];
+  });
+}
+
+/**
+ * What each pod is compared with: the plan ADD would compute now, from meshcni's entry in the
+ * active config and the pod's annotations, never from its record (a record's plan is what
+ * someone wrote on the node's disk: one weaker than the pod's is itself a finding). The record
+ * says where the pod's netns is and which backend wrote it.
+ */
 export async function expectations(pods: V1Pod[], records: AttachmentRecord[], io: ExpectationIo): Promise<Expected[]> {
   const byUid = newestRecordByUid(records);
   const namespaces = new Map<string, Promise<V1Namespace>>();
@@ -66,10 +86,6 @@ export async function expectations(pods: V1Pod[], records: AttachmentRecord[], i
     const uid = pod.metadata?.uid ?? "";
     const ips = podIps(pod);
     const record = byUid.get(uid);
-    if (record) {
-      expected.push({ pod, record, target: { uid, recordedNetns: record.netns, ips, plans: record.plans, backend: record.backend } });
-      continue;
-    }
     try {
       if (!netconf) {
         const conf = io.netconf();
@@ -81,9 +97,14 @@ export async function expectations(pods: V1Pod[], records: AttachmentRecord[], i
       // As ADD finds them, read once per sweep.
       if (isControlPlane(pod)) controlPlanePorts ??= readApiServerPorts((namespace, name) => io.api.readService(namespace, name));
       const plans = plansFor(netconf.conf, pod, namespace, isControlPlane(pod) ? await controlPlanePorts! : []);
-      expected.push({ pod, record, target: { uid, recordedNetns: undefined, ips, plans, backend: netconf.backend } });
+      expected.push({
+        pod,
+        record,
+        target: { uid, recordedNetns: record?.netns, ips, plans, backend: record?.backend ?? netconf.backend },
+        recordDrift: record ? recordDrift(record.plans, plans) : [],
+      });
     } catch (error) {
-      expected.push({ pod, record, target: undefined, problem: `cannot compute meshcni's plan: ${errorMessage(error)}` });
+      expected.push({ pod, record, target: undefined, recordDrift: [], problem: `cannot compute meshcni's plan: ${errorMessage(error)}` });
     }
   }
   return expected;

@@ -144,7 +144,7 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
     };
     const audit: PodReport = entry.problem
       ? { uid: "", ...podKeyOf(entry.pod), status: "unknown", details: [entry.problem] }
-      : classify(entry.pod, entry.record, observation);
+      : classify(entry.pod, entry.record, observation, entry.recordDrift);
     reports.push(audit);
     if (!request.policy || !entry.target || !observation.found) continue;
     if (audit.status === "adopted")

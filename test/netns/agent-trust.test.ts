@@ -1,4 +1,4 @@
-import { statSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -43,7 +43,8 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     await api.start();
     api.addNode({ metadata: { name: node } });
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
-    await host.startWithApi(api, ["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir], {
+    const args = ["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir, "--audit-seconds", "1"];
+    await host.startWithApi(api, args, {
       POD_NAMESPACE: "meshcni",
     });
     await host.waitFor(async () => (await host.readyz()).status === 200, 10_000);
@@ -87,6 +88,31 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     expect(reasons.map((line) => line.reason)).toEqual([
       "its inbound-ports-to-ignore, outbound-ports-to-ignore differ from the agent's own entry",
     ]);
+  });
+
+  it("finds a record weakened by hand (the caller owns the state dir as root) at its next sweep, and writes the pod's plan back, not the record's", async () => {
+    const netns = await net.addNetns("weakened");
+    const path = net.netnsPath(netns);
+    api.addPod(podObject("shop", "weakened", { proxy: "container", nodeName: node }));
+    const args = `${podArgs("shop", "weakened")};K8S_POD_UID=uid-shop-weakened`;
+    const added = await invokePlugin(pluginEnv(path, "c-weakened", args), { cniVersion: "1.0.0", name: "primary", ...entry });
+    expect(added.exitCode, added.stdout).toBe(0);
+    // Running, as the API shows it once the sandbox is up: the sweeps judge it from now on.
+    api.addPod(podObject("shop", "weakened", { proxy: "container", nodeName: node, podIP: "10.86.0.99" }));
+    const rules = await natRules(netns, "nft");
+    const file = join(net.stateDir, "attachments", "c-weakened_eth0.json");
+    const record = JSON.parse(readFileSync(file, "utf8")) as { plans: Array<{ chains: Record<string, string[][]> }> };
+    const letThrough = ["-p", "tcp", "-m", "multiport", "--dports", "1:65535", "-j", "RETURN"];
+    const weakened = record.plans.map((plan) => ({
+      ...plan,
+      chains: Object.fromEntries(Object.entries(plan.chains).map(([chain, lines]) => [chain, [letThrough, ...lines]])),
+    }));
+    writeFileSync(file, JSON.stringify({ ...record, plans: weakened }));
+    await host.waitFor(() => api.events.some((event) => event.reason === "MeshRedirectDrifted"), 15_000);
+    const event = api.events.find((found) => found.reason === "MeshRedirectDrifted")!;
+    expect(event.message).toContain("its ADD record's ipv4 plan has");
+    await host.waitFor(() => JSON.stringify(JSON.parse(readFileSync(file, "utf8")).plans) === JSON.stringify(record.plans), 5000);
+    expect(await natRules(netns, "nft")).toEqual(rules);
   });
 
   it("never answers with the identity of the netns it found: a caller asserting another learns nothing of the pod's", async () => {

@@ -1,3 +1,5 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { execa } from "execa";
 import { FakeApiServer, podObject } from "../api/server.js";
 import { TestNetwork } from "../netns/network.js";
@@ -26,6 +28,9 @@ export class PodFleet {
       kubernetes: { kubeconfig: this.kubeconfig },
       linkerd: { "iptables-mode": "nft" },
     };
+    // The node's chain, as the audit reads meshcni's entry from it for each pod's plan.
+    const { cniVersion, name, ...entry } = conf;
+    writeFileSync(join(this.net.confDir, "fleet.conflist"), JSON.stringify({ cniVersion, name, plugins: [entry] }));
     const indexes = Array.from({ length: count }, (_, i) => i);
     for (let i = 0; i < indexes.length; i += parallel) {
       await Promise.all(
@@ -59,7 +64,11 @@ export class PodFleet {
   audit() {
     return execa(
       meshcniBinary,
-      ["audit", "--node", this.node, "--kubeconfig", this.kubeconfig, "--state-dir", this.net.stateDir, "--output", "json"],
+      [
+        "audit",
+        ...["--node", this.node, "--kubeconfig", this.kubeconfig, "--state-dir", this.net.stateDir, "--net-dir", this.net.confDir],
+        ...["--output", "json"],
+      ],
       { reject: false },
     );
   }
