@@ -7,6 +7,7 @@ import { isOwnEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
 import { firewallSpecFor, isControlPlane, needsNamespaceAnnotations, readApiServerPorts, redirectFamilies } from "../mesh/pod.js";
 import { planLines, planRules, type RulePlan } from "../redirect/plan.js";
 import type { Backend } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
 import type { AttachmentRecord } from "../state/records.js";
 import { newestRecordByUid } from "./classify.js";
 import type { ScanTarget } from "./scan.js";
@@ -32,10 +33,22 @@ export function podIps(pod: V1Pod): string[] {
   return listed.length > 0 ? listed : pod.status?.podIP ? [pod.status.podIP] : [];
 }
 
-/** The plans ADD would compute for the pod under that netconf (an invalid annotation throws, as in ADD). */
-export function plansFor(conf: NetConf, pod: V1Pod, namespace: V1Namespace | undefined, apiServerPorts: number[]): RulePlan[] {
+/**
+ * The plans ADD would compute for the pod under that netconf (an invalid annotation throws,
+ * as in ADD), for the families its addresses and the netconf name, and those its record has
+ * (ADD saw the addresses the primary CNI gave, which the API may not list all of): a record
+ * can add a family to what is expected, never take one away.
+ */
+export function plansFor(
+  conf: NetConf,
+  pod: V1Pod,
+  namespace: V1Namespace | undefined,
+  apiServerPorts: number[],
+  recorded: Family[] = [],
+): RulePlan[] {
   const spec = firewallSpecFor(conf.linkerd, pod, namespace, apiServerPorts);
-  return redirectFamilies(conf.linkerd, podIps(pod)).map((family) => planRules(spec, family));
+  const families = new Set([...redirectFamilies(conf.linkerd, podIps(pod)), ...recorded]);
+  return (["ipv4", "ipv6"] as const).filter((family) => families.has(family)).map((family) => planRules(spec, family));
 }
 
 /** What working out the expectations reads: namespaces and the `kubernetes` Service from the API, meshcni's entry, the backend. */
@@ -96,7 +109,9 @@ export async function expectations(pods: V1Pod[], records: AttachmentRecord[], i
       const namespace = needsNamespaceAnnotations(pod) ? await namespaces.get(name) : undefined;
       // As ADD finds them, read once per sweep.
       if (isControlPlane(pod)) controlPlanePorts ??= readApiServerPorts((namespace, name) => io.api.readService(namespace, name));
-      const plans = plansFor(netconf.conf, pod, namespace, isControlPlane(pod) ? await controlPlanePorts! : []);
+      const apiServerPorts = isControlPlane(pod) ? await controlPlanePorts! : [];
+      const recordedFamilies = record?.plans.map((plan) => plan.family);
+      const plans = plansFor(netconf.conf, pod, namespace, apiServerPorts, recordedFamilies);
       expected.push({
         pod,
         record,

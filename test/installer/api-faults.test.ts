@@ -219,9 +219,13 @@ describe("the agent against the in-test API server's faults", () => {
     api.addNode({ metadata: { name: "n1" }, spec: { taints: [taint] } });
     // A stolen token of node n2's agent, given to an agent that says it is n1's.
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n2" };
-    await start(["--startup-taint", "meshcni.io/not-ready"]);
-    await host.waitFor(() => warnings().some((line) => String(line.error ?? line.msg).includes("may change only its own Node")), 10_000);
+    // It never gets ready: it cannot mint the plugin's token bound to n1 either.
+    writeFileSync(host.path("10-calico.conflist"), calico);
+    await host.startWithApi(api, ["--node", "n1", "--startup-taint", "meshcni.io/not-ready"]);
+    const refused = (what: string) => warnings().some((line) => String(line.error ?? line.msg).includes(what));
+    await host.waitFor(() => refused("may change only its own Node") && refused("may mint tokens bound only to its own Node"), 10_000);
     expect(taints()).toHaveLength(1);
+    expect((await host.readyz()).status).toBe(503);
     await host.stop();
     api.agentUser = { username: "system:serviceaccount:meshcni:meshcni", node: "n1" };
     await start(["--startup-taint", "meshcni.io/not-ready"]);

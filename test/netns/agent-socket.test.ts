@@ -70,27 +70,10 @@ describeAsRoot("the plugin asks the agent on the node", () => {
   const hiddenNetnsDir = () => join(net.dir, "netns");
   /** The plugin's log file, as the agent's own netconf entry names it. */
   const pluginLog = () => join(net.stateDir, "plugin.log");
-  /** While this file exists, the agent's next legacy restore of a redirect takes it, waits 2.5 s (past the plugin's wait) and dies (no answer: the write fails). */
-  const slowFailure = () => join(net.dir, "writer-fails-late");
 
   beforeAll(async () => {
     await api.start();
     api.addNode({ metadata: { name: node } });
-    const fakeBin = join(net.dir, "agent-bin");
-    mkdirSync(fakeBin, { recursive: true });
-    const restore = join(fakeBin, "iptables-legacy-restore");
-    writeFileSync(
-      restore,
-      [
-        "#!/bin/sh",
-        'input="$(cat)"',
-        // Only a restore that writes the redirect (not one that reads or probes).
-        `case "$input" in *PROXY_INIT_REDIRECT*) if rm ${slowFailure()} 2>/dev/null; then sleep 2.5; kill -9 $$; fi;; esac`,
-        'printf "%s\\n" "$input" | exec /usr/sbin/iptables-legacy-restore "$@"',
-        "",
-      ].join("\n"),
-    );
-    chmodSync(restore, 0o755);
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
     await host.startWithApi(
       api,
@@ -105,7 +88,7 @@ describeAsRoot("the plugin asks the agent on the node", () => {
         "60",
         ...["--netns-dir", "/var/run/netns", "--netns-dir", hiddenNetnsDir()],
       ],
-      { POD_NAMESPACE: "meshcni", PATH: `${fakeBin}:${process.env.PATH}` },
+      { POD_NAMESPACE: "meshcni" },
     );
     await host.waitFor(async () => (await host.readyz()).status === 200, 10_000);
     await host.waitFor(() => host.logs.some((line) => line.msg === "answering the plugin"), 5000);
@@ -274,56 +257,6 @@ describeAsRoot("the plugin asks the agent on the node", () => {
       expect(record(`c-${name}`)).toBeUndefined();
     },
   );
-
-  it.each(["nftables", "legacy"] as const)(
-    "the agent's writers write and remove with the %s backend too: the rules in place after ADD, gone after DEL",
-    async (mode) => {
-      const name = `writer-${mode}`;
-      api.addPod(podObject("shop", name, { proxy: "container", nodeName: node }));
-      await cached(name);
-      const linkerd = { ...(entry.linkerd as Record<string, unknown>), "iptables-mode": mode };
-      const [added, removed] = [await writes("ADD", "done"), await writes("DEL", "done")];
-      const { result, netns } = await addPod(name, `uid-shop-${name}`, { linkerd });
-      expect(result.exitCode, result.stdout + result.stderr).toBe(0);
-      const present = async () =>
-        mode === "legacy"
-          ? (await natRules(netns, "legacy")).length > 0
-          : (await execa("ip", ["netns", "exec", netns, "nft", "list", "table", "ip", "meshcni"], { reject: false })).exitCode === 0;
-      expect(await present()).toBe(true);
-      expect(record(`c-${name}`)).toMatchObject({ state: "added", backend: mode });
-      const env = pluginEnv(net.netnsPath(netns), `c-${name}`, podArgs("shop", name), { CNI_COMMAND: "DEL" });
-      const deleted = await invokePlugin(env, { cniVersion: "1.0.0", name: "primary", ...entry, linkerd });
-      expect(deleted.exitCode, deleted.stdout + deleted.stderr).toBe(0);
-      expect(await present()).toBe(false);
-      expect(record(`c-${name}`)).toBeUndefined();
-      expect([await writes("ADD", "done"), await writes("DEL", "done")]).toEqual([added + 1, removed + 1]);
-    },
-  );
-
-  it("a write of the agent's that fails after the plugin stopped waiting undoes nothing the plugin then wrote itself", async () => {
-    const name = "late-writer";
-    api.addPod(podObject("shop", name, { proxy: "container", nodeName: node }));
-    await cached(name);
-    const linkerd = { ...(entry.linkerd as Record<string, unknown>), "iptables-mode": "legacy" };
-    writeFileSync(slowFailure(), "");
-    const { result, netns } = await addPod(name, `uid-shop-${name}`, { linkerd });
-    expect(result.exitCode, result.stdout + result.stderr).toBe(0);
-    expect(result.stderr).toContain("no answer within 2000 ms");
-    expect(existsSync(slowFailure())).toBe(false);
-    // The agent says so once its writer answered that it failed (2.5 s in): the writer answers only after its own
-    // undo, so whatever it would take away is gone by then. What the plugin wrote stays.
-    await until(
-      () =>
-        host.logs.some((line) => line.msg === "the plugin writes the redirect itself: the agent could not" && line.pod === `shop/${name}`),
-      5000,
-    ).catch(() => {
-      throw new Error(JSON.stringify(host.logs.slice(-8)));
-    });
-    expect(record(`c-${name}`)).toMatchObject({ state: "added", backend: "legacy" });
-    expect(await natRules(netns, "legacy")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
-    const env = pluginEnv(net.netnsPath(netns), `c-${name}`, podArgs("shop", name), { CNI_COMMAND: "DEL" });
-    expect((await invokePlugin(env, { cniVersion: "1.0.0", name: "primary", ...entry, linkerd })).exitCode).toBe(0);
-  });
 
   it("DEL through the agent keeps the rules while another attachment of the container is recorded in the netns (Multus)", async () => {
     api.addPod(podObject("shop", "multi", { proxy: "container", nodeName: node }));

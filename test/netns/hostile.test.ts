@@ -194,12 +194,15 @@ describeAsRoot("meshcni under hostile input", () => {
       expect(JSON.parse(readFileSync(join(net.stateDir, "attachments", "killed_eth0.json"), "utf8")).state).toBe("adding");
       expect(await natRules(pod, "nft")).toContain(":PROXY_INIT_OUTPUT - [0:0]");
       expect(await natRules(pod, "nft", "ipv6")).toEqual([]);
+      // The node's chain, whose meshcni entry the audit makes the pod's plan from.
+      const { cniVersion, name, ...entry } = conf({}, { ipv6: true, "iptables-mode": "nft" });
+      const netDir = join(net.dir, "net.d");
+      mkdirSync(netDir, { recursive: true });
+      writeFileSync(join(netDir, "mesh.conflist"), JSON.stringify({ cniVersion, name, plugins: [entry] }));
       const audit = await execa(
         meshcniBinary,
-        ["audit", "--node", "node-h", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--output", "json"],
-        {
-          reject: false,
-        },
+        ["audit", "--node", "node-h", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", netDir, "--output", "json"],
+        { reject: false },
       );
       expect(JSON.parse(audit.stdout).pods).toEqual([
         expect.objectContaining({ name: "web", status: "drifted", details: expect.arrayContaining([unfinishedAdd]) }),

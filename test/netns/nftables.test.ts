@@ -288,7 +288,8 @@ describeAsRoot("the nftables backend, through cnitool", () => {
   });
 
   it("is judged by the audit: protected, then drifted with the rule named once one is deleted with nft", async () => {
-    api.addPod(podObject("demo", "web", { proxy: "container", nodeName: "node-a", podIP: webIp }));
+    // As the API shows the pod ADD read: the annotations its plan was made from.
+    api.addPod(podObject("demo", "web", { proxy: "container", annotations: webAnnotations, nodeName: "node-a", podIP: webIp }));
     const audit = async () => {
       const result = await onNode(net, kubeconfig, ["audit", "--output", "json", "--pod", "demo/web"]);
       return JSON.parse(result.stdout).pods[0] as { status: string; details: string[] };
