@@ -15,7 +15,7 @@ const suites = [
   { base: "http://deb.debian.org/debian-security", suite: "bookworm-security" },
 ];
 
-interface Package {
+export interface Package {
   name: string;
   version: string;
   url: string;
@@ -93,11 +93,31 @@ async function suitePackages(base: string, suite: string, arch: string, cache: s
   });
 }
 
+/** A package as the lock holds it. */
+export interface LockedPackage {
+  version: string;
+  sha256: string;
+}
+export type PackageLock = Record<string, LockedPackage>;
+
+/** What `resolved` has that `lock` has not, or otherwise: empty when the archive still serves exactly the lock. */
+export function lockDifferences(lock: PackageLock, resolved: PackageLock): string[] {
+  const names = [...new Set([...Object.keys(lock), ...Object.keys(resolved)])].sort();
+  return names.flatMap((name) => {
+    const [locked, found] = [lock[name], resolved[name]];
+    if (!found) return [`${name} ${locked!.version}: locked, no longer wanted`];
+    if (!locked) return [`${name} ${found.version}: wanted, not in the lock`];
+    if (locked.version !== found.version) return [`${name}: ${locked.version} locked, ${found.version} in the archive`];
+    if (locked.sha256 !== found.sha256) return [`${name} ${found.version}: another .deb than the locked one (sha256 ${found.sha256})`];
+    return [];
+  });
+}
+
 /**
- * Extracts `roots` and everything they depend on (Debian bookworm, the latest of its
- * suites) into `rootfs`; returns each package with its version.
+ * `roots` and everything they depend on, as Debian bookworm serves them now (the latest of
+ * its suites), each checked against its signed index.
  */
-export async function extractPackages(arch: "amd64" | "arm64", roots: string[], rootfs: string, cache: string): Promise<string[]> {
+export async function resolvePackages(arch: "amd64" | "arm64", roots: string[], cache: string): Promise<Map<string, Package>> {
   mkdirSync(cache, { recursive: true });
   const newest = new Map<string, Package>();
   for (const { base, suite } of suites) {
@@ -118,8 +138,19 @@ export async function extractPackages(arch: "amd64" | "arm64", roots: string[], 
     wanted.set(name, found);
     queue.push(...found.depends);
   }
+  return wanted;
+}
+
+/** The packages as a lock holds them. */
+export const asLock = (packages: Map<string, Package>): PackageLock =>
+  Object.fromEntries(
+    [...packages].sort(([a], [b]) => a.localeCompare(b)).map(([name, { version, sha256 }]) => [name, { version, sha256 }]),
+  );
+
+/** Extracts the packages into `rootfs`, each .deb checked against its signed digest (cached by it). */
+export async function extractPackages(packages: Map<string, Package>, rootfs: string, cache: string): Promise<void> {
   mkdirSync(rootfs, { recursive: true });
-  for (const found of wanted.values()) {
+  for (const found of packages.values()) {
     const deb = join(cache, `${found.sha256}.deb`);
     if (!existsSync(deb)) {
       const data = await download(found.url);
@@ -128,5 +159,4 @@ export async function extractPackages(arch: "amd64" | "arm64", roots: string[], 
     } else if (sha256(readFileSync(deb)) !== found.sha256) throw new Error(`${deb} is corrupt`);
     await execa("dpkg-deb", ["--extract", deb, rootfs]);
   }
-  return [...wanted.values()].map((found) => `${found.name}=${found.version}`).sort();
 }

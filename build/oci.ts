@@ -55,9 +55,14 @@ async function layerTar(entries: LayerEntry[]): Promise<Buffer> {
 /**
  * Writes `path`: an OCI image layout tar holding one image per platform behind an index,
  * tagged `name` (the annotation containerd's import reads). Returns the size in bytes of
- * each platform's layer (`linux/amd64`), and gzipped (`linux/amd64:gzip`).
+ * each platform's layer (`linux/amd64`), and gzipped (`linux/amd64:gzip`), and the image
+ * index's digest (what `name@digest` pulls, once the archive is pushed as it is).
  */
-export async function writeOciArchive(path: string, name: string, platforms: PlatformImage[]): Promise<Record<string, number>> {
+export async function writeOciArchive(
+  path: string,
+  name: string,
+  platforms: PlatformImage[],
+): Promise<{ sizes: Record<string, number>; digest: string }> {
   const blobs = new Map<string, Buffer>();
   const blob = (data: Buffer, mediaType: string) => {
     const digest = sha256(data);
@@ -106,5 +111,5 @@ export async function writeOciArchive(path: string, name: string, platforms: Pla
   for (const [digest, data] of blobs) archive.entry({ name: `blobs/sha256/${digest.slice("sha256:".length)}` }, data);
   archive.finalize();
   await written;
-  return sizes;
+  return { sizes, digest: indexBlob.digest };
 }

@@ -83,7 +83,12 @@ export function chartValuesSchema(): Schema {
       privileged: boolean,
       tolerations: list(kubernetesObject),
       nodeAffinity: { type: ["object", "null"] },
-      image: object({ name: string({ minLength: 1 }), version: string(), pullPolicy: { enum: ["Always", "IfNotPresent", "Never"] } }),
+      image: object({
+        name: string({ minLength: 1 }),
+        version: string(),
+        digest: string({ pattern: "^(sha256:[0-9a-f]{64})?$" }),
+        pullPolicy: { enum: ["Always", "IfNotPresent", "Never"] },
+      }),
       imagePullSecrets: list(object({ name: string({ minLength: 1 }) }, { required: ["name"] })),
       extraInitContainers: list(kubernetesObject),
       repairController: object({

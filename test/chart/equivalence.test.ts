@@ -38,6 +38,11 @@ const cases: Array<{ option: string; values: Record<string, unknown>; flags: str
     values: { image: { name: "registry.example/meshcni", version: "1.2.3" } },
     flags: ["--image", "registry.example/meshcni:1.2.3"],
   },
+  {
+    option: "--image NAME:TAG@DIGEST",
+    values: { image: { name: "registry.example/meshcni", version: "1.2.3", digest: `sha256:${"ab".repeat(32)}` } },
+    flags: ["--image", `registry.example/meshcni:1.2.3@sha256:${"ab".repeat(32)}`],
+  },
   { option: "--log-level", values: { logLevel: "debug" }, flags: ["--log-level", "debug"] },
   { option: "--repair label", values: { repair: "label" }, flags: ["--repair", "label"] },
   { option: "--repair none", values: { repair: "none" }, flags: ["--repair", "none"] },

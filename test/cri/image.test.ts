@@ -3,7 +3,8 @@ import { dirname, join } from "node:path";
 import { execa } from "execa";
 import type { IDaemonSet } from "kubernetes-models/apps/v1";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { buildImage, imageName } from "../../build/image.js";
+import { bunRuntimes } from "../../build/bun-runtime.js";
+import { buildImage, imageName, packageLockPath } from "../../build/image.js";
 import { parseManifestArgs } from "../../src/manifests/main.js";
 import { renderManifests } from "../../src/manifests/render.js";
 import { AgentHarness } from "../kit/agent/harness.js";
@@ -33,8 +34,9 @@ describeAsRoot("the agent from its image under containerd", () => {
   const netnsDir = join(runtime.dir, "state/io.containerd.grpc.v1.cri/netns");
   let agentContainer = "";
 
+  const archive = join(runtime.dir, "meshcni-image.tar");
+
   beforeAll(async () => {
-    const archive = join(runtime.dir, "meshcni-image.tar");
     await buildImage([process.arch === "arm64" ? "arm64" : "amd64"], archive);
     await api.start();
     api.addPod(podObject("meshcni", "meshcni-img01", { proxy: false, nodeName: node, daemonSet: "meshcni" }));
@@ -61,6 +63,24 @@ describeAsRoot("the agent from its image under containerd", () => {
 
   it("names the image the DaemonSet runs", () => {
     expect(daemonSet).toContain(`image: ${imageName}`);
+  });
+
+  it("records what it holds in its config's labels: the pinned Bun runtime and the locked Debian packages", async () => {
+    const blob = async (name: string) => JSON.parse((await execa("tar", ["-xOf", archive, name])).stdout);
+    const at = (digest: string) => `blobs/sha256/${digest.slice("sha256:".length)}`;
+    const [index] = (await blob("index.json")).manifests;
+    const [manifest] = (await blob(at(index.digest))).manifests;
+    const { config } = await blob(at((await blob(at(manifest.digest))).config.digest));
+    const arch = process.arch === "arm64" ? "arm64" : "amd64";
+    const lock = JSON.parse(readFileSync(packageLockPath, "utf8"))[arch] as Record<string, { version: string }>;
+    expect(config.Labels["io.meshcni.debian-packages"].split(" ").sort()).toEqual(
+      Object.entries(lock)
+        .map(([name, { version }]) => `${name}=${version}`)
+        .sort(),
+    );
+    expect(config.Labels["io.meshcni.bun-runtime"]).toBe(
+      `${bunRuntimes[arch].name}@${bunRuntimes[arch].version} ${bunRuntimes[arch].integrity}`,
+    );
   });
 
   it("installs itself from the image and chains meshcni into containerd's config; a pod started before it is repaired, the next ones redirected", async () => {

@@ -73,7 +73,7 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- if include "meshcni.linkerdImage" . -}}
 ghcr.io/meshcni/meshcni:{{ .Chart.AppVersion }}
 {{- else -}}
-{{ .Values.image.name }}:{{ .Values.image.version | default .Chart.AppVersion }}
+{{ .Values.image.name }}:{{ .Values.image.version | default .Chart.AppVersion }}{{ with .Values.image.digest }}@{{ . }}{{ end }}
 {{- end }}
 {{- end }}
 
