@@ -39,6 +39,8 @@ export type Observation =
       differences: string[];
       /** Whether any chain or jump of the redirect is there at all. */
       hasRedirect: boolean;
+      /** Where the record's plan differs from the pod's: whether the netns holds the record's. */
+      matchesRecord?: boolean;
     };
 
 export const unfinishedAdd = "ADD did not finish (the plugin was stopped midway); the runtime's DEL removes what it wrote";
@@ -67,10 +69,18 @@ export function newestRecordByUid(records: AttachmentRecord[]): Map<string, Atta
   return newest;
 }
 
+/** What the audit says of a pod whose netns holds the plan ADD recorded, from before what it reads now changed. */
+export const asAdded =
+  "its rules are the plan ADD made; its annotations, its namespace's or meshcni's entry changed since: restart the pod to take them";
+
 /**
- * Judges one pod from what its netns holds against the pod's plan, its record (if ADD made
- * one) and how the record's plan differs from the pod's (`recordDrift`: a finding even while
- * the netns holds the pod's plan, since repairs and later sweeps would otherwise trust it).
+ * Judges one pod from what its netns holds against the pod's plan now, its record (if ADD
+ * made one) and how the record's plan differs from the pod's (`recordDrift`). A record that
+ * differs while the netns holds the pod's plan is a finding (changed on the node's disk; a
+ * repair records the pod's plan). A netns that holds the record's plan, where it differs, is
+ * protected: the netns and the record were written together at ADD (no caller can make the
+ * agent write a plan other than its own entry's), and a running pod keeps the settings it
+ * started with, as its proxy does.
  */
 export function classify(pod: V1Pod, record: AttachmentRecord | undefined, observation: Observation, recordDrift: string[] = []): PodAudit {
   const base = { uid: "", ...podKeyOf(pod) };
@@ -97,13 +107,15 @@ export function classify(pod: V1Pod, record: AttachmentRecord | undefined, obser
           details: ["no meshcni record, but its netns holds meshcni's plan (set up by linkerd-cni or an earlier install)"],
         };
   }
+  if (recordDrift.length > 0 && observation.matchesRecord) return { ...base, status: "protected", details: [asAdded] };
   if (!hasRedirect) {
     const why = record
       ? "its netns holds none of the redirect ADD recorded"
       : "no ADD record and no redirect in its netns: the pod's network was set up without meshcni in the chain";
     return { ...base, status: "missing", details: [why] };
   }
-  return { ...base, status: "drifted", details: [...(record?.state === "adding" ? [unfinishedAdd] : []), ...recordDrift, ...differences] };
+  const found = differences.length > 0 ? differences : recordDrift;
+  return { ...base, status: "drifted", details: [...(record?.state === "adding" ? [unfinishedAdd] : []), ...found] };
 }
 
 export function sortAudits<T extends PodAudit>(audits: T[]): T[] {

@@ -112,12 +112,10 @@ export async function expectations(pods: V1Pod[], records: AttachmentRecord[], i
       const apiServerPorts = isControlPlane(pod) ? await controlPlanePorts! : [];
       const recordedFamilies = record?.plans.map((plan) => plan.family);
       const plans = plansFor(netconf.conf, pod, namespace, apiServerPorts, recordedFamilies);
-      expected.push({
-        pod,
-        record,
-        target: { uid, recordedNetns: record?.netns, ips, plans, backend: record?.backend ?? netconf.backend },
-        recordDrift: record ? recordDrift(record.plans, plans) : [],
-      });
+      const drift = record ? recordDrift(record.plans, plans) : [];
+      const recordPlans = drift.length > 0 ? record?.plans : undefined;
+      const backend = record?.backend ?? netconf.backend;
+      expected.push({ pod, record, target: { uid, recordedNetns: record?.netns, ips, plans, recordPlans, backend }, recordDrift: drift });
     } catch (error) {
       expected.push({ pod, record, target: undefined, recordDrift: [], problem: `cannot compute meshcni's plan: ${errorMessage(error)}` });
     }

@@ -13,6 +13,8 @@ export interface ScanTarget {
   recordedNetns: string | undefined;
   ips: string[];
   plans: RulePlan[];
+  /** The record's plans, where they differ from `plans`: whether the netns holds them is looked at too. */
+  recordPlans?: RulePlan[] | undefined;
   backend: Backend;
 }
 
@@ -132,7 +134,9 @@ export async function scanNetns(
       await io.inNetns(onHost(netns), async () => {
         for (const { target, identifiedBy } of visitors) {
           const found = await io.inspect(await redirector(target.backend), target.plans);
-          observations.set(target.uid, { found: true, netns, identifiedBy, ...found });
+          const asRecorded = target.recordPlans && (await io.inspect(await redirector(target.backend), target.recordPlans));
+          const matchesRecord = asRecorded ? { matchesRecord: asRecorded.differences.length === 0 } : {};
+          observations.set(target.uid, { found: true, netns, identifiedBy, ...found, ...matchesRecord });
         }
       });
     } catch (error) {

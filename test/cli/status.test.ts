@@ -63,6 +63,9 @@ describe("meshcni status", () => {
       type: "Warning",
       message: "This pod runs without meshcni's redirect. meshcni takes no action (--repair=none): restart the pod to get the redirect.",
       lastTimestamp: "2026-11-25T10:05:00Z",
+      // As the pod's node's agent reports it: status believes no other.
+      reportingComponent: "meshcni",
+      reportingInstance: "n1",
     });
     const result = await status();
     expect(result.exitCode).toBe(1);

@@ -95,10 +95,28 @@ describeAsRoot("the agent's authority on a real cluster", () => {
     };
     expect(await evict("default", "local", { gracePeriodSeconds: 0 })).toMatch(/^422 .*only with the pod's own grace period/s);
     expect(await evict("kube-system", "system", {})).toMatch(/^422 .*may not evict pods of kube-system/s);
-    // A plugin token bound to another Node, for another audience, or for a year: refused.
+    // A plugin token bound to another Node, or living longer than the agent asks (an hour): refused.
     const token = (...args: string[]) => agent.kubectl("create", "token", "meshcni-plugin", "-n", meshcni.namespace, ...args);
     expect(await token("--bound-object-kind", "Node", "--bound-object-name", otherNode)).toMatch(/bound only to its own Node/);
-    expect(await token("--duration", "8760h")).toMatch(/valid for at most 86400 s/);
+    expect(await token("--duration", "2h")).toMatch(/valid for at most 3600 s \(its --plugin-token-seconds\)/);
+    // An Event reported as another node (to be believed about that node's pods), or about something else than a pod: refused.
+    const event = async (instance: string, kind = "Pod") => {
+      const body = {
+        metadata: { generateName: "local.", namespace: "default" },
+        involvedObject: { apiVersion: "v1", kind, name: "local", namespace: "default" },
+        reason: "MeshRedirectMissing",
+        message: "m",
+        type: "Warning",
+        source: { component: "meshcni", host: instance },
+        reportingComponent: "meshcni",
+        reportingInstance: instance,
+      };
+      const answer = await agent.request("POST", "/api/v1/namespaces/default/events", body, "application/json");
+      return `${answer.code} ${answer.body}`;
+    };
+    expect(await event(otherNode)).toMatch(/^422 .*only about pods, and only as its own node/s);
+    expect(await event(nodeName, "ConfigMap")).toMatch(/^422 .*only about pods, and only as its own node/s);
+    expect(await event(nodeName)).toMatch(/^201 /);
     // Its own taint, condition, pods' label and a token bound to its own Node: allowed.
     expect(await condition("MeshcniReady")).toMatch(/^200 /);
     expect(await agent.kubectl("label", "pod", "local", "meshcni.io/unprotected=true")).toMatch(/labeled/);

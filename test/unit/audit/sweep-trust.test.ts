@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
+import { asAdded } from "../../../src/audit/classify.js";
 import { recordDrift } from "../../../src/audit/expectation.js";
 import { sweep } from "../../../src/audit/sweep.js";
 import type { RulePlan } from "../../../src/redirect/plan.js";
@@ -51,6 +52,28 @@ describe("a sweep, against a record changed by hand", () => {
     expect(node.rules(netns)).toEqual(before);
     expect([...node.records.values()].map((record) => record.plans)).toEqual([planned]);
     expect((await sweep(options(undefined), fakeSweepIo(node).io)).pods[0]!.status).toBe("protected");
+  });
+});
+
+describe("a sweep, after what ADD read changed", () => {
+  let node: FakeNode;
+  const { addedPod } = sweepScene(() => node);
+
+  beforeEach(() => {
+    node = new FakeNode();
+  });
+
+  it("calls a pod whose netns holds the plan ADD recorded protected, saying it keeps its start's settings; no repair rewrites them", async () => {
+    const { pod, netns } = await addedPod("checkout", { annotations: { "config.linkerd.io/skip-inbound-ports": "9090" } });
+    const before = node.rules(netns);
+    // Its annotation changed since (for the proxy, only a restart would take it).
+    node.addPod({ ...pod, metadata: { ...pod.metadata, annotations: {} } });
+    for (const policy of [undefined, "redirect"] as const) {
+      const report = await sweep(options(policy), fakeSweepIo(node).io);
+      expect(report.pods).toEqual([expect.objectContaining({ name: "checkout", status: "protected", details: [asAdded] })]);
+      expect(report.pods[0]!.action).toBeUndefined();
+    }
+    expect(node.rules(netns)).toEqual(before);
   });
 });
 
