@@ -107,7 +107,8 @@ export function classify(pod: V1Pod, record: AttachmentRecord | undefined, obser
           details: ["no meshcni record, but its netns holds meshcni's plan (set up by linkerd-cni or an earlier install)"],
         };
   }
-  if (recordDrift.length > 0 && observation.matchesRecord) return { ...base, status: "protected", details: [asAdded] };
+  // Looked at only where the record's plan differs from the pod's (ScanTarget.recordPlans).
+  if (observation.matchesRecord) return { ...base, status: "protected", details: [asAdded] };
   if (!hasRedirect) {
     const why = record
       ? "its netns holds none of the redirect ADD recorded"

@@ -6,7 +6,6 @@ import ipaddr from "ipaddr.js";
  * annotation already validated (tokens.ts).
  */
 export function subnetNetwork(cidr: string): string {
-  const [address = "", prefix = ""] = cidr.split("/");
-  const network = address.includes(":") ? ipaddr.IPv6.networkAddressFromCIDR(cidr) : ipaddr.IPv4.networkAddressFromCIDR(cidr);
-  return `${network.toString()}/${prefix}`;
+  const network = cidr.includes(":") ? ipaddr.IPv6.networkAddressFromCIDR(cidr) : ipaddr.IPv4.networkAddressFromCIDR(cidr);
+  return `${network.toString()}/${cidr.slice(cidr.indexOf("/") + 1)}`;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import {
+  asAdded,
   classify,
   type Identified,
   isUnprotected,
@@ -100,6 +101,23 @@ describe("classifying by what the netns holds", () => {
     expect(classify(web, recorded, found(differences))).toMatchObject({ status: "drifted", details: differences });
     expect(classify(web, record(web.metadata!.uid!, "t", "adding"), found(differences)).details).toEqual([unfinishedAdd, ...differences]);
     expect(classify(web, record(web.metadata!.uid!, "t", "adding"), found()).status).toBe("protected");
+    // Without a record (linkerd-cni's rules, changed since): drifted too, and no word of an unfinished ADD.
+    expect(classify(web, undefined, found(differences))).toMatchObject({ status: "drifted", details: differences });
+    expect(unfinishedAdd).toBe("ADD did not finish (the plugin was stopped midway); the runtime's DEL removes what it wrote");
+  });
+
+  it("drifted by its record alone: the netns holds the pod's plan, the record another; protected, said so, where the netns holds the record's", () => {
+    const drift = ["its ADD record's ipv4 plan has -A C -j RETURN"];
+    expect(classify(web, recorded, found(), drift)).toMatchObject({ status: "drifted", details: drift });
+    const asRecorded = { ...found(["ipv4: C: missing rule: -j RETURN"]), matchesRecord: true };
+    expect(classify(web, recorded, asRecorded, drift)).toEqual(expect.objectContaining({ status: "protected", details: [asAdded] }));
+    expect(asAdded).toBe(
+      "its rules are the plan ADD made; its annotations, its namespace's or meshcni's entry changed since: restart the pod to take them",
+    );
+    expect(classify(web, recorded, { ...asRecorded, matchesRecord: false }, drift)).toMatchObject({
+      status: "drifted",
+      details: ["ipv4: C: missing rule: -j RETURN"],
+    });
   });
 
   it("unknown: no netns, saying why", () => {

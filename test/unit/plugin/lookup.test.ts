@@ -24,7 +24,7 @@ const everyOverride = {
 };
 
 /** A reader that answers `pod` (or throws `podFailure`) and `service` (or throws `serviceFailure`), counting reads and closes. */
-function reader(options: { pod?: V1Pod; podFailure?: Error; service?: V1Service; serviceFailure?: Error }) {
+function reader(options: { pod?: V1Pod; podFailure?: Error; namespaceFailure?: Error; service?: V1Service; serviceFailure?: Error }) {
   const seen = { reads: [] as string[], closed: 0 };
   const answer = async <T>(what: string, value: T | undefined, failure: Error | undefined): Promise<T> => {
     seen.reads.push(what);
@@ -33,7 +33,7 @@ function reader(options: { pod?: V1Pod; podFailure?: Error; service?: V1Service;
   };
   const kube: KubeReader = {
     readPod: (namespace, name, uid) => answer(`pod ${namespace}/${name} ${uid ?? "(any uid)"}`, options.pod, options.podFailure),
-    readNamespace: (name) => answer(`namespace ${name}`, { metadata: { name } }, undefined),
+    readNamespace: (name) => answer(`namespace ${name}`, { metadata: { name } }, options.namespaceFailure),
     readService: (namespace, name) => answer(`service ${namespace}/${name}`, options.service, options.serviceFailure),
     close: () => void seen.closed++,
   };
@@ -92,6 +92,18 @@ describe("deciding a pod's redirect from what the reader answers", () => {
       "cannot decide the redirect for pod shop/web: reading pod shop/web: 503 Service Unavailable",
     );
     expect(failing.seen.closed).toBe(1);
+  });
+
+  it("names what it could not read (the namespace) and what the API answered (a pod without metadata), as a PodLookupError", async () => {
+    const namespaceDown = reader({ pod: podObject("shop", "web", { proxy: "container" }) as V1Pod, namespaceFailure: new Error("429") });
+    const failed = await decidePod(linkerd, web, namespaceDown.kube, memoryLogger([])).catch((error: unknown) => error);
+    expect(failed).toBeInstanceOf(PodLookupError);
+    expect((failed as PodLookupError).name).toBe("PodLookupError");
+    expect((failed as PodLookupError).message).toBe("cannot decide the redirect for pod shop/web: reading namespace shop: 429");
+    const bare = reader({ pod: {} as V1Pod });
+    await expect(decidePod(linkerd, { ...web, uid: "u1" }, bare.kube, memoryLogger([]))).rejects.toThrow(
+      "the API server has pod UID (none), the runtime asked for u1",
+    );
   });
 
   it("skips the kubernetes Service's ports outbound for a control-plane pod, each port then its numeric targetPort", async () => {
