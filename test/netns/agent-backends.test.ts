@@ -107,9 +107,9 @@ describeAsRoot("the agent's writers, by backend", () => {
       expect([await writes("ADD"), await writes("DEL")]).toEqual([added + 1, removed + 1]);
     });
 
-    it.runIf(mode === "legacy")(
-      "a write that fails after the plugin stopped waiting undoes nothing the plugin then wrote itself",
-      async () => {
+    // Its fake restore fails late for legacy only.
+    if (mode === "legacy")
+      it("a write that fails after the plugin stopped waiting undoes nothing the plugin then wrote itself", async () => {
         writeFileSync(slowFailure(), "");
         const { result, netns } = await addPod("late-writer");
         expect(result.exitCode, result.stdout + result.stderr).toBe(0);
@@ -129,7 +129,6 @@ describeAsRoot("the agent's writers, by backend", () => {
         expect(record("c-late-writer")).toMatchObject({ state: "added", backend: "legacy" });
         expect(await natRules(netns, "legacy")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
         expect((await del("late-writer", netns)).exitCode).toBe(0);
-      },
-    );
+      });
   });
 });
