@@ -121,11 +121,16 @@ export class NodeAgent {
   async stop(): Promise<void> {
     this.stopped = true;
     this.credentials.stop();
-    const { uninstall, why } = await decideStop(this.options.onStop, this.options.self !== undefined, () => {
-      if (!this.credentials.client) throw new Error("the agent has no credentials");
-      // A hung API server must not hold the stop: past this, keep everything (decideStop).
-      return withTimeout(ownerState(this.credentials.client.api, this.options.self!, this.daemonSet), stopDecisionMs);
-    });
+    const { uninstall, why } = await decideStop(
+      this.options.onStop,
+      this.options.self !== undefined,
+      () => {
+        if (!this.credentials.client) throw new Error("the agent has no credentials");
+        // A hung API server must not hold the stop: past this, keep everything (decideStop).
+        return withTimeout(ownerState(this.credentials.client.api, this.options.self!, this.daemonSet), stopDecisionMs);
+      },
+      () => withTimeout(this.credentials.pluginTokenRefused(this.options.self!), stopDecisionMs),
+    );
     await this.nodeTasks?.stop();
     this.watcher.stop();
     await new Promise<void>((resolve) => {

@@ -7,9 +7,9 @@ import type { StopMode } from "./options.js";
 /** What a stop learns of the agent's DaemonSet; "unowned": no DaemonSet owns the agent's pod, so nothing replaces it. */
 export type OwnerState = DaemonSetState | "unowned";
 
-const whyUninstall: Record<Exclude<OwnerState, "present">, string> = {
+const whyUninstall: Record<Exclude<OwnerState, "present" | "unauthenticated">, string> = {
   deleted: "the DaemonSet is deleted",
-  denied: "the ServiceAccount or its permissions are gone (401/403)",
+  denied: "the ServiceAccount's permissions are gone (403)",
   unowned: "no DaemonSet owns the agent's pod: nothing replaces it",
 };
 
@@ -18,7 +18,10 @@ const whyUninstall: Record<Exclude<OwnerState, "present">, string> = {
  * agent while its DaemonSet stays: everything stays in place, so a pod started meanwhile
  * is redirected (or fails closed and is retried), never started plaintext. Deleting the
  * DaemonSet (`kubectl delete -k deploy/`) is the uninstall; so is a stop after its
- * ServiceAccount or permissions went (401/403), as they go with it. Without its pod's
+ * ServiceAccount or permissions went (401/403), as they go with it. A 401 alone does not
+ * tell: a force-deleted pod's token is refused too, its ServiceAccount still there; the
+ * plugin's token (another ServiceAccount's, bound to the Node) is refused as well only when
+ * meshcni's ServiceAccounts went (`pluginTokenRefused`). Without its pod's
  * name the agent is not in a pod: it uninstalls as it stops, as it always did. When the
  * API cannot answer, it keeps everything: a leftover entry fails closed, a missing one
  * would let pods start unmeshed.
@@ -27,12 +30,20 @@ export async function decideStop(
   mode: StopMode,
   inPod: boolean,
   ownerDaemonSet: () => Promise<OwnerState>,
+  pluginTokenRefused: () => Promise<boolean>,
 ): Promise<{ uninstall: boolean; why: string }> {
   if (mode !== "auto") return { uninstall: mode === "uninstall", why: `--on-stop ${mode}` };
   if (!inPod) return { uninstall: true, why: "not running in a pod (no POD_NAMESPACE/POD_NAME)" };
   try {
     const owner = await ownerDaemonSet();
     if (owner === "present") return { uninstall: false, why: "the DaemonSet stays: a restart or rollout" };
+    if (owner === "unauthenticated")
+      return (await pluginTokenRefused())
+        ? { uninstall: true, why: "the ServiceAccounts are gone (401 for the agent's token and the plugin's)" }
+        : {
+            uninstall: false,
+            why: "the agent's token is refused (401) while the plugin's is not: its pod was deleted; keeping everything",
+          };
     return { uninstall: true, why: whyUninstall[owner] };
   } catch (error) {
     return { uninstall: false, why: `cannot tell whether the DaemonSet stays (${errorMessage(error)}): keeping everything` };
@@ -55,7 +66,8 @@ export async function ownerState(
     try {
       name = await api.daemonSetOf(self.namespace, self.name);
     } catch (error) {
-      if (error instanceof ApiStatusError && (error.code === 401 || error.code === 403)) return "denied";
+      if (error instanceof ApiStatusError && error.code === 401) return "unauthenticated";
+      if (error instanceof ApiStatusError && error.code === 403) return "denied";
       throw error;
     }
   }

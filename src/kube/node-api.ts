@@ -61,7 +61,8 @@ export interface NodeApi {
   probeNodeScope(): Promise<"bound" | "unbound" | "unsupported">;
 }
 
-export type DaemonSetState = "present" | "deleted" | "denied";
+/** "denied": 403, the agent's permissions went; "unauthenticated": 401, its token is refused (its ServiceAccount, or its pod, went). */
+export type DaemonSetState = "present" | "deleted" | "denied" | "unauthenticated";
 
 /**
  * The API as the agent and a sweep use it. Every failure in the Status's words (`explain`: a
@@ -160,7 +161,8 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
         const failure = apiError(error);
         const code = failure instanceof ApiStatusError ? failure.code : undefined;
         if (code === 404) return "deleted";
-        if (code === 401 || code === 403) return "denied";
+        if (code === 401) return "unauthenticated";
+        if (code === 403) return "denied";
         throw failure;
       }
     },
