@@ -16,6 +16,7 @@ import { execa } from "execa";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { unfinishedAdd } from "../../src/audit/classify.js";
 import { logFileMaxBytes } from "../../src/log.js";
+import { conflist } from "../kit/agent/host.js";
 import { FakeApiServer, type Fault, podObject } from "../kit/api/server.js";
 import { meshcniNetconf, podArgs, sleep, until } from "../kit/common.js";
 import { expectCniError } from "../kit/netns/expect-cni.js";
@@ -198,7 +199,7 @@ describeAsRoot("meshcni under hostile input", () => {
       const { cniVersion, name, ...entry } = conf({}, { ipv6: true, "iptables-mode": "nft" });
       const netDir = join(net.dir, "net.d");
       mkdirSync(netDir, { recursive: true });
-      writeFileSync(join(netDir, "mesh.conflist"), JSON.stringify({ cniVersion, name, plugins: [entry] }));
+      writeFileSync(join(netDir, "mesh.conflist"), conflist(String(name), [entry], { cniVersion }));
       const audit = await execa(
         meshcniBinary,
         ["audit", "--node", "node-h", "--kubeconfig", kubeconfig, "--state-dir", net.stateDir, "--net-dir", netDir, "--output", "json"],

@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
+import { conflist } from "../agent/host.js";
 import { FakeApiServer, podObject } from "../api/server.js";
 import { TestNetwork } from "../netns/network.js";
 import { invokePlugin } from "../netns/plugin-process.js";
@@ -30,7 +31,7 @@ export class PodFleet {
     };
     // The node's chain, as the audit reads meshcni's entry from it for each pod's plan.
     const { cniVersion, name, ...entry } = conf;
-    writeFileSync(join(this.net.confDir, "fleet.conflist"), JSON.stringify({ cniVersion, name, plugins: [entry] }));
+    writeFileSync(join(this.net.confDir, "fleet.conflist"), conflist(name, [entry], { cniVersion }));
     const indexes = Array.from({ length: count }, (_, i) => i);
     for (let i = 0; i < indexes.length; i += parallel) {
       await Promise.all(
