@@ -47,29 +47,40 @@ export async function benchPlugin(): Promise<PluginBench> {
   writeFileSync(tokenFile, api.token);
   writeFileSync(caFile, api.caPem);
   writeFileSync(rulesFile, `${perRuleLines}\n`);
-  // The agent on this "node": it watches the node's pods and answers the plugin on its socket.
-  const agent = new AgentHarness({ onHost: true });
-  // Its own netconf entry names the plugin's state dir: the agent writes only within its own entry's paths.
-  const socket = join(stateDir, "agent", "plugin.sock");
-  const agentArgs = ["--node", node, "--state-dir", stateDir, "--template", agentTemplate(stateDir), "--audit-seconds", "3600"];
-  await agent.startWithApi(api, agentArgs, {
-    POD_NAMESPACE: "meshcni",
-    LOG_LEVEL: "info",
-  });
-  await until(async () => {
-    const answer = await askAgent(socket, { get: "pod", namespace: "bench", name: "meshed", uid: "uid-bench-meshed" }).catch(
-      () => undefined,
-    );
-    return answer !== undefined && "cached" in answer && answer.cached;
-  }, 10_000);
+  // The agents on this "node": each watches the node's pods and answers the plugin on its socket. One per backend the
+  // bench asks through: an agent writes only what its own netconf entry says, iptables-mode and state dir included.
+  const startAgent = async (mode: string, dir: string) => {
+    mkdirSync(dir, { recursive: true });
+    const harness = new AgentHarness({ onHost: true });
+    const template = agentTemplate(dir, { linkerd: { "iptables-mode": mode } });
+    await harness.startWithApi(api, ["--node", node, "--state-dir", dir, "--template", template, "--audit-seconds", "3600"], {
+      POD_NAMESPACE: "meshcni",
+      LOG_LEVEL: "info",
+    });
+    const socket = join(dir, "agent", "plugin.sock");
+    await until(async () => {
+      const answer = await askAgent(socket, { get: "pod", namespace: "bench", name: "meshed", uid: "uid-bench-meshed" }).catch(
+        () => undefined,
+      );
+      return answer !== undefined && "cached" in answer && answer.cached;
+    }, 10_000);
+    return { harness, socket, dir };
+  };
+  const agents: Record<string, Awaited<ReturnType<typeof startAgent>>> = {
+    [backend]: await startAgent(backend, stateDir),
+    nftables: await startAgent("nftables", join(stateDir, "nftables")),
+  };
+  const agent = agents[backend]!.harness;
   const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.253.0.2/24", interface: 0 }] };
-  const conf = (mode: string, viaAgent = false) =>
-    JSON.stringify(
+  const conf = (mode: string, viaAgent = false) => {
+    const entry = viaAgent ? agents[mode]! : { dir: stateDir, socket: undefined };
+    return JSON.stringify(
       meshcniNetconf(
-        { stateDir, kubeconfig, name: "bench", linkerd: { "iptables-mode": mode } },
-        { prevResult, ...(viaAgent ? { agent_socket: socket } : {}) },
+        { stateDir: entry.dir, kubeconfig, name: "bench", linkerd: { "iptables-mode": mode } },
+        { prevResult, ...(entry.socket ? { agent_socket: entry.socket } : {}) },
       ),
     );
+  };
   const cniEnv = (command: string, netns: string, pod: string) => ({
     PATH: process.env.PATH ?? "",
     CNI_COMMAND: command,
@@ -150,7 +161,9 @@ export async function benchPlugin(): Promise<PluginBench> {
     }
 
     // The agent path measured is the agent writing: a write handed back to the plugin would measure the plugin writing itself.
-    const handedBack = await agent.metric('meshcni_agent_writes_total{verb="ADD",result="handed_back"}');
+    let handedBack = 0;
+    for (const { harness } of Object.values(agents))
+      handedBack += (await harness.metric('meshcni_agent_writes_total{verb="ADD",result="handed_back"}')) ?? 0;
     if (handedBack) throw new Error(`the agent handed ${handedBack} ADDs back to the plugin: the bench measures the wrong path`);
     // The default deployment: the agent answers, iptables (nft) writes; each burst in a memory cgroup of its own.
     const burst = async (name: string, add: (netns: string, cgroup: MemoryCgroup) => Promise<Measured>) => {
@@ -208,7 +221,7 @@ export async function benchPlugin(): Promise<PluginBench> {
     console.log(`results: ${saveResults("plugin", result)}`);
     return result;
   } finally {
-    await agent.cleanup();
+    for (const { harness } of Object.values(agents)) await harness.cleanup();
     await dropAllNetns();
     cleanupMeasure();
     await execa("umount", [stateDir], { reject: false });
