@@ -38,9 +38,9 @@ const askSchema = v.variant("get", [
     namespace: name,
     name,
     uid: v.optional(v.string()),
-    apply: v.optional(v.object({ ...attachmentSchema, netns: v.pipe(v.string(), v.minLength(1)), netnsId: netnsIdSchema })),
+    apply: v.optional(v.object({ ...attachmentSchema, netns: v.pipe(v.string(), v.minLength(1)) })),
   }),
-  v.object({ get: v.literal("del"), netconf: v.string(), ...attachmentSchema, netnsId: v.optional(netnsIdSchema) }),
+  v.object({ get: v.literal("del"), netconf: v.string(), ...attachmentSchema }),
 ]);
 
 const answerSchema = v.union([

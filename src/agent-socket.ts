@@ -16,15 +16,15 @@ export type AgentAsk =
   | RemoveAsk;
 
 /**
- * Where the plugin's attachment is, for the agent to write to: the runtime's names and the
- * netns as the plugin opened it (its identity: the agent writes only into that very netns).
+ * Where the plugin's attachment is, for the agent to write to: the runtime's names. The
+ * netns itself comes with the question as the descriptor the plugin opened (SCM_RIGHTS,
+ * kube/netns-connector.ts): the agent writes only into that one, and only where `netns`
+ * names it too.
  */
 export interface AttachmentAsk {
   containerId: string;
   ifname: string;
   netns: string;
-  /** The netns file's identity as the plugin saw it (absent with no netns: DEL's is gone). */
-  netnsId?: { dev: number; ino: number };
 }
 
 /**

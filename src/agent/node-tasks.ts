@@ -14,7 +14,7 @@ import { ScopeCheck } from "./node/scope-check.js";
 import { TaintKeeper } from "./node/taint.js";
 import type { AgentOptions } from "./options.js";
 import { NodeCache } from "./socket/node-cache.js";
-import { type PeerCheck, rootPeersOnly } from "./socket/peer.js";
+import { type CallerChecks, kernelCallerChecks } from "./socket/peer.js";
 import { startPluginSocket } from "./socket/plugin-server.js";
 import type { PluginServer } from "./socket/plugin-socket.js";
 import { type AuditMonitor, startSweeps } from "./sweeps/monitor.js";
@@ -52,8 +52,8 @@ export class NodeTasks {
     /** A reconcile after delayMs (1 s when not said). */
     retry: (delayMs?: number) => void,
     now: () => number,
-    /** Who may ask on the plugin's socket (root only; tests run without the FFI it needs). */
-    private readonly peerCheck: () => Promise<PeerCheck> = rootPeersOnly,
+    /** Who may ask on the plugin's socket (root only) and the netns each passes (tests run without the FFI it needs). */
+    private readonly callers: () => Promise<CallerChecks> = kernelCallerChecks,
   ) {
     this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, () => retry());
     this.condition = new ConditionKeeper(log);
@@ -118,7 +118,7 @@ export class NodeTasks {
       readNamespace: (name: string) => this.currentApi().readNamespace(name),
       readService: (namespace: string, name: string) => this.currentApi().readService(namespace, name),
     };
-    const config = { path: this.socketPath, cache, lookup, writing: writers.writing, peerCheck: this.peerCheck };
+    const config = { path: this.socketPath, cache, lookup, writing: writers.writing, callers: this.callers };
     return startPluginSocket(config, this.log, this.metrics);
   }
 

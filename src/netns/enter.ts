@@ -1,7 +1,8 @@
 import { closeSync, constants, fstatSync, statSync } from "node:fs";
 import { errnoCode } from "../errors.js";
 import { fileKind, openNonBlocking } from "../file-open.js";
-import { EINVAL, libc, SyscallError } from "../libc.js";
+import { libc } from "../libc.js";
+import { EINVAL, SyscallError } from "../syscall-error.js";
 
 const CLONE_NEWNET = 0x40000000;
 
@@ -91,9 +92,14 @@ function openPodNamespace(path: string, expected?: NetnsId): { fd: number; id: N
 
 /** Checks that `path` names a network namespace that is not this process's own, without entering it; its identity. */
 export function checkPodNetns(path: string): NetnsId {
-  const { fd, id } = openPodNamespace(path);
+  const { fd, id } = openPodNetns(path);
   closeSync(fd);
   return id;
+}
+
+/** The pod's netns at `path`, opened (the caller closes it), checked as checkPodNetns checks it. */
+export function openPodNetns(path: string): { fd: number; id: NetnsId } {
+  return openPodNamespace(path);
 }
 
 /**

@@ -1,4 +1,5 @@
-import { errnoNames, type Libc, libc, SyscallError } from "../libc.js";
+import { type Libc, libc } from "../libc.js";
+import { errnoNames, SyscallError } from "../syscall-error.js";
 import type { BatchPart } from "./message.js";
 import { encodeBatch, type NetlinkMessage, NLM_F_ACK, NLMSG_DONE, NLMSG_ERROR, parseAttrs, parseError, parseMessages } from "./netlink.js";
 

@@ -1,15 +1,25 @@
+import { closeSync } from "node:fs";
 import { AgentUnavailableError } from "../agent-socket.js";
 import { parseCniArgs, podIdentity } from "../cni/args.js";
 import type { CniEnv } from "../cni/env.js";
 import { CniError, type ErrorCode } from "../cni/errors.js";
 import { type AgentConnection, agentTimeoutMs, connectAgent } from "../kube/agent-connection.js";
+import { netnsConnector } from "../kube/netns-connector.js";
 import type { Logger, LogLevel } from "../log.js";
-import { checkPodNetns } from "../netns/enter.js";
+import { openPodNetns } from "../netns/enter.js";
 import { formatPodKey } from "../pod-key.js";
 
-/** One question to the agent on its own connection: its answer, or AgentUnavailableError. */
-async function askAgent(socket: string, question: Parameters<AgentConnection["ask"]>[0]) {
-  const connection = await connectAgent(socket, agentTimeoutMs);
+/**
+ * One question to the agent on its own connection, the pod's netns passed along (the agent
+ * writes into no other): its answer, or AgentUnavailableError. Without a netns (DEL's is
+ * gone), only its record is the agent's to remove.
+ */
+async function askAgent(socket: string, question: Parameters<AgentConnection["ask"]>[0], netnsFd?: number) {
+  const connection = await connectAgent(
+    socket,
+    agentTimeoutMs,
+    ...(netnsFd === undefined ? [] : [netnsConnector(netnsFd, agentTimeoutMs)]),
+  );
   try {
     return await connection.ask(question);
   } finally {
@@ -39,16 +49,18 @@ export async function addThroughAgent(
   if (!identity) return undefined;
   const { containerId, ifname, netns } = env;
   // Before anything is asked: a redirect in the host's netns would take the node's TCP.
-  const netnsId = checkPodNetns(netns);
+  const pod = openPodNetns(netns);
   let answer: Awaited<ReturnType<AgentConnection["ask"]>>;
   try {
-    answer = await askAgent(socket, { get: "decision", netconf: stdin, ...identity, apply: { containerId, ifname, netns, netnsId } });
+    answer = await askAgent(socket, { get: "decision", netconf: stdin, ...identity, apply: { containerId, ifname, netns } }, pod.fd);
     if (!("applied" in answer) && !("decided" in answer) && !("refused" in answer))
       throw new AgentUnavailableError(socket, "an answer of another kind than asked");
   } catch (error) {
     if (!(error instanceof AgentUnavailableError)) throw error;
     log.warn("asking the API server instead of the agent", { pod: formatPodKey(identity), reason: error.message });
     return undefined;
+  } finally {
+    closeSync(pod.fd);
   }
   if ("applied" in answer) return answer.applied.result ?? {};
   if ("refused" in answer) throw new CniError(answer.refused.code as ErrorCode, answer.refused.msg, answer.refused.details);
@@ -66,20 +78,22 @@ export async function addThroughAgent(
  */
 export async function removeThroughAgent(stdin: string, env: CniEnv, socket: string, log: Logger): Promise<boolean> {
   const { containerId, ifname, netns } = env;
-  let netnsId: ReturnType<typeof checkPodNetns> | undefined;
+  let pod: ReturnType<typeof openPodNetns> | undefined;
   try {
-    netnsId = netns ? checkPodNetns(netns) : undefined;
+    pod = netns ? openPodNetns(netns) : undefined;
   } catch {
     // Gone, not a netns, or the host's: DEL itself says which and what it does about it.
     return false;
   }
   try {
-    const answer = await askAgent(socket, { get: "del", netconf: stdin, containerId, ifname, netns, ...(netnsId ? { netnsId } : {}) });
+    const answer = await askAgent(socket, { get: "del", netconf: stdin, containerId, ifname, netns }, pod?.fd);
     if ("applied" in answer) return true;
     throw new AgentUnavailableError(socket, "an answer of another kind than asked");
   } catch (error) {
     if (!(error instanceof AgentUnavailableError)) throw error;
     log.warn("removing the redirect itself: the agent did not", { reason: error.message });
     return false;
+  } finally {
+    if (pod) closeSync(pod.fd);
   }
 }

@@ -24,18 +24,23 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
   const socket = () => join(net.stateDir, "agent", "plugin.sock");
   let entry: Record<string, unknown> = {};
 
-  /** Asks on the socket as root without a capability, in namespaces of its own (the socket on the filesystem it shares: the hostPath). */
-  const askAsOther = async (ask: object): Promise<Record<string, unknown>> => {
+  /**
+   * Asks on the socket as root without a capability, in namespaces of its own (the socket on the filesystem it shares: the
+   * hostPath), passing the netns it opens at `passing` (SCM_RIGHTS) as the plugin passes the pod's.
+   */
+  const askAsOther = async (ask: object, passing?: string): Promise<Record<string, unknown>> => {
     const client = [
-      "import socket,sys",
+      "import os,socket,sys",
       "s=socket.socket(socket.AF_UNIX)",
       "s.connect(sys.argv[1])",
       "s.settimeout(5)",
-      's.sendall(sys.argv[2].encode()+b"\\n")',
+      'line=sys.argv[2].encode()+b"\\n"',
+      "socket.send_fds(s,[line],[os.open(sys.argv[3],os.O_RDONLY)]) if len(sys.argv)>3 else s.sendall(line)",
       "print(s.recv(65536).decode())",
     ].join("\n");
     const caller = ["--mount", "--pid", "--net", "--fork", "setpriv", "--bounding-set=-all", "--inh-caps=-all"];
-    const { stdout } = await execa("unshare", [...caller, "/usr/bin/python3", "-c", client, socket(), JSON.stringify(ask)]);
+    const args = [socket(), JSON.stringify(ask), ...(passing ? [passing] : [])];
+    const { stdout } = await execa("unshare", [...caller, "/usr/bin/python3", "-c", client, ...args]);
     return JSON.parse(stdout) as Record<string, unknown>;
   };
 
@@ -115,22 +120,30 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     expect(await natRules(netns, "nft")).toEqual(rules);
   });
 
-  it("never answers with the identity of the netns it found: a caller asserting another learns nothing of the pod's", async () => {
-    const path = net.netnsPath(`mc-${net.id}-victim`);
+  it("writes only into the netns a caller passes, and only where the path it names holds that one: a caller asserting learns nothing", async () => {
+    const netns = `mc-${net.id}-victim`;
+    const path = net.netnsPath(netns);
+    const rules = await natRules(netns, "nft");
+    expect(rules).toContain(":PROXY_INIT_REDIRECT - [0:0]");
     const { ino } = statSync(path);
     const netconf = JSON.stringify({ cniVersion: "1.0.0", name: "primary", ...entry });
-    const answer = await askAsOther({
-      get: "del",
-      containerId: "c-victim",
-      ifname: "eth0",
-      netns: path,
-      netnsId: { dev: 0, ino: 0 },
-      netconf,
+    const del = { get: "del", containerId: "c-victim", ifname: "eth0", netns: path, netconf };
+    // The pod's netns named, none passed (what a caller that cannot open it could send).
+    expect(await askAsOther(del)).toEqual({
+      error: "the agent does not remove it: the caller passed no netns descriptor with its question",
     });
+    // The pod's netns named, the caller's own passed.
+    const answer = await askAsOther(del, "/proc/self/ns/net");
     expect(answer).toEqual({
       error: `the agent could not remove it: network namespace ${path} is not the one the plugin opened: another namespace is there`,
     });
+    expect(await natRules(netns, "nft")).toEqual(rules);
     expect(JSON.stringify(answer)).not.toContain(String(ino));
     expect(host.stderr.join("\n")).not.toContain(String(ino));
+    // A descriptor that is no namespace: the connection is closed unanswered.
+    await expect(askAsOther(del, "/etc/hostname")).rejects.toThrow();
+    expect(host.logs.filter((line) => line.msg === "closed a connection on the plugin's socket").map((line) => line.reason)).toContain(
+      "a descriptor passed that is no namespace",
+    );
   });
 });

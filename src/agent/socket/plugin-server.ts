@@ -7,13 +7,14 @@ import { describeApiFailure } from "../../kube/errors.js";
 import { type Logger, pluginLogger } from "../../log.js";
 import { parseNetConf } from "../../mesh/netconf.js";
 import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../../mesh/pod.js";
+import type { NetnsId } from "../../netns/enter.js";
 import { logUnmeshed } from "../../plugin/apply.js";
 import type { AgentMetrics } from "../metrics.js";
 import { otherRedirect, outsideScope } from "../writers/write-scope.js";
 import type { Writing } from "../writers/writing.js";
 import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
-import type { PeerCheck } from "./peer.js";
+import type { CallerChecks } from "./peer.js";
 import { type PluginServer, servePlugin } from "./plugin-socket.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
@@ -22,6 +23,9 @@ export interface Lookup {
   readNamespace(name: string): Promise<V1Namespace>;
   readService(namespace: string, name: string): Promise<V1Service>;
 }
+
+/** Why the agent does not write for a caller that named a netns without passing it (an older plugin, or one asserting what it does not hold). */
+const noNetnsPassed = "the caller passed no netns descriptor with its question";
 
 /**
  * A write must start within this of the question, or the plugin writes itself: half the
@@ -34,21 +38,29 @@ const writeStartsWithinMs = agentTimeoutMs / 2;
  * The answer to one question: from the cache when it has the object (the pod of the UID
  * asked for), else from the API over the agent's warm connection (a pod recreated under
  * the same name, or one asked for without its UID, is read afresh). ADD's decision and DEL
- * asked with an attachment are carried out by the writer when there is one; whatever it
+ * asked with an attachment are carried out by the writer when there is one, in the netns
+ * the caller passed (`netns`) and only where the attachment's path names it too; whatever it
  * cannot do is left to the plugin (a decision, or an error for DEL).
  */
-export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup, log: Logger, writing?: Writing): Promise<AgentAnswer> {
+export async function answerAsk(
+  ask: AgentAsk,
+  cache: NodeCache,
+  lookup: Lookup,
+  log: Logger,
+  writing?: Writing,
+  netns?: NetnsId,
+): Promise<AgentAnswer> {
   const deadline = performance.now() + writeStartsWithinMs;
   if (ask.get === "decision") {
     const answer = await decideForPlugin(ask, (question) => answerAsk(question, cache, lookup, log), log);
     if (!ask.apply || !writing || !("decided" in answer) || answer.decided.settings.simulate) return answer;
-    const { containerId, ifname, netns, netnsId } = ask.apply;
+    const { containerId, ifname, netns: path } = ask.apply;
     const { pod, plans, settings } = answer.decided;
     const outside =
-      outsideScope(writing.scope, { stateDir: settings.stateDir, logFile: settings.logFile, netns }) ??
+      outsideScope(writing.scope, { stateDir: settings.stateDir, logFile: settings.logFile, netns: path }) ??
       otherRedirect(writing.scope, parseNetConf(ask.netconf).linkerd);
-    if (outside) {
-      writing.handBack("ADD", outside);
+    if (outside || !netns) {
+      writing.handBack("ADD", outside ?? noNetnsPassed);
       return answer;
     }
     if (plans.length === 0) {
@@ -59,7 +71,7 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
       return { applied: { result: answer.decided.result } };
     }
     const outcome = await writing.write(
-      { verb: "ADD", hostRoot: writing.hostRoot, target: { containerId, ifname, netns }, netnsId, pod, plans, settings },
+      { verb: "ADD", hostRoot: writing.hostRoot, target: { containerId, ifname, netns: path }, netnsId: netns, pod, plans, settings },
       deadline,
     );
     if ("done" in outcome) return { applied: { result: answer.decided.result } };
@@ -67,14 +79,15 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
     return answer;
   }
   if (ask.get === "del") {
-    const { containerId, ifname, netns, netnsId, netconf } = ask;
+    const { containerId, ifname, netns: path, netconf } = ask;
     if (!writing) return { error: "this agent does not write" };
-    // Without the identity of the netns the plugin saw, the writer could take another for it, or one it cannot see for gone.
-    if (netns && !netnsId) return { error: "a netns without its identity" };
     let outside: string | undefined;
     try {
       const conf = parseNetConf(netconf);
-      outside = outsideScope(writing.scope, { stateDir: conf.state_dir, logFile: conf.log_file, netns });
+      // A netns named and not passed: the writer could take another for it, or one it cannot see for gone.
+      outside =
+        outsideScope(writing.scope, { stateDir: conf.state_dir, logFile: conf.log_file, netns: path }) ??
+        (path && !netns ? noNetnsPassed : undefined);
     } catch (error) {
       outside = `its netconf: ${errorMessage(error)}`;
     }
@@ -83,7 +96,13 @@ export async function answerAsk(ask: AgentAsk, cache: NodeCache, lookup: Lookup,
       return { error: `the agent does not remove it: ${outside}` };
     }
     const outcome = await writing.write(
-      { verb: "DEL", hostRoot: writing.hostRoot, target: { containerId, ifname, netns }, ...(netnsId ? { netnsId } : {}), netconf },
+      {
+        verb: "DEL",
+        hostRoot: writing.hostRoot,
+        target: { containerId, ifname, netns: path },
+        ...(netns ? { netnsId: netns } : {}),
+        netconf,
+      },
       deadline,
     );
     return "done" in outcome ? { applied: {} } : { error: `the agent could not remove it: ${outcome.failed}` };
@@ -116,7 +135,8 @@ export interface PluginSocketConfig {
   cache: NodeCache;
   lookup: Lookup;
   writing: Writing | undefined;
-  peerCheck: () => Promise<PeerCheck>;
+  /** What the kernel says of each caller (who it is, the netns it passed). */
+  callers: () => Promise<CallerChecks>;
 }
 
 /**
@@ -125,15 +145,15 @@ export interface PluginSocketConfig {
  * the plugin then asks the API server itself.
  */
 export async function startPluginSocket(config: PluginSocketConfig, log: Logger, metrics: AgentMetrics): Promise<PluginServer | undefined> {
-  const answer = async (ask: AgentAsk) => {
+  const answer = async (ask: AgentAsk, netns: NetnsId | undefined) => {
     const verb = ask.get === "decision" ? "ADD" : ask.get === "del" ? "DEL" : undefined;
     const timer = verb && metrics.answers.startTimer({ verb });
-    const answered = await answerAsk(ask, config.cache, config.lookup, log, config.writing);
+    const answered = await answerAsk(ask, config.cache, config.lookup, log, config.writing, netns);
     timer?.();
     return answered;
   };
   try {
-    const server = await servePlugin(config.path, answer, await config.peerCheck(), log);
+    const server = await servePlugin(config.path, answer, await config.callers(), log);
     log.info("answering the plugin", { socket: config.path });
     return server;
   } catch (error) {

@@ -5,8 +5,9 @@ import { parseAsk } from "../../agent-schema.js";
 import { type AgentAnswer, type AgentAsk, maxAskBytes } from "../../agent-socket.js";
 import { errnoCode, errorMessage } from "../../errors.js";
 import { type Logger, SaidOnce } from "../../log.js";
+import type { NetnsId } from "../../netns/enter.js";
 import { AskLines, HeldBytes } from "./ask-lines.js";
-import type { PeerCheck } from "./peer.js";
+import type { CallerChecks } from "./peer.js";
 
 /** The plugin's socket, served: closing it ends the connections open on it too. */
 export interface PluginServer {
@@ -28,10 +29,14 @@ export const socketBounds = {
 };
 export type SocketBounds = typeof socketBounds;
 
+/** A question, and the netns its caller passed with it (none: the agent writes nothing for it). */
+export type Answerer = (ask: AgentAsk, netns: NetnsId | undefined) => Promise<AgentAnswer>;
+
 /**
  * Serves the plugin on a unix socket at `path`, in a directory only root may enter (0700),
- * the socket itself 0600, and to root's processes only (`admit`: the kernel's word for who
- * connected, whatever the modes let through). Bounded: connections at once, idle time, a
+ * the socket itself 0600, and to root's processes only (`callers.admit`: the kernel's word for who
+ * connected, whatever the modes let through). A caller's first bytes are read before the
+ * socket reads any (`callers.firstBytes`), to take the netns it passes along. Bounded: connections at once, idle time, a
  * question's length and time to arrive, the bytes held across connections, and questions in
  * flight per connection. A socket left by an earlier agent is replaced; any
  * other file there is refused. Closing it drops the connections still open: a plugin
@@ -40,8 +45,8 @@ export type SocketBounds = typeof socketBounds;
  */
 export async function servePlugin(
   path: string,
-  answer: (ask: AgentAsk) => Promise<AgentAnswer>,
-  admit: PeerCheck,
+  answer: Answerer,
+  callers: CallerChecks,
   log: Logger,
   bounds: SocketBounds = socketBounds,
 ): Promise<PluginServer> {
@@ -56,8 +61,8 @@ export async function servePlugin(
   const connections = new Set<Socket>();
   const held = new HeldBytes(bounds.heldBytes);
   const refused = new SaidOnce();
-  const server = createServer((connection) => {
-    const refusal = admit(connection);
+  const server = createServer({ pauseOnConnect: true }, async (connection) => {
+    const refusal = callers.admit(connection);
     if (refusal) {
       // pid 0: outside the agent's PID namespace.
       if (refused.first(refusal.reason))
@@ -65,19 +70,24 @@ export async function servePlugin(
       connection.destroy();
       return;
     }
+    connections.add(connection);
+    connection.once("close", () => connections.delete(connection));
+    connection.on("error", () => connection.destroy());
+    const first = await callers.firstBytes(connection, bounds.lineMs);
+    if ("refused" in first) {
+      if (refused.first(first.refused)) log.warn("closed a connection on the plugin's socket", { reason: first.refused });
+      return connection.destroy();
+    }
     const lines = new AskLines(held, maxAskBytes);
     let lineDeadline: NodeJS.Timeout | undefined;
-    connections.add(connection);
     connection.once("close", () => {
-      connections.delete(connection);
       clearTimeout(lineDeadline);
       lines.release();
     });
     connection.setTimeout(bounds.idleMs, () => connection.destroy());
     let pending = 0;
     let replies = Promise.resolve();
-    connection.on("error", () => connection.destroy());
-    connection.on("data", (chunk: Buffer) => {
+    const read = (chunk: Buffer) => {
       const started = lines.partial;
       const whole = lines.push(chunk);
       if ("refused" in whole) {
@@ -100,12 +110,15 @@ export async function servePlugin(
         if (++pending > socketBounds.pending) return connection.destroy();
         // In the order asked: a cached answer must not overtake one still waiting on the API.
         replies = replies.then(async () => {
-          const reply = await answer(ask);
+          const reply = await answer(ask, first.netns);
           pending--;
           if (connection.writable) connection.write(`${JSON.stringify(reply)}\n`);
         });
       }
-    });
+    };
+    connection.on("data", read);
+    if (first.bytes.length > 0) read(first.bytes);
+    connection.resume();
   });
   server.maxConnections = bounds.connections;
   await new Promise<void>((resolve, reject) => {

@@ -1,6 +1,8 @@
 import { connect, createConnection } from "node:net";
+import type { CallerChecks } from "../../../src/agent/socket/peer.js";
 import type { AgentAnswer, AgentAsk } from "../../../src/agent-socket.js";
 import { type Connector, parseAnswer } from "../../../src/kube/agent-connection.js";
+import type { NetnsId } from "../../../src/netns/enter.js";
 
 /** Asks the agent on its socket as the plugin does, and returns its answer. */
 export function askAgent(socket: string, ask: AgentAsk): Promise<AgentAnswer> {
@@ -33,3 +35,13 @@ export const nodeConnector: Connector = (path, on) =>
     connection.on("data", (text: string) => on.data(text));
     connection.on("close", () => on.close());
   });
+
+/**
+ * The kernel's checks of a caller, left out: anyone may ask, and none passes a netns (the
+ * real ones need the compiled binary's FFI: test/netns/agent-socket.test.ts has them).
+ * `netns`: every caller is taken to have passed that one.
+ */
+export const anyCaller = (netns?: NetnsId): CallerChecks => ({
+  admit: () => undefined,
+  firstBytes: async () => ({ bytes: Buffer.alloc(0), ...(netns ? { netns } : {}) }),
+});

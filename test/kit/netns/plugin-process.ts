@@ -1,3 +1,6 @@
+import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { execa } from "execa";
 import { inNetnsCommand } from "../common.js";
 import { meshcniBinary } from "../paths.js";
@@ -52,13 +55,31 @@ export async function invokePlugin(env: Record<string, string>, stdin: string | 
  */
 export function startPlugin(env: Record<string, string>, stdin: string | object, options: { inNetns?: string; wrap?: string[] } = {}) {
   const [command, ...args] = [...(options.inNetns ? ["ip", "netns", "exec", options.inNetns] : (options.wrap ?? [])), meshcniBinary];
-  return execa(command!, args, {
-    env: { PATH: process.env.PATH ?? "", ...env },
-    extendEnv: false,
-    input: typeof stdin === "string" ? stdin : JSON.stringify(stdin),
-    reject: false,
-  });
+  // Its stdin a file, whole and closed before it starts, as a runtime hands it: written through a pipe by this busy process, a
+  // hundred plugins at once waited past their 5 s for it.
+  const file = join(stdinDir(), `stdin-${++stdinCount}`);
+  writeFileSync(file, typeof stdin === "string" ? stdin : JSON.stringify(stdin));
+  const fd = openSync(file, "r");
+  unlinkSync(file);
+  // execa hands a descriptor number to spawn as it is (lib/stdio/native.js); its types name only 3 to 9.
+  const stdinFd = fd as unknown as "inherit";
+  try {
+    return execa(command!, args, { env: { PATH: process.env.PATH ?? "", ...env }, extendEnv: false, stdin: stdinFd, reject: false });
+  } finally {
+    closeSync(fd);
+  }
 }
+
+let stdinCount = 0;
+let stdinFiles: string | undefined;
+const stdinDir = () => {
+  if (!stdinFiles) {
+    const dir = mkdtempSync(join(tmpdir(), "meshcni-stdin-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    stdinFiles = dir;
+  }
+  return stdinFiles;
+};
 
 /** Runs the compiled plugin inside a netns, as if that were the host's. */
 export async function invokePluginIn(netns: string, env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {

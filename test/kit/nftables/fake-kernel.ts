@@ -53,6 +53,19 @@ const elementList = (message: NetlinkMessage) => {
  * answered from what it holds, encoded by meshcni's own encoders (the kernel's dump
  * messages carry the same attributes). `refuse` makes the next batch fail with an errno.
  */
+/** The unix-socket calls of libc, which no netlink test makes. */
+export const noUnixSockets: Pick<Libc, "connectUnix" | "sendWithRights" | "receiveWithRights"> = {
+  connectUnix: () => {
+    throw new Error("the fake kernel has no unix sockets");
+  },
+  sendWithRights: () => {
+    throw new Error("the fake kernel has no unix sockets");
+  },
+  receiveWithRights: () => {
+    throw new Error("the fake kernel has no unix sockets");
+  },
+};
+
 export class FakeKernel {
   /** The tables it holds, by `family name`. */
   tables = new Map<string, NftTable>();
@@ -67,6 +80,7 @@ export class FakeKernel {
 
   libc(): Libc {
     return {
+      ...noUnixSockets,
       tryLock: () => true,
       peerCredentials: () => ({ pid: 1, uid: 0, gid: 0 }),
       setns: () => undefined,

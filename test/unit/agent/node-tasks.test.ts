@@ -10,7 +10,7 @@ import type { SweepInput, SweepReport } from "../../../src/audit/contract.js";
 import type { Readiness } from "../../../src/installer/readiness.js";
 import { loadTemplate } from "../../../src/installer/template.js";
 import { createNodeApi } from "../../../src/kube/node-api.js";
-import { askAgent } from "../../kit/agent/socket.js";
+import { anyCaller, askAgent } from "../../kit/agent/socket.js";
 import { FakeApiServer, podObject } from "../../kit/api/server.js";
 import { kubeConfigOf, until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/memory-logger.js";
@@ -58,7 +58,7 @@ describe("the agent's node tasks", () => {
       () => undefined,
       () => performance.now(),
       // Anyone may ask: the kernel's check of the caller needs the compiled binary (test/netns/agent-socket.test.ts).
-      async () => () => undefined,
+      async () => anyCaller(),
     );
     return tasks;
   };

@@ -10,12 +10,12 @@ import { createAgentReader } from "../../../src/kube/agent-reader.js";
 import { AnswerError } from "../../../src/kube/answers.js";
 import { createLogger } from "../../../src/log.js";
 import { decisionFields } from "../../../src/mesh/pod.js";
-import { nodeConnector } from "../../kit/agent/socket.js";
+import { anyCaller, nodeConnector } from "../../kit/agent/socket.js";
 import { podObject } from "../../kit/api/server.js";
 
 /** The plugin's socket served to anyone (the peer check needs the compiled binary's FFI: test/netns has it). */
 const serve = (path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>) =>
-  servePlugin(path, answer, () => undefined, createLogger({ level: "error" }));
+  servePlugin(path, answer, anyCaller(), createLogger({ level: "error" }));
 
 /** The plugin's side of the agent's socket: what it asks, and what it makes of each kind of answer. */
 describe("the agent reader", () => {

@@ -96,7 +96,9 @@ describe("the agent carries out what it decides when asked to", () => {
     readNamespace: async () => namespace,
     readService: async () => ({ metadata: { name: "kubernetes" }, spec: { ports: [{ port: 443 }] } }),
   };
-  const apply = { containerId: "c1", ifname: "eth0", netns: "/run/netns/p", netnsId: { dev: 4, ino: 4026532999 } };
+  const apply = { containerId: "c1", ifname: "eth0", netns: "/run/netns/p" };
+  /** The netns the caller passed with its question (its identity, as the agent took it from the descriptor). */
+  const passed = { dev: 4, ino: 4026532999 };
   /** A writer that records what it is asked (and what is handed back before it) and answers `outcome`. */
   const writer = (outcome: { done: true } | { failed: string }) => {
     const asked: unknown[] = [];
@@ -124,16 +126,16 @@ describe("the agent carries out what it decides when asked to", () => {
     apply,
   });
 
-  it("writes the decision into the plugin's attachment (the netns it opened) and answers the result", async () => {
+  it("writes the decision into the plugin's attachment (the netns it passed) and answers the result", async () => {
     const { asked, writing } = writer({ done: true });
-    const answer = await answerAsk(ask(), cache, lookup, memoryLogger([]), writing);
+    const answer = await answerAsk(ask(), cache, lookup, memoryLogger([]), writing, passed);
     expect(answer).toEqual({ applied: { result: convertResult(prevResult, "1.0.0") } });
     expect(asked).toEqual([
       expect.objectContaining({
         verb: "ADD",
         hostRoot: "/host",
         target: { containerId: "c1", ifname: "eth0", netns: "/run/netns/p" },
-        netnsId: apply.netnsId,
+        netnsId: passed,
         pod: { namespace: "shop", name: "web", uid: "uid-shop-web" },
         plans: [expect.objectContaining({ family: "ipv4" })],
       }),
@@ -143,16 +145,20 @@ describe("the agent carries out what it decides when asked to", () => {
   it("hands the decision back when its writer cannot write, and never writes under simulate or a refusal", async () => {
     const lines: LogEntry[] = [];
     const failing = writer({ failed: "network namespace /run/netns/p is not the one the plugin opened" });
-    const handedBack = await answerAsk(ask(), cache, lookup, memoryLogger(lines), failing.writing);
+    const handedBack = await answerAsk(ask(), cache, lookup, memoryLogger(lines), failing.writing, passed);
     expect(handedBack).toMatchObject({ decided: { plans: [expect.objectContaining({ family: "ipv4" })] } });
     expect(lines.map((line) => line.message)).toContain("the plugin writes the redirect itself: the agent could not");
     const unused = writer({ done: true });
-    expect(await answerAsk(ask(netconf({ simulate: true })), cache, lookup, memoryLogger([]), unused.writing)).toHaveProperty("decided");
-    expect(await answerAsk(ask(netconf({ "proxy-uid": "x" })), cache, lookup, memoryLogger([]), unused.writing)).toHaveProperty("refused");
+    expect(await answerAsk(ask(netconf({ simulate: true })), cache, lookup, memoryLogger([]), unused.writing, passed)).toHaveProperty(
+      "decided",
+    );
+    expect(await answerAsk(ask(netconf({ "proxy-uid": "x" })), cache, lookup, memoryLogger([]), unused.writing, passed)).toHaveProperty(
+      "refused",
+    );
     expect(unused.asked).toEqual([]);
   });
 
-  it("writes only its own entry's redirect, to its own state dir and log file, into a netns in the runtime's netns dirs: else the plugin writes", async () => {
+  it("writes only its own entry's redirect, to its own state dir and log file, into a netns in the runtime's netns dirs that the caller passed: else the plugin writes", async () => {
     const { asked, handedBack, writing } = writer({ done: true });
     const withConf = (changes: Record<string, unknown>, netns = apply.netns) => ({
       ...ask(JSON.stringify({ ...JSON.parse(netconf()), ...changes })),
@@ -165,6 +171,8 @@ describe("the agent carries out what it decides when asked to", () => {
       await answerAsk(withConf({}, "/run/netns/../../proc/1/ns/net"), cache, lookup, memoryLogger(lines), writing),
       await answerAsk(withConf({}, "/proc/1/ns/net"), cache, lookup, memoryLogger(lines), writing),
       await answerAsk(ask(netconf({ "outbound-ports-to-ignore": ["1-65535"] })), cache, lookup, memoryLogger(lines), writing),
+      // Its own entry, and a netns named that the caller did not pass: a caller asserting what it does not hold.
+      await answerAsk(ask(), cache, lookup, memoryLogger(lines), writing),
     ];
     for (const answer of answers) expect(answer).toHaveProperty("decided");
     expect(asked).toEqual([]);
@@ -174,8 +182,9 @@ describe("the agent carries out what it decides when asked to", () => {
       "ADD the netns /run/netns/../../proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
       "ADD the netns /proc/1/ns/net is not in the runtime's netns dirs (/run/netns)",
       "ADD its outbound-ports-to-ignore differ from the agent's own entry",
+      "ADD the caller passed no netns descriptor with its question",
     ]);
-    const del = { get: "del" as const, containerId: "c1", ifname: "eth0", netns: apply.netns, netnsId: apply.netnsId };
+    const del = { get: "del" as const, containerId: "c1", ifname: "eth0", netns: apply.netns };
     const foreign = JSON.stringify({ ...JSON.parse(netconf()), log_file: "/opt/cni/bin/calico" });
     expect(await answerAsk({ ...del, netconf: foreign }, cache, lookup, memoryLogger([]), writing)).toEqual({
       error: "the agent does not remove it: the log file /opt/cni/bin/calico is not the agent's own (none)",
@@ -184,16 +193,16 @@ describe("the agent carries out what it decides when asked to", () => {
     expect(handedBack.at(-1)).toBe("DEL the log file /opt/cni/bin/calico is not the agent's own (none)");
   });
 
-  it("DEL: written by its writer; refused without the identity of a named netns, or without a writer", async () => {
-    const { asked, writing } = writer({ done: true });
+  it("DEL: written by its writer into the netns passed; refused for a netns named and not passed, or without a writer", async () => {
+    const { asked, handedBack, writing } = writer({ done: true });
     const del = { get: "del" as const, netconf: netconf(), containerId: "c1", ifname: "eth0" };
-    expect(await answerAsk({ ...del, netns: apply.netns, netnsId: apply.netnsId }, cache, lookup, memoryLogger([]), writing)).toEqual({
-      applied: {},
-    });
+    expect(await answerAsk({ ...del, netns: apply.netns }, cache, lookup, memoryLogger([]), writing, passed)).toEqual({ applied: {} });
+    expect(asked.at(-1)).toMatchObject({ verb: "DEL", netnsId: passed });
     expect(await answerAsk({ ...del, netns: "" }, cache, lookup, memoryLogger([]), writing)).toEqual({ applied: {} });
     expect(await answerAsk({ ...del, netns: apply.netns }, cache, lookup, memoryLogger([]), writing)).toEqual({
-      error: "a netns without its identity",
+      error: "the agent does not remove it: the caller passed no netns descriptor with its question",
     });
+    expect(handedBack).toEqual(["DEL the caller passed no netns descriptor with its question"]);
     expect(asked).toHaveLength(2);
     expect(await answerAsk({ ...del, netns: "" }, cache, lookup, memoryLogger([]))).toEqual({ error: "this agent does not write" });
     const failing = writer({ failed: "nftables said no" });

@@ -10,12 +10,13 @@ import { servePlugin } from "../../../../src/agent/socket/plugin-socket.js";
 import type { AgentAnswer, AgentAsk } from "../../../../src/agent-socket.js";
 import { createLogger } from "../../../../src/log.js";
 import { podName } from "../../../../src/pod-key.js";
+import { anyCaller } from "../../../kit/agent/socket.js";
 import { podObject } from "../../../kit/api/server.js";
 import { memoryLogger } from "../../../kit/memory-logger.js";
 
-/** The plugin's socket served to anyone (the peer check needs the compiled binary's FFI: test/netns has it). */
+/** The plugin's socket served to anyone. */
 const serve = (path: string, answer: (ask: AgentAsk) => Promise<AgentAnswer>) =>
-  servePlugin(path, answer, () => undefined, createLogger({ level: "error" }));
+  servePlugin(path, answer, anyCaller(), createLogger({ level: "error" }));
 
 describe("the agent's answers to the plugin", () => {
   const log = memoryLogger([]);

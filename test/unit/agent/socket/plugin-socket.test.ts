@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type PluginServer, servePlugin, socketBounds } from "../../../../src/agent/socket/plugin-socket.js";
 import { maxAskBytes } from "../../../../src/agent-socket.js";
 import { connectAgent } from "../../../../src/kube/agent-connection.js";
-import { nodeConnector } from "../../../kit/agent/socket.js";
+import { anyCaller, nodeConnector } from "../../../kit/agent/socket.js";
 import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 
 const question = '{"get":"namespace","name":"shop"}\n';
@@ -40,16 +40,10 @@ describe("the plugin's socket, bounded", () => {
   let server: PluginServer;
   let lines: LogEntry[];
   const serve = async (bounds: Partial<typeof socketBounds>) => {
-    server = await servePlugin(
-      path,
-      async (ask) => ({ object: ask.get, cached: true }),
-      () => undefined,
-      memoryLogger(lines),
-      {
-        ...socketBounds,
-        ...bounds,
-      },
-    );
+    server = await servePlugin(path, async (ask) => ({ object: ask.get, cached: true }), anyCaller(), memoryLogger(lines), {
+      ...socketBounds,
+      ...bounds,
+    });
   };
   beforeEach(() => {
     dir = mkdtempSync(join(tmpdir(), "meshcni-socket-"));
@@ -134,5 +128,42 @@ describe("the plugin's socket, bounded", () => {
       `a question longer than the agent reads (${maxAskBytes} bytes)`,
     );
     plugin.close();
+  });
+
+  it("takes each caller's first bytes before reading any: the netns passed with them reaches every answer; a refusal closes it unanswered", async () => {
+    const passed = { dev: 4, ino: 4026532999 };
+    const seen: unknown[] = [];
+    let refuse = false;
+    const callers = {
+      admit: () => undefined,
+      // What the kernel's check took: the first line, before the socket read it, and the netns with it.
+      firstBytes: async () =>
+        refuse ? { refused: "a descriptor passed that is no namespace" } : { bytes: Buffer.from(question), netns: passed },
+    };
+    server = await servePlugin(
+      path,
+      async (ask, netns) => {
+        seen.push({ ask: ask.get, netns });
+        return { object: ask.get, cached: true };
+      },
+      callers,
+      memoryLogger(lines),
+    );
+    const asking = client(path);
+    await waitFor(() => asking.answers().length === 1);
+    asking.socket.write('{"get":"pod","namespace":"shop","name":"web"}\n');
+    await waitFor(() => asking.answers().length === 2);
+    asking.socket.destroy();
+    expect(seen).toEqual([
+      { ask: "namespace", netns: passed },
+      { ask: "pod", netns: passed },
+    ]);
+    refuse = true;
+    const refused = client(path);
+    refused.socket.write(question);
+    await refused.closed;
+    expect(refused.answers()).toEqual([]);
+    expect(seen).toHaveLength(2);
+    expect(lines.map((line) => line.fields?.reason)).toEqual(["a descriptor passed that is no namespace"]);
   });
 });
