@@ -30,11 +30,18 @@ export function answerBuckets(metrics: string): Map<number, number> {
   return buckets;
 }
 
-/** Between two scrapes: the smallest bucket bounds (ms) that hold 99% and all of the answers in between. */
-export function slowestAnswers(before: Map<number, number>, after: Map<number, number>): { p99: number; max: number } {
+/**
+ * Between two scrapes: the smallest bucket bounds that hold 99% and all of the answers in
+ * between, said as "within N ms", or "past N ms" for answers beyond the largest finite bound.
+ */
+export function slowestAnswers(before: Map<number, number>, after: Map<number, number>): { p99: string; max: string } {
   const counts = [...after].map(([le, count]) => [le, count - (before.get(le) ?? 0)] as const).sort(([a], [b]) => a - b);
   const total = counts.at(-1)?.[1] ?? 0;
-  const within = (share: number) => (counts.find(([, count]) => count >= share * total)?.[0] ?? Number.NaN) * 1000;
+  const largest = counts.filter(([le]) => Number.isFinite(le)).at(-1)?.[0] ?? Number.NaN;
+  const within = (share: number) => {
+    const bound = counts.find(([, count]) => count >= share * total)?.[0] ?? Number.NaN;
+    return Number.isFinite(bound) || Number.isNaN(bound) ? `within ${bound * 1000} ms` : `past ${largest * 1000} ms`;
+  };
   return { p99: within(0.99), max: within(1) };
 }
 

@@ -16,14 +16,16 @@ export interface PluginBench {
     askedApi: number;
     wroteItself: number;
     writers: { count: number; peakRss: number; anonymous: number };
-    /** The agent's answers to the burst's ADDs (its histogram's buckets): the bounds p99 and all fell within, in ms. */
-    answerP99Ms: number;
-    answerMaxMs: number;
+    /** The agent's answers to the burst's ADDs (its histogram's buckets): the bounds p99 and all fell within. */
+    answerP99: string;
+    answerMax: string;
     cgroupPeakMb: number;
     goCgroupPeakMb: number;
     goWallMs: number;
   };
   targets: Array<{ target: string; value: string; met: boolean }>;
+  /** The agent's mean answer to the sequential rounds' ADDs and DELs (iptables nft), by its own clock. */
+  answerMs: { add: number; del: number };
 }
 
 /** Each measured row's name, in the order benchPlugin records them. */
@@ -55,7 +57,7 @@ export function judgePlugin(
   samples: Record<string, Measured[]>,
   names: PluginNames,
   concurrency: PluginBench["concurrency"],
-): Omit<PluginBench, "concurrency"> {
+): Omit<PluginBench, "concurrency" | "answerMs"> {
   const rows = Object.entries(samples).map(([name, list]) =>
     summarize(
       name,
@@ -121,13 +123,27 @@ export function printPlugin(result: PluginBench, run: { iterations: number; warm
   );
   for (const error of concurrency.failed) console.log(`  failed: ${error}`);
   console.log(
-    `the agent answered 99% of the burst's ADDs within ${concurrency.answerP99Ms} ms and all within ${concurrency.answerMaxMs} ms ` +
+    `the agent answered 99% of the burst's ADDs ${concurrency.answerP99} and all ${concurrency.answerMax} ` +
       `(meshcni_plugin_answer_duration_seconds' buckets; the plugin waits ${agentTimeoutMs} ms, a write must start within half that)`,
   );
   console.log(
     `the agent's ${concurrency.writers.count} writers after it (outside the burst's cgroup): ${concurrency.writers.anonymous} MB anonymous in all, ` +
       `peak RSS ${concurrency.writers.peakRss} MB each at most (most of it the binary's pages, which the agent maps too)`,
   );
+  const p50 = (name: string) => rows.find((row) => row.name === name)?.p50 ?? Number.NaN;
+  const version = p50(rowNames.version);
+  for (const [verb, name, agentMs] of [
+    ["ADD", rowNames.addAgent, result.answerMs.add],
+    ["DEL", rowNames.del, result.answerMs.del],
+  ] as const) {
+    const whole = p50(name);
+    console.log(
+      `where a ${verb} through the agent goes (p50 ${whole.toFixed(1)} ms): ${version.toFixed(1)} ms the process itself ` +
+        `(meshcni VERSION: start, load, exit), ${agentMs.toFixed(1)} ms the agent's answer (its mean, by its own clock: ` +
+        `${verb === "ADD" ? "the decision, then" : ""} its writer's rules and record), ${(whole - version - agentMs).toFixed(1)} ms the plugin's own ` +
+        "work (stdin and netconf, the netns opened and passed, the socket, the result)",
+    );
+  }
   console.log(`\ntargets`);
   for (const target of targets) console.log(`${target.met ? "met   " : "MISSED"}  ${target.target.padEnd(44)}${target.value}`);
 }

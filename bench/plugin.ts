@@ -4,13 +4,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
-import { AgentHarness } from "../test/kit/agent/harness.js";
-import { askAgent } from "../test/kit/agent/socket.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
-import { agentTemplate, meshcniNetconf, podArgs, until } from "../test/kit/common.js";
+import { meshcniNetconf, podArgs } from "../test/kit/common.js";
 import { meshcniBinary } from "../test/kit/paths.js";
 import { MemoryCgroup } from "./cgroup.js";
 import { cleanupMeasure, type Measured, measure } from "./measure.js";
+import { answerTotals, type BenchAgent, meanAnswerMs, startBenchAgent } from "./plugin-agents.js";
 import {
   buildGoPattern,
   goPattern,
@@ -47,28 +46,11 @@ export async function benchPlugin(): Promise<PluginBench> {
   writeFileSync(tokenFile, api.token);
   writeFileSync(caFile, api.caPem);
   writeFileSync(rulesFile, `${perRuleLines}\n`);
-  // The agents on this "node": each watches the node's pods and answers the plugin on its socket. One per backend the
-  // bench asks through: an agent writes only what its own netconf entry says, iptables-mode and state dir included.
-  const startAgent = async (mode: string, dir: string) => {
-    mkdirSync(dir, { recursive: true });
-    const harness = new AgentHarness({ onHost: true });
-    const template = agentTemplate(dir, { linkerd: { "iptables-mode": mode } });
-    await harness.startWithApi(api, ["--node", node, "--state-dir", dir, "--template", template, "--audit-seconds", "3600"], {
-      POD_NAMESPACE: "meshcni",
-      LOG_LEVEL: "info",
-    });
-    const socket = join(dir, "agent", "plugin.sock");
-    await until(async () => {
-      const answer = await askAgent(socket, { get: "pod", namespace: "bench", name: "meshed", uid: "uid-bench-meshed" }).catch(
-        () => undefined,
-      );
-      return answer !== undefined && "cached" in answer && answer.cached;
-    }, 10_000);
-    return { harness, socket, dir };
-  };
-  const agents: Record<string, Awaited<ReturnType<typeof startAgent>>> = {
-    [backend]: await startAgent(backend, stateDir),
-    nftables: await startAgent("nftables", join(stateDir, "nftables")),
+  // The agents on this "node", one per backend the bench asks through: an agent writes only what its own netconf entry
+  // says, iptables-mode and state dir included.
+  const agents: Record<string, BenchAgent> = {
+    [backend]: await startBenchAgent(api, backend, stateDir),
+    nftables: await startBenchAgent(api, "nftables", join(stateDir, "nftables")),
   };
   const agent = agents[backend]!.harness;
   const prevResult = { cniVersion: "1.0.0", interfaces: [{ name: "eth0" }], ips: [{ address: "10.253.0.2/24", interface: 0 }] };
@@ -132,6 +114,7 @@ export async function benchPlugin(): Promise<PluginBench> {
     if (checked.exitCode !== 0) throw new Error(`the nft floor's rules are not meshcni's: ${checked.stdout}`);
     await dropNetns(same);
 
+    const totalsBefore = await agent.scrape();
     for (let round = 0; round < warmup + iterations; round++) {
       const spaces = await Promise.all(Array.from({ length: 10 }, () => freshNetns()));
       const [agentNftables, viaAgent, meshed, nftables, plain, go, perRule, floor, floorNftables, tuned] = spaces as [string, ...string[]];
@@ -160,6 +143,12 @@ export async function benchPlugin(): Promise<PluginBench> {
       await Promise.all(spaces.map((name) => dropNetns(name)));
     }
 
+    // Where an ADD and a DEL through the agent go: the agent's share by its own clock (warm-up rounds included).
+    const totalsAfter = await agent.scrape();
+    const answerMs = {
+      add: meanAnswerMs(answerTotals(totalsBefore, "ADD"), answerTotals(totalsAfter, "ADD")),
+      del: meanAnswerMs(answerTotals(totalsBefore, "DEL"), answerTotals(totalsAfter, "DEL")),
+    };
     // The agent path measured is the agent writing: a write handed back to the plugin would measure the plugin writing itself.
     let handedBack = 0;
     for (const { harness } of Object.values(agents))
@@ -182,7 +171,7 @@ export async function benchPlugin(): Promise<PluginBench> {
     const hogs = availableParallelism();
     const hog = Array.from({ length: hogs }, () => execa("sh", ["-c", "while :; do :; done"], { reject: false }));
     let ours: Awaited<ReturnType<typeof burst>>;
-    let answered = { p99: Number.NaN, max: Number.NaN };
+    let answered = { p99: "(not measured)", max: "(not measured)" };
     let theirs: Awaited<ReturnType<typeof burst>>;
     try {
       const answeredBefore = answerBuckets(await agent.scrape());
@@ -209,14 +198,14 @@ export async function benchPlugin(): Promise<PluginBench> {
         (result) => result.stderr.includes("redirect applied") && !result.stderr.includes("asking the API server instead of the agent"),
       ).length,
       writers: writersMemoryMb(agent.pid),
-      answerP99Ms: answered.p99,
-      answerMaxMs: answered.max,
+      answerP99: answered.p99,
+      answerMax: answered.max,
       cgroupPeakMb: ours.peakMb,
       goCgroupPeakMb: theirs.peakMb,
       goWallMs: theirs.wallMs,
     };
 
-    const result = { ...judgePlugin(samples, names, concurrency), concurrency };
+    const result = { ...judgePlugin(samples, names, concurrency), concurrency, answerMs };
     printPlugin(result, { iterations, warmup, hogs });
     console.log(`results: ${saveResults("plugin", result)}`);
     return result;
