@@ -32,10 +32,12 @@ export async function startBenchAgent(api: FakeApiServer, mode: string, dir: str
   return { harness, socket, dir };
 }
 
-/** The agent's answers to one verb so far, by its own clock (meshcni_plugin_answer_duration_seconds' sum and count). */
+/** The agent's answers to one verb so far, by its own clock (meshcni_plugin_answer_duration_seconds' sum and count; none yet: 0). */
 export function answerTotals(metrics: string, verb: "ADD" | "DEL"): { seconds: number; count: number } {
   const total = (series: string) =>
-    Number(new RegExp(`^meshcni_plugin_answer_duration_seconds_${series}\\{[^}]*verb="${verb}"[^}]*\\} (\\S+)$`, "m").exec(metrics)?.[1]);
+    Number(
+      new RegExp(`^meshcni_plugin_answer_duration_seconds_${series}\\{[^}]*verb="${verb}"[^}]*\\} (\\S+)$`, "m").exec(metrics)?.[1] ?? 0,
+    );
   return { seconds: total("sum"), count: total("count") };
 }
 

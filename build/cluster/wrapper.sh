@@ -31,6 +31,7 @@ kubernetes)
   } > "$dir/go.mod"
   packages="k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
     k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl"
+  tags="selinux,notest"
   ;;
 containerd)
   case "$version" in v1.*) module=github.com/containerd/containerd ;; *) module=github.com/containerd/containerd/v2 ;; esac
@@ -45,6 +46,7 @@ containerd)
     grep -E '^exclude ' "$upstream" || true
   } > "$dir/go.mod"
   packages="$module/cmd/containerd $module/cmd/containerd-shim-runc-v2 $module/cmd/ctr"
+  tags="no_btrfs,no_devmapper"
   ;;
 *)
   echo "usage: wrapper.sh kubernetes|containerd VERSION" >&2
@@ -52,8 +54,10 @@ containerd)
   ;;
 esac
 
-# Resolving the commands' packages fills in every module they need, and go.sum, without building.
+# Resolving the commands' packages fills in every module they need, and go.sum, without building: with
+# the build tags components.sh builds them with (containerd 1.7's with Kubernetes' tags too left out
+# github.com/google/gofuzz, which its build needs).
 rm -f "$dir/go.sum"
 # shellcheck disable=SC2086
-(cd "$dir" && go list -deps -tags "selinux,notest,no_btrfs,no_devmapper" $packages > /dev/null)
+(cd "$dir" && go list -deps -tags "$tags" $packages > /dev/null)
 echo "wrote $dir/go.mod and go.sum" >&2

@@ -1,9 +1,8 @@
-import { closeSync, mkdtempSync, openSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { closeSync } from "node:fs";
 import { execa } from "execa";
 import { inNetnsCommand } from "../common.js";
 import { meshcniBinary } from "../paths.js";
+import { stdinFile } from "../stdin-file.js";
 
 /** The compiled plugin run as a runtime runs it: env and stdin in, stdout and exit code out. */
 
@@ -55,31 +54,13 @@ export async function invokePlugin(env: Record<string, string>, stdin: string | 
  */
 export function startPlugin(env: Record<string, string>, stdin: string | object, options: { inNetns?: string; wrap?: string[] } = {}) {
   const [command, ...args] = [...(options.inNetns ? ["ip", "netns", "exec", options.inNetns] : (options.wrap ?? [])), meshcniBinary];
-  // Its stdin a file, whole and closed before it starts, as a runtime hands it: written through a pipe by this busy process, a
-  // hundred plugins at once waited past their 5 s for it.
-  const file = join(stdinDir(), `stdin-${++stdinCount}`);
-  writeFileSync(file, typeof stdin === "string" ? stdin : JSON.stringify(stdin));
-  const fd = openSync(file, "r");
-  unlinkSync(file);
-  // execa hands a descriptor number to spawn as it is (lib/stdio/native.js); its types name only 3 to 9.
-  const stdinFd = fd as unknown as "inherit";
+  const { fd, stdin: input } = stdinFile(typeof stdin === "string" ? stdin : JSON.stringify(stdin));
   try {
-    return execa(command!, args, { env: { PATH: process.env.PATH ?? "", ...env }, extendEnv: false, stdin: stdinFd, reject: false });
+    return execa(command!, args, { env: { PATH: process.env.PATH ?? "", ...env }, extendEnv: false, stdin: input, reject: false });
   } finally {
     closeSync(fd);
   }
 }
-
-let stdinCount = 0;
-let stdinFiles: string | undefined;
-const stdinDir = () => {
-  if (!stdinFiles) {
-    const dir = mkdtempSync(join(tmpdir(), "meshcni-stdin-"));
-    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-    stdinFiles = dir;
-  }
-  return stdinFiles;
-};
 
 /** Runs the compiled plugin inside a netns, as if that were the host's. */
 export async function invokePluginIn(netns: string, env: Record<string, string>, stdin: string | object): Promise<CniOutcome> {
