@@ -33,6 +33,8 @@ const writeRequestSchema = v.variant("verb", [
       /** Absent only with no netns named: the plugin found none (DEL's may be gone); only the record is removed. */
       netnsId: v.optional(netnsIdSchema),
       netconf: v.string(),
+      /** The agent's own entry's proxy ports: a netns where one is listened on still runs its pod (its proxy), and keeps its redirect. */
+      proxyPorts: v.array(v.pipe(v.number(), v.integer())),
     }),
     // Without the identity of the netns the plugin saw, the writer could take another for it.
     v.check((del) => del.target.netns === "" || del.netnsId !== undefined, "a DEL naming a netns must carry its identity (netnsId)"),

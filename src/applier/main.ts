@@ -4,6 +4,8 @@ import { errorMessage } from "../errors.js";
 import { hostPaths } from "../host.js";
 import { type LogLevel, pluginLogger } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
+import { NetnsGoneError } from "../netns/enter.js";
+import { listeningHere } from "../netns/listening.js";
 import { applyDecision } from "../plugin/apply.js";
 import { del } from "../plugin/del.js";
 import { productionDeps } from "../plugin/deps.js";
@@ -43,7 +45,30 @@ async function carryOut(request: WriteRequest): Promise<void> {
     return withDeps(request.settings.logLevel, request.settings.logFile, (deps) => applyDecision(request.target, request, deps));
   const conf = parseNetConf(request.netconf);
   const env = { command: "DEL" as const, containerId, ifname, netns, args: "", path: "" };
-  return withDeps(conf.log_level, conf.log_file, (deps) => del({ env, conf }, deps));
+  const { proxyPorts } = request;
+  return withDeps(conf.log_level, conf.log_file, async (deps) => {
+    if (netns) await refuseWhileProxyListens(netns, proxyPorts, deps);
+    await del({ env, conf }, deps);
+  });
+}
+
+/**
+ * The runtime calls DEL once the sandbox's containers are stopped (containerd and CRI-O
+ * stop them first): a proxy port still listened on in the netns is a running pod, and a DEL
+ * for it comes from a caller of its own making. Not removed by the agent: the caller then
+ * needs the capabilities to do it itself, which the runtime's plugin has. A netns gone has
+ * nothing left to keep.
+ */
+async function refuseWhileProxyListens(netns: string, proxyPorts: number[], deps: PluginDeps): Promise<void> {
+  try {
+    await deps.inNetns(netns, async () => {
+      const listened = proxyPorts.filter((port) => listeningHere().has(port));
+      if (listened.length > 0)
+        throw new Error(`port ${listened.join(" and ")} is listened on in the netns, as the pod's proxy does: its pod still runs`);
+    });
+  } catch (error) {
+    if (!(error instanceof NetnsGoneError)) throw error;
+  }
 }
 
 /** Reads requests until stdin ends, carrying out each in turn (a netns is entered by this one thread). */

@@ -146,4 +146,39 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
       "a descriptor passed that is no namespace",
     );
   });
+
+  it("removes no redirect while the pod still runs: a caller passing a running pod's netns with a DEL is refused, the runtime's DEL later is not", async () => {
+    const netns = `mc-${net.id}-victim`;
+    const path = net.netnsPath(netns);
+    const rules = await natRules(netns, "nft");
+    expect(rules).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+    // The pod's proxy, listening on its inbound port as linkerd-proxy does.
+    const proxy = execa(
+      "ip",
+      [
+        "netns",
+        "exec",
+        netns,
+        "python3",
+        "-c",
+        "import socket,time;s=socket.socket();s.bind(('0.0.0.0',4143));s.listen();print('up',flush=True);time.sleep(60)",
+      ],
+      { reject: false },
+    );
+    await new Promise<void>((resolve) => proxy.stdout?.once("data", () => resolve()));
+    const netconf = JSON.stringify({ cniVersion: "1.0.0", name: "primary", ...entry });
+    const del = { get: "del", containerId: "c-victim", ifname: "eth0", netns: path, netconf };
+    try {
+      expect(await askAsOther(del, path)).toEqual({
+        error: "the agent could not remove it: port 4143 is listened on in the netns, as the pod's proxy does: its pod still runs",
+      });
+      expect(await natRules(netns, "nft")).toEqual(rules);
+    } finally {
+      proxy.kill("SIGKILL");
+      await proxy;
+    }
+    // Its containers stopped, as the runtime stops them before its DEL: the agent removes the redirect.
+    expect(await askAsOther(del, path)).toEqual({ applied: {} });
+    expect(await natRules(netns, "nft")).toEqual([]);
+  });
 });

@@ -102,6 +102,7 @@ export async function answerAsk(
         target: { containerId, ifname, netns: path },
         ...(netns ? { netnsId: netns } : {}),
         netconf,
+        proxyPorts: [writing.scope.linkerd["incoming-proxy-port"], writing.scope.linkerd["outgoing-proxy-port"]],
       },
       deadline,
     );

@@ -9,6 +9,7 @@ const del = (netns: string, netnsId?: { dev: number; ino: number }) =>
     target: { containerId: "c1", ifname: "eth0", netns },
     ...(netnsId ? { netnsId } : {}),
     netconf: "{}",
+    proxyPorts: [4143, 4140],
   });
 
 describe("the writer's contract", () => {

@@ -26,6 +26,7 @@ const ask = (containerId: string): WriteAsk => ({
   hostRoot: "",
   target: { containerId, ifname: "eth0", netns: "" },
   netconf: "{}",
+  proxyPorts: [4143, 4140],
 });
 
 describe("the agent's writer process", () => {
