@@ -5,7 +5,7 @@ import { chartDir, helm, valuesFile } from "../kit/chart/helm.js";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
-import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
+import { chainedTypes, primaryConflistPath, primaryTypes } from "../kit/cluster/node.js";
 import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { linkerdCniValues } from "../kit/linkerd/chart.js";
@@ -55,7 +55,7 @@ describeAsRoot("meshcni's chart on a real cluster", () => {
     );
     expect(install.exitCode, install.stderr).toBe(0);
     expect(install.stdout).toContain("WARNING: image.name cr.l5d.io/linkerd/cni-plugin is Linkerd's plugin");
-    expect(chainedTypes()).toEqual(["bridge", "portmap", "meshcni"]);
+    expect(chainedTypes()).toEqual([...primaryTypes, "meshcni"]);
     expect(meshcniEntry()?.linkerd).toMatchObject({ "inbound-ports-to-ignore": ["4191", "4190"], "iptables-mode": "nft" });
     await until(
       async () => {

@@ -1,12 +1,12 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeIp, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
-import { chainedTypes, writePrimaryConflist } from "../kit/cluster/node.js";
+import { chainedTypes, primaryConflistPath, primaryTypes, rewritePrimaryConflist } from "../kit/cluster/node.js";
 import { pluginTokenClaims } from "../kit/cluster/tokens.js";
 import { asList, meshedDeployment, plainPod, proxyInbound, proxyOutbound } from "../kit/cluster/workloads.js";
 import { until } from "../kit/common.js";
@@ -48,7 +48,7 @@ describeAsRoot("meshcni on a real cluster", () => {
   }, 120_000);
 
   it("gets ready: chains itself last, lifts the startup taint, writes MeshcniReady; meshcni status says so", async () => {
-    expect(chainedTypes()).toEqual(["bridge", "portmap", "meshcni"]);
+    expect(chainedTypes()).toEqual([...primaryTypes, "meshcni"]);
     for (const file of ["ZZZ-meshcni-kubeconfig"]) expect(existsSync(join(paths.cniConfDir, file))).toBe(true);
     expect(existsSync(join(paths.cniBinDir, "meshcni"))).toBe(true);
     let node: NodeObject | undefined;
@@ -71,7 +71,8 @@ describeAsRoot("meshcni on a real cluster", () => {
     expect(claims.exp! - claims.iat!).toBe(3600);
     const status = await meshcni.cli("status");
     expect(status.stderr).toBe("");
-    expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s+0\\.1\\.0\\s+chained in 10-primary\\.conflist`, "m"));
+    const conflist = basename(primaryConflistPath).replaceAll(".", "\\.");
+    expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s+0\\.1\\.0\\s+chained in ${conflist}`, "m"));
   });
 
   it("redirects a meshed pod that started before meshcni was chained, in place, found through containerd's CRI", async () => {
@@ -136,7 +137,7 @@ describeAsRoot("meshcni on a real cluster", () => {
     const chained = async () => (await meshcni.log()).filter((line) => /^(re-)?chained meshcni$/.test(String(line.msg))).length;
     const before = await chained();
     // The agent may chain meshcni again within milliseconds: its log, not the file read at once, shows the rewrite was seen.
-    writePrimaryConflist();
+    await rewritePrimaryConflist();
     await until(async () => (await chained()) > before && chainedTypes().at(-1) === "meshcni", 20_000, 250);
     await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("after-rewrite", { sidecar: "container" })));
     await cluster.kubectl(["rollout", "status", "deployment/after-rewrite", "--timeout=90s"]);

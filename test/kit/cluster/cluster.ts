@@ -2,6 +2,7 @@ import { copyFileSync, existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { sleep, until } from "../common.js";
+import { applyCalicoObjects, prepareCalicoInstaller, runCalicoInstaller } from "./calico.js";
 import { containerdSpec } from "./containerd.js";
 import { apiserverSpec, type ControlPlaneOptions, controllerManagerSpec, etcdSpec, schedulerSpec } from "./control-plane.js";
 import { prepareHost } from "./host.js";
@@ -29,7 +30,7 @@ export interface ClusterOptions extends ControlPlaneOptions {
 /**
  * A single-node Kubernetes on this machine, built here: etcd, kube-apiserver,
  * kube-controller-manager, kube-scheduler, containerd 2 with a primary conflist (bridge,
- * host-local, portmap), kubelet (registering with meshcni's startup taint) and kube-proxy.
+ * host-local, portmap; or Calico's, by its installer: calico.ts), kubelet (registering with meshcni's startup taint) and kube-proxy.
  * Images are imported, never pulled. up() first removes what a failed run left behind.
  */
 export class RealCluster {
@@ -47,7 +48,12 @@ export class RealCluster {
     for (const dir of [paths.dir, paths.cniBinDir, paths.cniConfDir]) mkdirSync(dir, { recursive: true });
     await steps.run("PKI (openssl)", [], makePki);
     await steps.run("host prepared (links, routes, sysctls, nftables)", [], prepareHost);
-    await steps.run("CNI plugins and the primary conflist", [], () => {
+    await steps.run("CNI plugins and the primary conflist", [], async () => {
+      if (this.leg.primary === "calico") {
+        prepareCalicoInstaller(this.bin);
+        await runCalicoInstaller(this.options.cniVersion);
+        return;
+      }
       for (const plugin of primaryPlugins(this.bin)) {
         copyFileSync(join(this.bin["cni-plugins"], plugin), join(paths.cniBinDir, plugin));
       }
@@ -60,6 +66,7 @@ export class RealCluster {
       startDaemon(apiserverSpec(k8s("kube-apiserver"), this.options));
       await this.waitApiserver();
     });
+    if (this.leg.primary === "calico") await steps.run("Calico's objects and its plugin's kubeconfig", [], () => applyCalicoObjects(this));
     await steps.run("kube-controller-manager and kube-scheduler started", [], () => {
       startDaemon(controllerManagerSpec(k8s("kube-controller-manager"), this.options));
       startDaemon(schedulerSpec(k8s("kube-scheduler"), this.options));

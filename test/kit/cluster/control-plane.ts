@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { apiserverPort, etcdClientUrl, nodeIp, paths, podCidr, serviceCidr } from "./layout.js";
+import { currentLeg } from "./leg.js";
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
 
@@ -93,7 +94,8 @@ export function controllerManagerSpec(binary: string, options: ControlPlaneOptio
       "--leader-elect=false",
       `--service-cluster-ip-range=${serviceCidr}`,
       `--cluster-cidr=${podCidr}`,
-      "--allocate-node-cidrs=false",
+      // Calico's host-local IPAM (usePodCidr) takes the Node's podCIDR, which this allocates.
+      `--allocate-node-cidrs=${currentLeg().primary === "calico"}`,
       ...emulation(options),
     ],
   };

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { sleep } from "../common.js";
 import { agentStateDir, cgroupRoot, nftTable, nodeIp, nodeLink, paths, podBridge, primaryNetwork, serviceCidr } from "./layout.js";
+import { currentLeg } from "./leg.js";
 
 /** What the host had before the cluster changed it, put back at teardown. */
 interface HostState {
@@ -36,10 +37,12 @@ export async function prepareHost(): Promise<void> {
   await run("ip", "addr", "add", `${nodeIp}/32`, "dev", nodeLink);
   await run("ip", "link", "set", nodeLink, "up");
   await run("ip", "route", "add", serviceCidr, "dev", nodeLink);
+  // Calico gives each pod a routed cali* veth of its own, where the bridge gives them one bridge.
+  const podLinks = currentLeg().primary === "calico" ? "cali*" : podBridge;
   const ruleset = `table inet ${nftTable} {
   chain forward {
     type filter hook forward priority -10; policy accept;
-    iifname "${podBridge}" oifname != "${podBridge}" counter drop
+    iifname "${podLinks}" oifname != "${podLinks}" counter drop
   }
 }`;
   await execa("nft", ["-f", "-"], { input: ruleset });
@@ -124,7 +127,10 @@ export async function restoreHost(): Promise<void> {
   await execa("nft", ["delete", "table", "inet", nftTable], { reject: false });
   await removeKubeChains();
   await removeStaleShimSockets();
-  for (const link of [nodeLink, podBridge]) await execa("ip", ["link", "del", link], { reject: false });
+  // A cali* veth outlives its pod only when the pod's netns was never deleted; one left is removed like the bridge.
+  const { stdout: links } = await execa("ip", ["-o", "link", "show"]);
+  const caliLinks = [...links.matchAll(/^\d+: (cali[0-9a-f]+)@/gm)].map((match) => match[1]!);
+  for (const link of [nodeLink, podBridge, ...caliLinks]) await execa("ip", ["link", "del", link], { reject: false });
   const results = "/var/lib/cni/results";
   for (const file of existsSync(results) ? readdirSync(results) : []) {
     if (file.startsWith(`${primaryNetwork}-`)) rmSync(join(results, file), { force: true });

@@ -7,7 +7,8 @@ import type { Backend } from "../../../src/redirect/redirector.js";
  * cluster's IP families.
  */
 export interface Leg {
-  primary: "bridge";
+  /** bridge (+ host-local, portmap) written by the kit, or Calico's own plugin written by its own installer (calico.ts). */
+  primary: "bridge" | "calico";
   kubernetes: string;
   containerd: string;
   /** meshcni's `iptables-mode`: auto (what `meshcni manifests` renders) or a backend. */
@@ -21,6 +22,7 @@ export const legs = {
   newest: { primary: "bridge", kubernetes: "v1.37.2", containerd: "v2.4.2", backend: "nft", families: "ipv4" },
   oldest: { primary: "bridge", kubernetes: "v1.30.14", containerd: "v1.7.35", backend: "legacy", families: "ipv4" },
   "containerd-1.7": { primary: "bridge", kubernetes: "v1.35.4", containerd: "v1.7.35", backend: "nftables", families: "ipv4" },
+  calico: { primary: "calico", kubernetes: "v1.35.4", containerd: "v2.2.9", backend: "auto", families: "ipv4" },
 } as const satisfies Record<string, Leg>;
 
 export type LegName = keyof typeof legs;
@@ -38,5 +40,5 @@ export const minorOf = (version: string) => Number(version.split(".")[1]);
 /** The environment that makes components.sh build, and the suite run, this leg. */
 export function legEnv(name: LegName): Record<string, string> {
   const leg = legs[name];
-  return { MESHCNI_LEG: name, MESHCNI_KUBERNETES: leg.kubernetes, MESHCNI_CONTAINERD: leg.containerd };
+  return { MESHCNI_LEG: name, MESHCNI_KUBERNETES: leg.kubernetes, MESHCNI_CONTAINERD: leg.containerd, MESHCNI_PRIMARY: leg.primary };
 }

@@ -1,12 +1,11 @@
 import { existsSync, readdirSync } from "node:fs";
-import { basename } from "node:path";
 import { execa } from "execa";
 import { expect } from "vitest";
 import { until } from "../common.js";
 import { meshcniBinary } from "../paths.js";
 import type { RealCluster } from "./cluster.js";
 import { agentStateDir, nodeName, paths } from "./layout.js";
-import { chainedTypes, primaryConflistPath } from "./node.js";
+import { chainedTypes, primaryNetDirFiles, primaryTypes } from "./node.js";
 import { primaryPlugins } from "./teardown.js";
 
 /** The flags an operator of this node gives `meshcni manifests`: the node's CNI dirs, netns dir and CRI socket. */
@@ -97,8 +96,8 @@ export class Meshcni {
  * hostPath volume: its records, locks and socket go, the mount point itself kubelet keeps).
  */
 export async function expectNothingLeftOnNode(cluster: RealCluster): Promise<void> {
-  expect(chainedTypes()).toEqual(["bridge", "portmap"]);
-  expect(readdirSync(paths.cniConfDir)).toEqual([basename(primaryConflistPath)]);
+  expect(chainedTypes()).toEqual(primaryTypes);
+  expect(readdirSync(paths.cniConfDir).sort()).toEqual([...primaryNetDirFiles].sort());
   expect(readdirSync(paths.cniBinDir).sort()).toEqual(primaryPlugins(cluster.bin).sort());
   const stateLeft = () => (existsSync(agentStateDir) ? readdirSync(agentStateDir) : []);
   await until(() => stateLeft().length === 0, 10_000, 100).catch(() => expect(stateLeft()).toEqual([]));

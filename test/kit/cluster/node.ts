@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
+import { calicoConflistName, calicoKubeconfigPath, runCalicoInstaller } from "./calico.js";
 import { cgroupRoot, nodeIp, nodeName, paths, podBridge, podCidr, primaryNetwork, startupTaint } from "./layout.js";
-import { minorOf } from "./leg.js";
+import { currentLeg, minorOf } from "./leg.js";
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
 
@@ -107,12 +108,24 @@ export function primaryConflist(cniVersion = "1.0.0"): Record<string, unknown> {
   };
 }
 
-export const primaryConflistPath = join(paths.cniConfDir, "10-primary.conflist");
+const calicoPrimary = currentLeg().primary === "calico";
+export const primaryConflistPath = join(paths.cniConfDir, calicoPrimary ? calicoConflistName : "10-primary.conflist");
+/** The plugin types the primary's own conflist chains (meshcni goes after them). */
+export const primaryTypes = calicoPrimary ? ["calico", "portmap"] : ["bridge", "portmap"];
+/** The files the primary keeps in the net dir: its conflist, and Calico's plugin kubeconfig. */
+export const primaryNetDirFiles = calicoPrimary ? [calicoConflistName, basename(calicoKubeconfigPath)] : [basename(primaryConflistPath)];
 
 /** Writes the primary's conflist as an add-on would (in place: the rewrite a Calico restart makes). */
 export function writePrimaryConflist(cniVersion?: string): void {
   mkdirSync(dirname(primaryConflistPath), { recursive: true });
   writeFileSync(primaryConflistPath, `${JSON.stringify(primaryConflist(cniVersion), null, 2)}\n`);
+}
+
+/** The primary writes its conflist again, in place: Calico's installer as when calico-node restarts; resolves with the time the write ended (ms since epoch). */
+export async function rewritePrimaryConflist(): Promise<number> {
+  if (calicoPrimary) return runCalicoInstaller();
+  writePrimaryConflist();
+  return Date.now();
 }
 
 /** The plugin types the primary's conflist chains now, in order. */

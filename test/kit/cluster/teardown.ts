@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { CriClient } from "../cri/client.js";
 import { projectRoot } from "../paths.js";
+import { calicoImagePlugins } from "./calico.js";
 import { removeNodeCgroups, restoreHost, unmountUnder } from "./host.js";
 import { paths } from "./layout.js";
 import { currentLeg, legEnv } from "./leg.js";
@@ -15,6 +16,8 @@ export interface Components {
   containerd: string;
   "cni-plugins": string;
   helm: string;
+  /** Built for a leg whose primary is Calico alone. */
+  calico?: string;
 }
 
 /** The binaries of this run's leg, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */
@@ -24,9 +27,11 @@ export async function components(): Promise<Components> {
   return Object.fromEntries(stdout.split("\n").map((line) => line.split("=", 2))) as unknown as Components;
 }
 
-/** The primary's plugins among the built ones (cnitool is the netns suite's, not the node's). */
+/** The primary's plugins on the node: Calico's installer copies its image's; else the built ones (cnitool is the netns suite's, not the node's). */
 export const primaryPlugins = (bin: Components) =>
-  readdirSync(bin["cni-plugins"]).filter((name) => !name.startsWith(".") && name !== "cnitool");
+  currentLeg().primary === "calico"
+    ? calicoImagePlugins
+    : readdirSync(bin["cni-plugins"]).filter((name) => !name.startsWith(".") && name !== "cnitool");
 
 /** The order daemons stop in: kubelet first (it would restart what is removed), etcd last. */
 const stopOrder = ["kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager", "containerd", "kube-apiserver", "etcd"];
