@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, startupTaint } from "../kit/cluster/layout.js";
-import { currentLeg, minorOf } from "../kit/cluster/leg.js";
+import { bindsTokensToNodes, currentLeg, minorOf } from "../kit/cluster/leg.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { pluginTokenClaims } from "../kit/cluster/tokens.js";
 import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
@@ -22,12 +22,11 @@ const gateOff = ["--feature-gates=ServiceAccountTokenNodeBinding=false"];
  * cannot emulate back past the gate's GA (1.33, locked on): the oldest leg proves it there.
  */
 const leg = currentLeg();
-const unbindable =
-  minorOf(leg.kubernetes) < 31
-    ? { apiserverArgs: gateOff }
-    : minorOf(leg.kubernetes) - 3 <= 32
-      ? { emulatedVersion: "1.32", apiserverArgs: gateOff }
-      : undefined;
+const unbindable = !bindsTokensToNodes(leg)
+  ? { apiserverArgs: gateOff }
+  : minorOf(leg.kubernetes) - 3 <= 32
+    ? { emulatedVersion: "1.32", apiserverArgs: gateOff }
+    : undefined;
 
 (unbindable ? describeAsRoot : describe.skip)("meshcni where the API server cannot bind tokens to Nodes", () => {
   const cluster = new RealCluster(unbindable);

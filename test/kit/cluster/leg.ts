@@ -37,6 +37,12 @@ export function currentLeg(env: NodeJS.ProcessEnv = process.env): Leg & { name: 
 /** A release's minor version: 35 for v1.35.4. */
 export const minorOf = (version: string) => Number(version.split(".")[1]);
 
+/** Whether the leg's API server binds a token to a Node: ServiceAccountTokenNodeBinding is on by default from 1.31 (alpha, off, in 1.30). */
+export const bindsTokensToNodes = (leg: Leg) => minorOf(leg.kubernetes) >= 31;
+
+/** Whether the leg's runtime sends CNI STATUS to a 1.1.0 chain: containerd 2 does (libcni 1.2); 1.7 never calls it. */
+export const sendsCniStatus = (leg: Leg) => Number(leg.containerd.slice(1).split(".")[0]) >= 2;
+
 /** The environment that makes components.sh build, and the suite run, this leg. */
 export function legEnv(name: LegName): Record<string, string> {
   const leg = legs[name];
