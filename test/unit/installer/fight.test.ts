@@ -24,7 +24,7 @@ describe("fight detection", () => {
     expect(noteRechain(started.state, "05-cilium.conflist", 190 + 1000).holdMs).toBeUndefined();
   });
 
-  it("doubles the back-off while the fight goes on, up to a minute, and resets once it stops", () => {
+  it("doubles the back-off while the fight goes on, up to 8 s, and resets once it stops", () => {
     let state = noFight;
     let now = 0;
     const backoffs: number[] = [];
@@ -34,7 +34,8 @@ describe("fight detection", () => {
       state = verdict.state;
       now = state.until;
     }
-    expect(backoffs).toEqual([1000, 2000, 4000, 8000, 16000, 32000, maxBackoffMs, maxBackoffMs]);
+    expect(backoffs).toEqual([1000, 2000, 4000, maxBackoffMs, maxBackoffMs, maxBackoffMs, maxBackoffMs, maxBackoffMs]);
+    expect(maxBackoffMs).toBe(8000);
     const afterCalm = rechains(fightThreshold, 1, now + fightWindowMs, state);
     expect(afterCalm.started?.backoffMs).toBe(1000);
   });
@@ -44,5 +45,12 @@ describe("fight detection", () => {
     for (let i = 0; i < fightThreshold - 1; i++) state = noteRechain(state, "a.conflist", i).state;
     expect(noteRechain(state, "b.conflist", fightThreshold).holdMs).toBeUndefined();
     expect(noteRechain(state, "a.conflist", fightThreshold).holdMs).toBe(1000);
+  });
+
+  it("holds only the file fought over: another file (the primary's own config restored) is chained at once", () => {
+    const fought = rechains(fightThreshold, 1);
+    expect(fought.holdMs).toBe(1000);
+    expect(noteRechain(fought.state, "05-cilium.conflist", 500).holdMs).toBe(1000 - 500 + fightThreshold - 1);
+    expect(noteRechain(fought.state, "10-calico.conflist", 500).holdMs).toBeUndefined();
   });
 });
