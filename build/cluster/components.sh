@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the real cluster's components (and Helm) from the Go module proxy, each by module path and the
-# version pinned in its wrapper module here (build/cluster/<component>/go.mod), into a cache
-# outside git keyed by that version and a hash of the wrapper and the flags: a component already
+# Builds the real cluster's components (and Helm, and Cilium's CNI config writer) from the Go module
+# proxy, each by module path and the version pinned in its wrapper module here
+# (build/cluster/<component>/go.mod), into a cache outside git keyed by that version and a hash of
+# the wrapper (go.mod, go.sum, and any .go file of ours) and the flags: a component already
 # built is never built again. Prints the cache directory of each component as NAME=DIR lines.
 # MESHCNI_CLUSTER_CACHE moves the cache; MESHCNI_CLUSTER_BIN names a directory of binaries a user
 # already has (all of them), which are then used as they are and nothing is built.
@@ -17,9 +18,10 @@ version() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "requir
 build() {
   local name=$1 dir=$2 module=$3 ldflags=$4 tags=$5
   shift 5
-  local ver key out
+  local ver key out sources
   ver=$(version "$dir" "$module")
-  key=$(cat "$dir/go.mod" "$dir/go.sum" <(printf '%s|%s|%s' "$ldflags" "$tags" "$*") | sha256sum | cut -c1-12)
+  mapfile -t sources < <(compgen -G "$dir/*.go" | sort)
+  key=$(cat "$dir/go.mod" "$dir/go.sum" "${sources[@]}" <(printf '%s|%s|%s' "$ldflags" "$tags" "$*") | sha256sum | cut -c1-12)
   out="$cache/$name-$ver-$key"
   # One build of an output at a time: two runs at once (a test suite and a hand-run command)
   # would remove each other's half-built directory; a run wanting another output goes on.
@@ -43,7 +45,7 @@ build() {
 }
 
 if [ -n "${MESHCNI_CLUSTER_BIN:-}" ]; then
-  for name in kubernetes etcd containerd cni-plugins helm; do echo "$name=$MESHCNI_CLUSTER_BIN"; done
+  for name in kubernetes etcd containerd cni-plugins helm cilium; do echo "$name=$MESHCNI_CLUSTER_BIN"; done
   exit 0
 fi
 
@@ -84,3 +86,6 @@ build cni-plugins "$here/cni-plugins" github.com/containernetworking/plugins "-X
 # Helm, which the chart's tests run (lint, template, install, upgrade, uninstall).
 helm=$(version "$here/helm" helm.sh/helm/v4)
 build helm "$here/helm" helm.sh/helm/v4 "-X helm.sh/helm/v4/internal/version.version=$helm" "" helm.sh/helm/v4/cmd/helm
+# Cilium's CNI config writer (daemon/cmd/cni, as cilium-agent runs it) from our main.go: its agent
+# cannot run here, its config writer can (test/cluster/cilium-takeover.test.ts).
+build cilium "$here/cilium" github.com/cilium/cilium "" "" meshcni.test/cluster/cilium

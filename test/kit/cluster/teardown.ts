@@ -15,6 +15,8 @@ export interface Components {
   containerd: string;
   "cni-plugins": string;
   helm: string;
+  /** Cilium's CNI config writer (build/cluster/cilium/main.go), as cilium-agent runs it. */
+  cilium: string;
 }
 
 /** The binaries of this run's leg, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */
