@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the real cluster's components (and Helm) from the Go module proxy, each by module path and the
-# version pinned in its wrapper module here (build/cluster/<component>/go.mod), into a cache
-# outside git keyed by that version and a hash of the wrapper and the flags: a component already
+# Builds the real cluster's components (and Helm, and Cilium's CNI config writer) from the Go module
+# proxy, each by module path and the version pinned in its wrapper module here
+# (build/cluster/<component>/go.mod), into a cache outside git keyed by that version and a hash of
+# the wrapper (go.mod, go.sum, and any .go file of ours) and the flags: a component already
 # built is never built again. Prints the cache directory of each component as NAME=DIR lines.
 # MESHCNI_CLUSTER_CACHE moves the cache; MESHCNI_CLUSTER_BIN names a directory of binaries a user
 # already has (all of them), which are then used as they are and nothing is built.
@@ -17,9 +18,10 @@ version() { awk -v m="$2" '$1 == m && $2 ~ /^v/ { print $2; exit } $1 == "requir
 build() {
   local name=$1 dir=$2 module=$3 ldflags=$4 tags=$5
   shift 5
-  local ver key out
+  local ver key out sources
   ver=$(version "$dir" "$module")
-  key=$(cat "$dir/go.mod" "$dir/go.sum" <(printf '%s|%s|%s' "$ldflags" "$tags" "$*") | sha256sum | cut -c1-12)
+  mapfile -t sources < <(compgen -G "$dir/*.go" | sort)
+  key=$(cat "$dir/go.mod" "$dir/go.sum" "${sources[@]}" <(printf '%s|%s|%s' "$ldflags" "$tags" "$*") | sha256sum | cut -c1-12)
   out="$cache/$name-$ver-$key"
   # One build of an output at a time: two runs at once (a test suite and a hand-run command)
   # would remove each other's half-built directory; a run wanting another output goes on.
@@ -43,7 +45,7 @@ build() {
 }
 
 if [ -n "${MESHCNI_CLUSTER_BIN:-}" ]; then
-  for name in kubernetes etcd containerd cni-plugins helm $([ "${MESHCNI_PRIMARY:-}" = calico ] && echo calico); do echo "$name=$MESHCNI_CLUSTER_BIN"; done
+  for name in kubernetes etcd containerd cni-plugins helm cilium $([ "${MESHCNI_PRIMARY:-}" = calico ] && echo calico); do echo "$name=$MESHCNI_CLUSTER_BIN"; done
   exit 0
 fi
 
@@ -90,3 +92,6 @@ if [ "${MESHCNI_PRIMARY:-bridge}" = calico ]; then
   build calico "$here/calico" github.com/projectcalico/calico "-X main.VERSION=v3.28.5-a0db560f0520" "" \
     github.com/projectcalico/calico/cni-plugin/cmd/calico github.com/projectcalico/calico/cni-plugin/cmd/install
 fi
+# Cilium's CNI config writer (daemon/cmd/cni, as cilium-agent runs it) from our main.go: its agent
+# cannot run here, its config writer can (test/cluster/cilium-takeover.test.ts).
+build cilium "$here/cilium" github.com/cilium/cilium "" "" meshcni.test/cluster/cilium

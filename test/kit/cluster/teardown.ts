@@ -18,6 +18,8 @@ export interface Components {
   helm: string;
   /** Built for a leg whose primary is Calico alone. */
   calico?: string;
+  /** Cilium's CNI config writer (build/cluster/cilium/main.go), as cilium-agent runs it. */
+  cilium: string;
 }
 
 /** The binaries of this run's leg, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */

@@ -1,0 +1,141 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { fileRecordStore } from "../../src/state/records.js";
+import {
+  ciliumChainedTypes,
+  ciliumConflistPath,
+  isWrite,
+  runCiliumWriter,
+  setAside,
+  startCiliumWatcher,
+  stopCiliumWatcher,
+  undoTakeover,
+  watcherLines,
+} from "../kit/cluster/cilium.js";
+import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
+import { agentStateDir, paths } from "../kit/cluster/layout.js";
+import { Meshcni } from "../kit/cluster/meshcni.js";
+import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
+import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
+import { sleep, until } from "../kit/common.js";
+import { describeAsRoot } from "../kit/root-suites.js";
+
+const primaryName = basename(primaryConflistPath);
+
+/**
+ * seed 002 with Cilium's own code: its agent's CNI config writer (the `cni-config` cell,
+ * build/cluster/cilium) takes the node over from the cluster's primary, as cilium-agent
+ * does at its start, with a custom config (cni.customConf) of the cluster's bridge, since
+ * cilium-cni itself needs a running Cilium agent.
+ */
+describeAsRoot("Cilium's CNI config writer taking a real node over", () => {
+  const cluster = new RealCluster();
+  const meshcni = new Meshcni(cluster);
+  /** The agent's log lines saying it chained meshcni into 05-cilium.conflist, from `since` (ISO time) on. */
+  const chainedIntoCilium = async (since: string) =>
+    (await meshcni.log()).filter(
+      (line) =>
+        String(line.time) >= since &&
+        /^(re-)?chained meshcni$/.test(String(line.msg)) &&
+        String(line.file).endsWith(`/${basename(ciliumConflistPath)}`),
+    );
+  /** The meshed pods of `app`, each started through 05-cilium.conflist: host-local gave it the upper half's address. */
+  const startedThroughCilium = async (app: string) => {
+    const pods = (await cluster.get<{ items: PodObject[] }>("pods", "-l", `app=${app}`)).items;
+    return pods.map((pod) => Number(pod.status.podIP!.split(".")[3]) >= 128);
+  };
+  const meshedPods = async (app: string, replicas: number) => {
+    await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment(app, { sidecar: "native", replicas })));
+    await cluster.kubectl(["rollout", "status", `deployment/${app}`, "--timeout=120s"]);
+  };
+
+  beforeAll(async () => {
+    await cluster.up();
+    await meshcni.deploy();
+    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client")));
+    await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=90s"]);
+  }, 300_000);
+
+  afterEach(async () => {
+    await stopCiliumWatcher();
+    undoTakeover();
+    await until(() => chainedTypes().at(-1) === "meshcni", 20_000, 100);
+    expect(readdirSync(paths.cniConfDir).sort()).toEqual([primaryName, "ZZZ-meshcni-kubeconfig"]);
+    await cluster.kubectl(["delete", "deployments", "--all", "--wait"]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await cluster.down();
+  }, 120_000);
+
+  it("a. takeover, exclusive, run once: the primary set aside, meshcni chained into 05-cilium.conflist; pods after it redirected, pods before it deleted cleanly", async () => {
+    await meshedPods("before", 2);
+    const beforeUids = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=before")).items.map((pod) => pod.metadata.uid);
+    const records = () => fileRecordStore(agentStateDir).list();
+    const sandboxes = records()
+      .filter((record) => beforeUids.includes(record.pod.uid))
+      .map((record) => record.containerId);
+    expect(sandboxes).toHaveLength(2);
+
+    const since = new Date().toISOString();
+    const writer = await runCiliumWriter(cluster.bin, true);
+    expect(setAside()).toEqual([`${primaryName}.cilium_bak`]);
+    await until(async () => (await chainedIntoCilium(since)).length > 0, 20_000, 100);
+    const [chained] = await chainedIntoCilium(since);
+    const chainedAt = Date.parse(String(chained!.time));
+    const wroteAt = writer.lines.find(isWrite)!.time;
+    console.log(
+      `Cilium's writer wrote 05-cilium.conflist; meshcni chained into it ${chainedAt - wroteAt} ms after the write, ` +
+        `${chainedAt - writer.exitedAt} ms after the writer's exit (the agent's own latency: ${chained!.latencyMs} ms)`,
+    );
+    expect(chainedAt - wroteAt).toBeLessThan(2000);
+    expect(ciliumChainedTypes()).toEqual(["bridge", "meshcni"]);
+
+    await meshedPods("after", 2);
+    expect(await startedThroughCilium("after")).toEqual([true, true]);
+    expect(await expectRunningPodsRedirected(cluster, "after")).toBe(2);
+    expect(await expectRunningPodsRedirected(cluster, "before")).toBe(2);
+
+    // The pods of the old chain go through the new one's DEL (containerd runs the active config's), and must not fail it.
+    await cluster.kubectl(["delete", "deployment", "before", "--wait"]);
+    const containerdLog = () => readFileSync(join(paths.logs, "containerd.log"), "utf8");
+    await until(
+      () => sandboxes.every((id) => containerdLog().includes(`TearDown network for sandbox \\"${id}\\" successfully`)),
+      60_000,
+      250,
+    );
+    expect(sandboxes.filter((id) => containerdLog().includes(`failed to destroy network for sandbox \\"${id}\\"`))).toEqual([]);
+    await until(() => records().every((record) => !beforeUids.includes(record.pod.uid)), 10_000, 100);
+    const stateFiles = readdirSync(agentStateDir, { recursive: true, encoding: "utf8" });
+    expect(stateFiles.filter((file) => sandboxes.some((id) => file.includes(id)))).toEqual([]);
+    expect(await expectRunningPodsRedirected(cluster, "after")).toBe(2);
+  }, 240_000);
+
+  it("b. kept running with its watch, cni-exclusive=false (Linkerd's advice): meshcni stays chained, nothing rewrites in a loop", async () => {
+    const since = new Date().toISOString();
+    startCiliumWatcher(cluster.bin, false);
+    await until(async () => (await chainedIntoCilium(since)).length > 0, 20_000, 100);
+    // Not exclusive: the primary stays where it was, and meshcni leaves it for the config the runtime now reads.
+    expect(setAside()).toEqual([]);
+    expect(chainedTypes()).toEqual(["bridge", "portmap"]);
+    const samples: string[][] = [];
+    const window = (async () => {
+      for (const end = Date.now() + 20_000; Date.now() < end; await sleep(100)) samples.push(ciliumChainedTypes());
+    })();
+    await meshedPods("watched", 2);
+    await window;
+    const writes = watcherLines().filter(isWrite).length;
+    const chains = (await chainedIntoCilium(since)).length;
+    console.log(`cni-exclusive=false, 20 s window: Cilium wrote ${writes} time(s), meshcni chained ${chains} time(s)`);
+    expect({ writes, chains }).toEqual({ writes: 1, chains: 1 });
+    expect((await meshcni.log()).filter((line) => String(line.time) >= since && line.level === "warn")).toEqual([]);
+    expect(samples.filter((types) => types.join() !== "bridge,meshcni")).toEqual([]);
+    expect(await startedThroughCilium("watched")).toEqual([true, true]);
+    expect(await expectRunningPodsRedirected(cluster, "watched")).toBe(2);
+  }, 180_000);
+
+  // c. (the writer kept running with cni-exclusive=true, Helm's default) is not asserted: meshcni's back-off from that
+  // fight lets a meshed pod start without its redirect (issue 40's report), which no test here may accept.
+  it.todo("c. kept running with its watch, cni-exclusive=true (Helm's default): no meshed pod starts without its redirect");
+});
