@@ -2,6 +2,7 @@ import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { hasIpv6 } from "../kit/cluster/families.js";
+import { droppedForwards } from "../kit/cluster/host.js";
 import { nodeIp6, nodeName } from "../kit/cluster/layout.js";
 import { currentLeg } from "../kit/cluster/leg.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
@@ -78,8 +79,10 @@ suite("meshcni on a cluster with IPv6", () => {
       expect(await cluster.connect("client", at(ip, 9090))).toBe(`${app}-9090 dst=${at(ip, 9090)} src=${client}`);
     }
     expect(await cluster.connect("client", at(server, 8080))).toBe(`server-8080 dst=${at(server, 8080)} src=${client}`);
-    // Unmeshed, the outside address is unreachable: the host drops what would leave the pods' bridge.
+    // Unmeshed, the outside address is unreachable: the host's inet forward drop stops what would leave the pods' bridge.
+    const dropped = await droppedForwards();
     expect(await cluster.connect("client", at(outside6, 80))).toMatch(/^error: /);
+    expect(await droppedForwards()).toBeGreaterThan(dropped);
   });
 
   it("redirects a meshed pod's outbound TCP over IPv6 to 4140, but the skipped port and the proxy's own (UID 2102)", async () => {
