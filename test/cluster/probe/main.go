@@ -2,7 +2,7 @@
 //
 //	probe serve :8080=app :4143=proxy-inbound ...   answers each connection with one line:
 //	                                                 "<banner> dst=<original destination> src=<peer's address>"
-//	probe connect HOST:PORT                          prints the line the server answered, or fails (exit 1)
+//	probe connect HOST:PORT                          (an IPv6 HOST in brackets) prints the line the server answered, or fails (exit 1)
 //
 // The original destination is what the kernel's REDIRECT rewrote (SO_ORIGINAL_DST): a
 // connection to the app's port that a proxy listener answers, naming the app's address, is
@@ -75,25 +75,41 @@ func serve(listener net.Listener, banner string) {
 }
 
 // originalDst is the destination the connection was sent to before any REDIRECT or DNAT
-// (IPv4), or its local address where the kernel has none to tell.
+// (IPv4's SO_ORIGINAL_DST, IPv6's IP6T_SO_ORIGINAL_DST), or its local address where the
+// kernel has none to tell. Go's listeners are dual-stack: an IPv4 peer's socket is IPv6 but
+// conntrack knows it as IPv4, so the family asked is the peer's.
 func originalDst(conn *net.TCPConn) string {
 	raw, err := conn.SyscallConn()
 	if err != nil {
 		return conn.LocalAddr().String()
 	}
+	if conn.RemoteAddr().(*net.TCPAddr).IP.To4() == nil {
+		var addr syscall.RawSockaddrInet6
+		if getsockopt(raw, syscall.SOL_IPV6, unsafe.Pointer(&addr), unsafe.Sizeof(addr)) != nil || addr.Family != syscall.AF_INET6 {
+			return conn.LocalAddr().String()
+		}
+		return net.JoinHostPort(net.IP(addr.Addr[:]).String(), fmt.Sprint(swap(addr.Port)))
+	}
 	var addr syscall.RawSockaddrInet4
+	if getsockopt(raw, syscall.SOL_IP, unsafe.Pointer(&addr), unsafe.Sizeof(addr)) != nil || addr.Family != syscall.AF_INET {
+		return conn.LocalAddr().String()
+	}
+	return fmt.Sprintf("%s:%d", net.IP(addr.Addr[:]), swap(addr.Port))
+}
+
+// getsockopt asks the socket for its original destination (option 80 at either level) into addr.
+func getsockopt(raw syscall.RawConn, level int, addr unsafe.Pointer, size uintptr) error {
 	var sockErr error
 	_ = raw.Control(func(fd uintptr) {
-		size := uint32(unsafe.Sizeof(addr))
-		_, _, errno := syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.SOL_IP, soOriginalDst,
-			uintptr(unsafe.Pointer(&addr)), uintptr(unsafe.Pointer(&size)), 0)
+		length := uint32(size)
+		_, _, errno := syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, uintptr(level), soOriginalDst,
+			uintptr(addr), uintptr(unsafe.Pointer(&length)), 0)
 		if errno != 0 {
 			sockErr = errno
 		}
 	})
-	if sockErr != nil || addr.Family != syscall.AF_INET {
-		return conn.LocalAddr().String()
-	}
-	port := int(addr.Port>>8 | addr.Port<<8&0xff00)
-	return fmt.Sprintf("%s:%d", net.IP(addr.Addr[:]), port)
+	return sockErr
 }
+
+// swap turns a port in network byte order into a number.
+func swap(port uint16) int { return int(port>>8 | port<<8&0xff00) }

@@ -1,6 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { apiserverPort, etcdClientUrl, nodeIp, paths, podCidr, serviceCidr } from "./layout.js";
+import { hasIpv6, podCidrs, serviceCidrs } from "./families.js";
+import { apiserverPort, etcdClientUrl, nodeIp, paths } from "./layout.js";
 import { currentLeg } from "./leg.js";
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
@@ -53,7 +54,7 @@ export function apiserverSpec(binary: string, options: ControlPlaneOptions): Dae
       `--bind-address=${nodeIp}`,
       `--advertise-address=${nodeIp}`,
       `--secure-port=${apiserverPort}`,
-      `--service-cluster-ip-range=${serviceCidr}`,
+      `--service-cluster-ip-range=${serviceCidrs().join(",")}`,
       `--client-ca-file=${pki}/ca.crt`,
       `--tls-cert-file=${pki}/apiserver.crt`,
       `--tls-private-key-file=${pki}/apiserver.key`,
@@ -92,8 +93,10 @@ export function controllerManagerSpec(binary: string, options: ControlPlaneOptio
       `--service-account-private-key-file=${paths.pki}/sa.key`,
       "--use-service-account-credentials",
       "--leader-elect=false",
-      `--service-cluster-ip-range=${serviceCidr}`,
-      `--cluster-cidr=${podCidr}`,
+      `--service-cluster-ip-range=${serviceCidrs().join(",")}`,
+      `--cluster-cidr=${podCidrs().join(",")}`,
+      // A node's IPv6 block within the /64 (at most 16 bits apart, as the allocator requires).
+      ...(hasIpv6() ? ["--node-cidr-mask-size-ipv6=80"] : []),
       // Calico's host-local IPAM (usePodCidr) takes the Node's podCIDR, which this allocates.
       `--allocate-node-cidrs=${currentLeg().primary === "calico"}`,
       ...emulation(options),

@@ -2,7 +2,20 @@ import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { execa } from "execa";
 import { sleep } from "../common.js";
-import { agentStateDir, cgroupRoot, nftTable, nodeIp, nodeLink, paths, podBridge, primaryNetwork, serviceCidr } from "./layout.js";
+import { hasIpv6 } from "./families.js";
+import {
+  agentStateDir,
+  cgroupRoot,
+  nftTable,
+  nodeIp,
+  nodeIp6,
+  nodeLink,
+  paths,
+  podBridge,
+  primaryNetwork,
+  serviceCidr,
+  serviceCidr6,
+} from "./layout.js";
 import { currentLeg } from "./leg.js";
 
 /** What the host had before the cluster changed it, put back at teardown. */
@@ -11,7 +24,9 @@ interface HostState {
   rootPropagation: string;
 }
 
-const sysctls = { "net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1" };
+const sysctlsV4 = { "net.ipv4.ip_forward": "1", "net.bridge.bridge-nf-call-iptables": "1" };
+/** With IPv6 the same for its family; the forward drop below is `inet`, so pods' IPv6 stays on the machine too. */
+const sysctls6 = { "net.ipv6.conf.all.forwarding": "1", "net.bridge.bridge-nf-call-ip6tables": "1" };
 const sysctlPath = (key: string) => `/proc/sys/${key.replaceAll(".", "/")}`;
 
 async function run(command: string, ...args: string[]): Promise<void> {
@@ -26,6 +41,7 @@ async function run(command: string, ...args: string[]): Promise<void> {
  * other and the host, never the machine's uplink.
  */
 export async function prepareHost(): Promise<void> {
+  const sysctls = { ...sysctlsV4, ...(hasIpv6() ? sysctls6 : {}) };
   const state: HostState = {
     sysctls: Object.fromEntries(Object.keys(sysctls).map((key) => [key, readFileSync(sysctlPath(key), "utf8").trim()])),
     rootPropagation: (await execa("findmnt", ["-no", "PROPAGATION", "/"])).stdout.trim(),
@@ -37,6 +53,11 @@ export async function prepareHost(): Promise<void> {
   await run("ip", "addr", "add", `${nodeIp}/32`, "dev", nodeLink);
   await run("ip", "link", "set", nodeLink, "up");
   await run("ip", "route", "add", serviceCidr, "dev", nodeLink);
+  if (hasIpv6()) {
+    // nodad: usable at once (kubelet checks its node IPs are the host's); the link has no neighbour to clash with.
+    await run("ip", "addr", "add", `${nodeIp6}/128`, "dev", nodeLink, "nodad");
+    await run("ip", "-6", "route", "add", serviceCidr6, "dev", nodeLink);
+  }
   // Calico gives each pod a routed cali* veth of its own, where the bridge gives them one bridge.
   const podLinks = currentLeg().primary === "calico" ? "cali*" : podBridge;
   const ruleset = `table inet ${nftTable} {

@@ -12,6 +12,10 @@ export const nodeName = "node-1";
 export const nodeIp = "10.254.0.1";
 export const podCidr = "10.252.0.0/24";
 export const serviceCidr = "10.253.0.0/24";
+/** IPv6 twins of the above, on legs with IPv6: ULA (fd00::/8) only, clear of the uplink's fd00::/64. */
+export const nodeIp6 = "fd00:254::1";
+export const podCidr6 = "fd00:252::/64";
+export const serviceCidr6 = "fd00:253::/108";
 /** The `kubernetes` Service's ClusterIP: the first of the range. */
 export const kubernetesServiceIp = "10.253.0.1";
 /** Not 6443: the `kubernetes` Service then targets a port linkerd-cni's fallback (443, 6443) does not name, so a control-plane pod's skipped ports are proven read from the real Service. */

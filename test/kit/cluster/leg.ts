@@ -13,7 +13,8 @@ export interface Leg {
   containerd: string;
   /** meshcni's `iptables-mode`: auto (what `meshcni manifests` renders) or a backend. */
   backend: Backend | "auto";
-  families: "ipv4";
+  /** The cluster's IP families: IPv4 alone, dual-stack (IPv4 the primary), or IPv6 alone. */
+  families: "ipv4" | "dual" | "ipv6";
 }
 
 /** The legs, by name; `npm test` runs `default`. Kubernetes 1.36 on refuses containerd 1.x (1.35 is the last to take it). */
@@ -23,6 +24,7 @@ export const legs = {
   oldest: { primary: "bridge", kubernetes: "v1.30.14", containerd: "v1.7.35", backend: "legacy", families: "ipv4" },
   "containerd-1.7": { primary: "bridge", kubernetes: "v1.35.4", containerd: "v1.7.35", backend: "nftables", families: "ipv4" },
   calico: { primary: "calico", kubernetes: "v1.35.4", containerd: "v2.2.9", backend: "auto", families: "ipv4" },
+  "dual-stack": { primary: "bridge", kubernetes: "v1.35.4", containerd: "v2.2.9", backend: "auto", families: "dual" },
 } as const satisfies Record<string, Leg>;
 
 export type LegName = keyof typeof legs;

@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { calicoConflistName, calicoKubeconfigPath, runCalicoInstaller } from "./calico.js";
-import { cgroupRoot, nodeIp, nodeName, paths, podBridge, podCidr, primaryNetwork, startupTaint } from "./layout.js";
+import { nodeIps, podCidrs } from "./families.js";
+import { cgroupRoot, nodeIp, nodeName, paths, podBridge, primaryNetwork, startupTaint } from "./layout.js";
 import { currentLeg, minorOf } from "./leg.js";
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
@@ -59,7 +60,7 @@ serializeImagePulls: false
       `--kubeconfig=${kubeconfigOf(identities.kubelet)}`,
       `--root-dir=${paths.kubeletRoot}`,
       `--hostname-override=${nodeName}`,
-      `--node-ip=${nodeIp}`,
+      `--node-ip=${nodeIps().join(",")}`,
     ],
   };
 }
@@ -73,10 +74,10 @@ export function kubeProxySpec(binary: string): DaemonSpec {
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: "${kubeconfigOf(identities.proxy)}"}
 mode: iptables
-clusterCIDR: ${podCidr}
+clusterCIDR: ${podCidrs().join(",")}
 hostnameOverride: ${nodeName}
 bindAddress: ${nodeIp}
-nodePortAddresses: ["${nodeIp}/32"]
+nodePortAddresses: ${JSON.stringify(nodeIps().map((ip) => `${ip}/${ip.includes(":") ? 128 : 32}`))}
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0}
@@ -101,7 +102,8 @@ export function primaryConflist(cniVersion = "1.0.0"): Record<string, unknown> {
         isDefaultGateway: true,
         ipMasq: false,
         hairpinMode: true,
-        ipam: { type: "host-local", ranges: [[{ subnet: podCidr }]], dataDir: paths.ipamDir },
+        // One range set per family: host-local gives the pod one address of each.
+        ipam: { type: "host-local", ranges: podCidrs().map((subnet) => [{ subnet }]), dataDir: paths.ipamDir },
       },
       { type: "portmap", capabilities: { portMappings: true } },
     ],
