@@ -19,8 +19,9 @@ const invocations = () =>
 /** Calico's plugin speaks at most 1.0.0 and its installer writes 0.3.1; libcni sends STATUS only to a 1.1.0 chain, and only containerd 2's. */
 const leg = currentLeg();
 const calico = leg.primary === "calico";
-const chainVersion = calico ? "0.3.1" : "1.1.0";
+// containerd 1.7's libcni takes no 1.1.0 chain (its pods never start): 1.0.0 there.
 const statusSent = !calico && sendsCniStatus(leg);
+const chainVersion = calico ? "0.3.1" : statusSent ? "1.1.0" : "1.0.0";
 
 /**
  * What containerd 2 really calls when the primary's conflist says cniVersion 1.1.0 (the
