@@ -32,8 +32,13 @@ export async function startBenchAgent(api: FakeApiServer, mode: string, dir: str
   return { harness, socket, dir };
 }
 
+export interface AnswerTotals {
+  seconds: number;
+  count: number;
+}
+
 /** The agent's answers to one verb so far, by its own clock (meshcni_plugin_answer_duration_seconds' sum and count; none yet: 0). */
-export function answerTotals(metrics: string, verb: "ADD" | "DEL"): { seconds: number; count: number } {
+export function answerTotals(metrics: string, verb: "ADD" | "DEL"): AnswerTotals {
   const total = (series: string) =>
     Number(
       new RegExp(`^meshcni_plugin_answer_duration_seconds_${series}\\{[^}]*verb="${verb}"[^}]*\\} (\\S+)$`, "m").exec(metrics)?.[1] ?? 0,
@@ -41,6 +46,22 @@ export function answerTotals(metrics: string, verb: "ADD" | "DEL"): { seconds: n
   return { seconds: total("sum"), count: total("count") };
 }
 
-/** The mean answer between two totals, in ms (one decimal). */
-export const meanAnswerMs = (before: ReturnType<typeof answerTotals>, after: ReturnType<typeof answerTotals>) =>
-  Math.round(((after.seconds - before.seconds) / (after.count - before.count)) * 10_000) / 10;
+/** Each row's share of the agent's answers, by its own clock: its totals read just before and after each call. */
+export class AgentShares {
+  private readonly totals = new Map<string, AnswerTotals>();
+
+  async measure<T>(name: string, verb: "ADD" | "DEL", harness: AgentHarness, counted: boolean, run: () => Promise<T>): Promise<T> {
+    const before = answerTotals(await harness.scrape(), verb);
+    const measured = await run();
+    const after = answerTotals(await harness.scrape(), verb);
+    const sum = this.totals.get(name) ?? { seconds: 0, count: 0 };
+    if (counted)
+      this.totals.set(name, { seconds: sum.seconds + after.seconds - before.seconds, count: sum.count + after.count - before.count });
+    return measured;
+  }
+
+  /** Each row's mean answer, in ms (one decimal). */
+  meansMs(): Record<string, number> {
+    return Object.fromEntries([...this.totals].map(([name, { seconds, count }]) => [name, Math.round((seconds / count) * 10_000) / 10]));
+  }
+}

@@ -1,5 +1,6 @@
 // The baselines the plugin's section measures meshcni against: linkerd-cni's pattern as a
 // Go program, the same rules applied one exec per rule, and the floor of one restore or nft -f.
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
@@ -8,7 +9,7 @@ import { parseNatTable } from "../src/iptables/save.js";
 import { parseNetConf } from "../src/mesh/netconf.js";
 import { firewallSpecFor } from "../src/mesh/pod.js";
 import { planRules } from "../src/redirect/plan.js";
-import { podObject } from "../test/kit/api/server.js";
+import { type FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { nftRuleset } from "../test/kit/fixtures.js";
 import { projectRoot } from "../test/kit/paths.js";
 
@@ -55,4 +56,24 @@ export async function buildGoPattern(): Promise<string> {
     env: { ...process.env, GOCACHE: join(projectRoot, ".cache/go-build"), GOPROXY: "off", GOFLAGS: "" },
   });
   return goPattern;
+}
+
+/** The Go pattern's arguments against the bench's API server (its token, CA and rules written beside it), writing with `backend`. */
+export function goPatternArgs(api: FakeApiServer, backend: string): string[] {
+  const files = { token: join(api.dir, "token"), ca: join(api.dir, "ca.crt"), rules: join(api.dir, "rules") };
+  writeFileSync(files.token, api.token);
+  writeFileSync(files.ca, api.caPem);
+  writeFileSync(files.rules, `${perRuleLines}\n`);
+  return [
+    "-server",
+    `https://127.0.0.1:${api.port}`,
+    "-token-file",
+    files.token,
+    "-ca-file",
+    files.ca,
+    "-rules",
+    files.rules,
+    "-backend",
+    backend,
+  ];
 }

@@ -24,8 +24,8 @@ export interface PluginBench {
     goWallMs: number;
   };
   targets: Array<{ target: string; value: string; met: boolean }>;
-  /** The agent's mean answer to the sequential rounds' ADDs and DELs (iptables nft), by its own clock. */
-  answerMs: { add: number; del: number };
+  /** Each row through the agent: the agent's mean answer, by its own clock (ms). */
+  answerMs: Record<string, number>;
 }
 
 /** Each measured row's name, in the order benchPlugin records them. */
@@ -78,6 +78,7 @@ export function judgePlugin(
   };
   const agentRss = Math.max(rssMb[names.addAgent]!, rssMb[names.addAgentNftables]!);
   const fastest = Math.min(p50(names.addAgent), p50(names.addAgentNftables));
+  const slowest = Math.max(p50(names.addAgent), p50(names.addAgentNftables));
   // Issue 22's targets: against the runtime's floor (a compiled Bun answering VERSION) and the Go stand-in.
   const version = p50(names.version);
   const within = (value: number, limit: number, of: number) => ({
@@ -86,6 +87,12 @@ export function judgePlugin(
   });
   const targets = [
     { target: "ADD p50 with the agent <= 1.3 x VERSION", ...within(fastest, 1.3, version) },
+    // Issue 41's: the checks that keep the socket's callers honest cost a pod start at most half a process more.
+    {
+      target: "ADD p50 with the agent <= 1.5 x VERSION (both backends)",
+      value: `${(slowest / version).toFixed(2)} (${p50(names.addAgent)} nft, ${p50(names.addAgentNftables)} nftables vs ${version} ms)`,
+      met: slowest <= 1.5 * version,
+    },
     { target: "ADD p50 with the agent <= 0.6 x Go linkerd-cni pattern", ...within(fastest, 0.6, p50(names.go)) },
     { target: "unmeshed ADD p50 with the agent <= 1.15 x VERSION", ...within(p50(names.addPlain), 1.15, version) },
     {
@@ -132,16 +139,15 @@ export function printPlugin(result: PluginBench, run: { iterations: number; warm
   );
   const p50 = (name: string) => rows.find((row) => row.name === name)?.p50 ?? Number.NaN;
   const version = p50(rowNames.version);
-  for (const [verb, name, agentMs] of [
-    ["ADD", rowNames.addAgent, result.answerMs.add],
-    ["DEL", rowNames.del, result.answerMs.del],
-  ] as const) {
+  console.log(
+    `\nwhere a call through the agent goes (p50 ms): the process itself (meshcni VERSION: start, load, exit), the agent's answer`,
+  );
+  console.log("(its mean, by its own clock: the decision, its writer's rules and record), the plugin's own work (stdin and netconf,");
+  console.log("the netns opened and passed, the socket, the result)");
+  for (const [name, agentMs] of Object.entries(result.answerMs)) {
     const whole = p50(name);
     console.log(
-      `where a ${verb} through the agent goes (p50 ${whole.toFixed(1)} ms): ${version.toFixed(1)} ms the process itself ` +
-        `(meshcni VERSION: start, load, exit), ${agentMs.toFixed(1)} ms the agent's answer (its mean, by its own clock: ` +
-        `${verb === "ADD" ? "the decision, then" : ""} its writer's rules and record), ${(whole - version - agentMs).toFixed(1)} ms the plugin's own ` +
-        "work (stdin and netconf, the netns opened and passed, the socket, the result)",
+      `${name.padEnd(48)}${whole.toFixed(1)} = ${version.toFixed(1)} process + ${agentMs.toFixed(1)} agent + ${(whole - version - agentMs).toFixed(1)} plugin`,
     );
   }
   console.log(`\ntargets`);

@@ -1,6 +1,6 @@
 // The plugin's section (issue 5): what a pod start pays for meshcni, side by side with
 // the alternatives, interleaved in one run so the ratios hold on a noisy machine.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -9,10 +9,11 @@ import { meshcniNetconf, podArgs } from "../test/kit/common.js";
 import { meshcniBinary } from "../test/kit/paths.js";
 import { MemoryCgroup } from "./cgroup.js";
 import { cleanupMeasure, type Measured, measure } from "./measure.js";
-import { answerTotals, type BenchAgent, meanAnswerMs, startBenchAgent } from "./plugin-agents.js";
+import { AgentShares, type BenchAgent, startBenchAgent } from "./plugin-agents.js";
 import {
   buildGoPattern,
   goPattern,
+  goPatternArgs,
   meshedPod,
   nftText,
   node,
@@ -29,6 +30,8 @@ const warmup = 3;
 const iterations = 30;
 const concurrentPods = 100;
 const backend = "nft";
+/** A call through the agent: the backend's agent (the default's unless named) and the pod. */
+type AgentCall = { mode?: string; pod?: string };
 
 export async function benchPlugin(): Promise<PluginBench> {
   await buildGoPattern();
@@ -40,12 +43,6 @@ export async function benchPlugin(): Promise<PluginBench> {
   const stateDir = join(api.dir, "state");
   mkdirSync(stateDir, { recursive: true });
   await execa("mount", ["-t", "tmpfs", "-o", "size=64m,mode=0755", "meshcni-bench-state", stateDir]);
-  const tokenFile = join(api.dir, "token");
-  const caFile = join(api.dir, "ca.crt");
-  const rulesFile = join(api.dir, "rules");
-  writeFileSync(tokenFile, api.token);
-  writeFileSync(caFile, api.caPem);
-  writeFileSync(rulesFile, `${perRuleLines}\n`);
   // The agents on this "node", one per backend the bench asks through: an agent writes only what its own netconf entry
   // says, iptables-mode and state dir included.
   const agents: Record<string, BenchAgent> = {
@@ -85,18 +82,7 @@ export async function benchPlugin(): Promise<PluginBench> {
     });
   };
   const tuningConf = JSON.stringify({ cniVersion: "1.0.0", name: "bench", type: "tuning", prevResult });
-  const goArgs = [
-    "-server",
-    `https://127.0.0.1:${api.port}`,
-    "-token-file",
-    tokenFile,
-    "-ca-file",
-    caFile,
-    "-rules",
-    rulesFile,
-    "-backend",
-    backend,
-  ];
+  const goArgs = goPatternArgs(api, backend);
 
   const samples: Record<string, Measured[]> = {};
   const record = (name: string, measured: Measured, round: number) => {
@@ -114,21 +100,27 @@ export async function benchPlugin(): Promise<PluginBench> {
     if (checked.exitCode !== 0) throw new Error(`the nft floor's rules are not meshcni's: ${checked.stdout}`);
     await dropNetns(same);
 
-    const totalsBefore = await agent.scrape();
+    // Each agent row's share by the agent's own clock.
+    const shares = new AgentShares();
+    const byAgent = async (name: string, command: "ADD" | "DEL", netns: string, round: number, options: AgentCall = {}) => {
+      const harness = agents[options.mode ?? backend]!.harness;
+      const run = () => meshcni(command, netns, { ...options, viaAgent: true });
+      record(name, await shares.measure(name, command, harness, round >= warmup, run), round);
+    };
     for (let round = 0; round < warmup + iterations; round++) {
       const spaces = await Promise.all(Array.from({ length: 10 }, () => freshNetns()));
       const [agentNftables, viaAgent, meshed, nftables, plain, go, perRule, floor, floorNftables, tuned] = spaces as [string, ...string[]];
-      record(names.addAgentNftables, await meshcni("ADD", agentNftables, { mode: "nftables", viaAgent: true }), round);
-      record(names.addAgent, await meshcni("ADD", viaAgent!, { viaAgent: true }), round);
+      await byAgent(names.addAgentNftables, "ADD", agentNftables, round, { mode: "nftables" });
+      await byAgent(names.addAgent, "ADD", viaAgent!, round);
       record(names.add, await meshcni("ADD", meshed!), round);
       record(names.check, await meshcni("CHECK", meshed!), round);
       record(names.delNoAgent, await meshcni("DEL", meshed!), round);
       record(names.addNftables, await meshcni("ADD", nftables!, { mode: "nftables" }), round);
       record(names.checkNftables, await meshcni("CHECK", nftables!, { mode: "nftables" }), round);
       record(names.delNoAgentNftables, await meshcni("DEL", nftables!, { mode: "nftables" }), round);
-      record(names.delNftables, await meshcni("DEL", agentNftables, { mode: "nftables", viaAgent: true }), round);
-      record(names.del, await meshcni("DEL", viaAgent!, { viaAgent: true }), round);
-      record(names.addPlain, await meshcni("ADD", plain!, { pod: "plain", viaAgent: true }), round);
+      await byAgent(names.delNftables, "DEL", agentNftables, round, { mode: "nftables" });
+      await byAgent(names.del, "DEL", viaAgent!, round);
+      await byAgent(names.addPlain, "ADD", plain!, round, { pod: "plain" });
       record(names.go, await measure(goPattern, goArgs, { env: cniEnv("ADD", go!, "meshed"), input: tuningConf }), round);
       record(names.perRule, await measure(perRuleScript, [netnsPath(perRule!), backend], { input: perRuleLines }), round);
       record(
@@ -143,12 +135,6 @@ export async function benchPlugin(): Promise<PluginBench> {
       await Promise.all(spaces.map((name) => dropNetns(name)));
     }
 
-    // Where an ADD and a DEL through the agent go: the agent's share by its own clock (warm-up rounds included).
-    const totalsAfter = await agent.scrape();
-    const answerMs = {
-      add: meanAnswerMs(answerTotals(totalsBefore, "ADD"), answerTotals(totalsAfter, "ADD")),
-      del: meanAnswerMs(answerTotals(totalsBefore, "DEL"), answerTotals(totalsAfter, "DEL")),
-    };
     // The agent path measured is the agent writing: a write handed back to the plugin would measure the plugin writing itself.
     let handedBack = 0;
     for (const { harness } of Object.values(agents))
@@ -205,7 +191,7 @@ export async function benchPlugin(): Promise<PluginBench> {
       goWallMs: theirs.wallMs,
     };
 
-    const result = { ...judgePlugin(samples, names, concurrency), concurrency, answerMs };
+    const result = { ...judgePlugin(samples, names, concurrency), concurrency, answerMs: shares.meansMs() };
     printPlugin(result, { iterations, warmup, hogs });
     console.log(`results: ${saveResults("plugin", result)}`);
     return result;

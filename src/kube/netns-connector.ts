@@ -5,8 +5,9 @@ import type { Connector } from "./agent-connection.js";
  * A connection to the agent that passes the pod's netns along with the first question
  * (SCM_RIGHTS): the agent writes only into a netns a caller holds, never one it names
  * (issue 41). Neither Bun's nor Node's sockets pass descriptors, so this one is libc's,
- * and blocking: a plugin process does nothing else while it waits, and the socket's own
- * timeout bounds each send and receive.
+ * and blocking: a plugin process does nothing else while it waits (not even its watchdog),
+ * so the socket's timeout bounds each send and receive, and the question's deadline the
+ * receives together.
  */
 export function netnsConnector(netnsFd: number, timeoutMs: number): Connector {
   return async (path, on) => {
@@ -26,9 +27,11 @@ export function netnsConnector(netnsFd: number, timeoutMs: number): Connector {
         try {
           sendWithRights(fd, Buffer.from(text), passed ? [] : [netnsFd]);
           passed = true;
-          // Until the answer's line is whole: the caller asks one question at a time and waits for it.
+          // Until the answer's line is whole: the caller asks one question at a time and waits for it. Each
+          // receive waits up to the socket's timeout; an answer dripping in stops once that has passed since the question.
+          const deadline = performance.now() + timeoutMs;
           for (let whole = false; !whole && !closed; ) {
-            const received = receiveWithRights(fd, buffer, true);
+            const received = performance.now() < deadline ? receiveWithRights(fd, buffer, true) : undefined;
             if (received === undefined) return on.error(new Error(`no answer within ${timeoutMs} ms`));
             for (const unasked of received.passed) close(unasked);
             if (received.bytes === 0) return on.close();
