@@ -17,7 +17,7 @@ describeAsRoot("the plugin reading the agent's answer", () => {
   const net = new TestNetwork(87);
   const socket = () => join(api.dir, "fake-agent.sock");
   let kubeconfig = "";
-  let agent: ResultPromise | undefined;
+  let agent: ResultPromise<{ reject: false }> | undefined;
 
   /** An agent on the socket that answers each question by sending `chunks` (Python bytes literals), `everyMs` apart. */
   const startAgent = async (chunks: string, everyMs: number) => {
