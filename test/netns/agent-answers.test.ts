@@ -1,6 +1,6 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { execa, type ResultPromise } from "execa";
+import { execa } from "execa";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { meshcniNetconf, podArgs } from "../kit/common.js";
@@ -17,7 +17,7 @@ describeAsRoot("the plugin reading the agent's answer", () => {
   const net = new TestNetwork(87);
   const socket = () => join(api.dir, "fake-agent.sock");
   let kubeconfig = "";
-  let agent: ResultPromise<{ reject: false }> | undefined;
+  let stopAgent = async () => {};
 
   /** An agent on the socket that answers each question by sending `chunks` (Python bytes literals), `everyMs` apart. */
   const startAgent = async (chunks: string, everyMs: number) => {
@@ -36,7 +36,10 @@ describeAsRoot("the plugin reading the agent's answer", () => {
       "  c.close()",
     ].join("\n");
     const started = execa("python3", ["-c", server, socket(), String(everyMs / 1000)], { reject: false });
-    agent = started;
+    stopAgent = async () => {
+      started.kill("SIGKILL");
+      await started;
+    };
     await new Promise<void>((resolve, reject) => {
       started.stdout?.once("data", () => resolve());
       void started.then((ended) => reject(new Error(`the fake agent ended: ${ended.stderr}`)));
@@ -60,8 +63,7 @@ describeAsRoot("the plugin reading the agent's answer", () => {
   });
 
   afterEach(async () => {
-    agent?.kill("SIGKILL");
-    await agent;
+    await stopAgent();
     rmSync(socket(), { force: true });
   });
 
