@@ -155,6 +155,8 @@ export class NodeTasks {
           netnsDirs: sweep.netnsDirs,
           criSocket: sweep.criSocket,
         },
+        // Its own, not the active config's: a config that another installer keeps without meshcni still holds every pod to it.
+        entry: this.template.ok ? this.template.entry : undefined,
         sweep,
         view: () => this.view(),
       },

@@ -33,6 +33,11 @@ const sweepRequestSchema = v.object({
   /** The agent's own pod, never acted on. */
   self: v.optional(podKey),
   /**
+   * The agent's own meshcni entry, as it chains it: the netconf every pod is held to. Absent
+   * (a sweep by hand): meshcni's entry in the active config.
+   */
+  entry: v.optional(v.record(v.string(), v.unknown())),
+  /**
    * The node as the agent's caches hold it (fresh): every pod of the node and the
    * namespaces they are in, with what a sweep reads of them. With it the sweep reads no pod
    * or namespace from the API; without it (a sweep by hand, a cache behind) it lists them.

@@ -1,5 +1,6 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
 import { activeConfig, brokenConfigReason, type ConfigFile } from "../cni/config-dir.js";
+import { latestVersion } from "../cni/version.js";
 import { errorMessage } from "../errors.js";
 import type { JsonObject } from "../json.js";
 import type { NodeApi } from "../kube/node-api.js";
@@ -25,6 +26,15 @@ export function activeNetconf(files: ConfigFile[]): NetConf {
   const entry = active.config.kind === "conflist" ? (json.plugins as unknown[]).find(isOwnEntry) : undefined;
   if (!entry) throw new Error(`the active CNI config ${active.file.name} holds no meshcni entry`);
   return parseNetConf(JSON.stringify({ cniVersion: json.cniVersion, name: json.name, ...(entry as JsonObject) }));
+}
+
+/**
+ * The agent's own entry as a netconf: what it chains, and so what every pod is held to even
+ * while another installer keeps the active config without it (Cilium's cni-exclusive, say).
+ * The plans need none of what the conflist would add but a version the entry is read in.
+ */
+export function entryNetconf(entry: JsonObject): NetConf {
+  return parseNetConf(JSON.stringify({ cniVersion: latestVersion, name: "meshcni", ...entry }));
 }
 
 /** The pod's addresses, as the API reports them. */

@@ -6,12 +6,13 @@ import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { criSocketOf, criSockets } from "../cri/sockets.js";
 import { timeoutFlag } from "../flags.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
+import type { JsonObject } from "../json.js";
 import { createNodeApi, eventComponent } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
 import { type Backend, inspectPlans } from "../redirect/redirector.js";
 import { defaultStateDir, fileRecordStore } from "../state/records.js";
 import type { SweepRequest } from "./contract.js";
-import { activeNetconf } from "./expectation.js";
+import { activeNetconf, entryNetconf } from "./expectation.js";
 import { scanNetns } from "./scan.js";
 import type { SweepIo } from "./sweep.js";
 
@@ -81,8 +82,16 @@ export function hostValues(values: {
 /** What a sweep may spend asking the container runtime where pods' netns are, all pods together. */
 const runtimeSweepMs = 15_000;
 
-/** The sweep's I/O on this host: the API (as `config` allows), the state dir, the runtime's netns, the redirect's backends. */
-export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeConfig, explain?: (error: unknown) => unknown): SweepIo {
+/**
+ * The sweep's I/O on this host: the API (as `config` allows), the state dir, meshcni's
+ * netconf (the agent's own entry, else the active config's), the runtime's netns, the
+ * redirect's backends.
+ */
+export function hostIo(
+  { node, dirs, entry }: Pick<SweepRequest, "node" | "dirs" | "entry">,
+  config: KubeConfig,
+  explain?: (error: unknown) => unknown,
+): SweepIo {
   const { hostRoot } = dirs;
   const onHost = hostPaths(hostRoot);
   const stateDir = onHost(dirs.stateDir);
@@ -91,7 +100,7 @@ export function hostIo(node: string, dirs: SweepRequest["dirs"], config: KubeCon
   return {
     api: createNodeApi(config, node, eventComponent, explain),
     records: fileRecordStore(stateDir),
-    netconf: () => activeNetconf(readConfigFiles(onHost(dirs.netDir))),
+    netconf: () => (entry ? entryNetconf(entry as JsonObject) : activeNetconf(readConfigFiles(onHost(dirs.netDir)))),
     // The netconf's state_dir holds the backend ADD detected: the same answer, read where the plugin wrote it.
     backend: (conf) => hostBackend(conf, hostRoot),
     async scan(targets) {

@@ -80,7 +80,7 @@ export async function runAudit(argv: string[]): Promise<number> {
   return withDeadline(host.timeoutSeconds, (signal) => {
     const io = () => {
       const { config, target } = cliKubeConfig(host.kubeconfig, process.env, signal);
-      return hostIo(request.node, request.dirs, config, operatorError(target, host.timeoutSeconds, auditNeeds));
+      return hostIo(request, config, operatorError(target, host.timeoutSeconds, auditNeeds));
     };
     return runSweepOf("audit", request, io, host.output);
   });
@@ -103,7 +103,7 @@ export async function runSweep(argv: string[]): Promise<number> {
   const io = () => {
     const config = new KubeConfig();
     config.loadFromString(input.kubeconfig);
-    return hostIo(input.request.node, input.request.dirs, config);
+    return hostIo(input.request, config);
   };
   return runSweepOf("sweep", input.request, io, "json");
 }

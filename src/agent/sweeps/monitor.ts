@@ -123,7 +123,7 @@ export class AuditMonitor {
   /** One sweep, of the changed pods or (no batch) of all; what it did is logged and counted. */
   private async sweep(batch: Map<string, number> | undefined): Promise<void> {
     const started = performance.now();
-    const { node, self, dirs, sweep, credentials, view } = this.options;
+    const { node, self, dirs, entry, sweep, credentials, view } = this.options;
     const kubeconfig = credentials();
     if (kubeconfig === undefined) {
       this.problems.set("audit", "the audit waits for the agent's credentials", { level: "error" });
@@ -138,6 +138,7 @@ export class AuditMonitor {
       ...(self ? { self } : {}),
       ...withView(view()),
       dirs,
+      ...(entry ? { entry } : {}),
     };
     this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
     const outcome = await this.runSweep(this.options.binary, { kubeconfig, request }, undefined, this.stopping.signal);

@@ -16,11 +16,14 @@ const pod = (name: string, deleting = false) =>
  */
 describe("the agent's sweeps on pod events", () => {
   let sweeps: Array<{ at: number; pods: string[] }>;
+  let entries: unknown[];
+  const entry = { type: "meshcni", state_dir: "/var/run/meshcni" };
   let monitor: AuditMonitor;
 
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "performance"] });
     sweeps = [];
+    entries = [];
     const sweep = { repair: "redirect", maxEvictionsPerMinute: 2, excludeNamespaces: [], evictNamespaces: undefined, auditSeconds: 600 };
     monitor = new AuditMonitor(
       {
@@ -29,6 +32,7 @@ describe("the agent's sweeps on pod events", () => {
         credentials: () => "kubeconfig",
         self: undefined,
         dirs: {} as SweepRequest["dirs"],
+        entry,
         sweep: sweep as unknown as SweepOptions,
         view: () => undefined,
       },
@@ -36,6 +40,7 @@ describe("the agent's sweeps on pod events", () => {
       { statuses: () => undefined, repaired: () => undefined, recordsRemoved: () => undefined, audited: () => undefined },
       async (_binary, input) => {
         sweeps.push({ at: performance.now(), pods: input.request.pods });
+        entries.push(input.request.entry);
         const summary = { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 };
         return { report: { node: "n1", pods: [], summary, recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 } } };
       },
@@ -63,6 +68,8 @@ describe("the agent's sweeps on pod events", () => {
     await vi.advanceTimersByTimeAsync(5000);
     expect(sweeps.map((sweep) => sweep.at - start)).toEqual([0, 2000, 4000]);
     expect(sweeps.at(-1)!.pods).toEqual(["shop/web"]);
+    // Each holds the pods to the agent's own entry, whatever the active config says.
+    expect(entries).toEqual([entry, entry, entry]);
   });
 
   it("starts no sweep for a pod being deleted, nor for an unmeshed one", async () => {
