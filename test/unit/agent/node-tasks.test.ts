@@ -167,6 +167,12 @@ describe("the agent's node tasks", () => {
           netnsDirs: ["/var/run/netns"],
           criSocket: "auto",
         },
+        // The entry it chains: what the sweep holds every pod to, whatever the active config holds.
+        entry: expect.objectContaining({
+          type: "meshcni",
+          kubernetes: { kubeconfig: "/etc/cni/net.d/ZZZ-meshcni-kubeconfig" },
+          linkerd: expect.objectContaining({ "incoming-proxy-port": 4143, "outgoing-proxy-port": 4140, "proxy-uid": 2102 }),
+        }),
       },
     });
     expect(JSON.stringify(input.request.view)).not.toContain("xxxx");
