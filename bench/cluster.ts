@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { CoreV1Api, KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
 import { agentUser, auditEvents, describeRequest } from "../test/kit/cluster/audit.js";
 import { RealCluster } from "../test/kit/cluster/cluster.js";
-import { apiserverUrl, nodeName, paths } from "../test/kit/cluster/layout.js";
+import { apiserverUrl } from "../test/kit/cluster/families.js";
+import { nodeName, paths } from "../test/kit/cluster/layout.js";
 import { Meshcni } from "../test/kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflist, primaryConflistPath } from "../test/kit/cluster/node.js";
 import { meshedTemplate } from "../test/kit/cluster/workloads.js";
@@ -112,7 +113,7 @@ async function chainLinkerdPattern(cluster: RealCluster): Promise<void> {
     wrapper,
     `#!/bin/sh
 case "$CNI_COMMAND" in
-ADD) exec ${binary} -server ${apiserverUrl} -token-file ${token} -ca-file ${paths.pki}/ca.crt -rules ${rules} -backend nft ;;
+ADD) exec ${binary} -server ${apiserverUrl()} -token-file ${token} -ca-file ${paths.pki}/ca.crt -rules ${rules} -backend nft ;;
 VERSION) echo '{"cniVersion":"1.0.0","supportedVersions":["0.3.1","0.4.0","1.0.0"]}' ;;
 esac
 `,

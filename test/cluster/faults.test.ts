@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AuditEvent, agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
 import { compactEtcd } from "../kit/cluster/control-plane.js";
+import { hostPort } from "../kit/cluster/families.js";
 import { nodeName, startupTaint } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
@@ -49,7 +50,7 @@ describeAsRoot("meshcni through real control-plane and node failures", () => {
   const port9090 = async () => {
     const answers: Record<string, string> = {};
     for (const pod of await shopPods())
-      answers[pod.metadata.name] = (await cluster.connect("client", `${pod.status.podIP}:9090`)).split(" ")[0]!;
+      answers[pod.metadata.name] = (await cluster.connect("client", hostPort(pod.status.podIP!, 9090))).split(" ")[0]!;
     return answers;
   };
   /** Every shop pod redirected, each as its namespace was when it started. */

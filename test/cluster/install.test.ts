@@ -4,6 +4,7 @@ import { basename, join, relative } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
 import { RealCluster } from "../kit/cluster/cluster.js";
+import { hostPort, perFamily } from "../kit/cluster/families.js";
 import { nodeIp, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { bindsTokensToNodes, currentLeg } from "../kit/cluster/leg.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
@@ -23,6 +24,9 @@ interface NodeObject {
  * manifests | kubectl apply`), its redirects proven with real TCP between real pods that
  * kubelet started through containerd 2.
  */
+/** An address past the cluster, of its primary family (documentation's, or a ULA no namespace holds): nothing answers there. */
+const outside = hostPort(perFamily("203.0.113.10", "fd00:ffff::10")[0]!, 80);
+
 describeAsRoot("meshcni on a real cluster", () => {
   const cluster = new RealCluster();
   const meshcni = new Meshcni(cluster);
@@ -40,7 +44,7 @@ describeAsRoot("meshcni on a real cluster", () => {
       ),
     );
     await cluster.kubectl(["wait", "--for=condition=Ready", "pod", "--all", "--timeout=90s"]);
-    earlyBefore = await cluster.connect("client", `${await cluster.podIpOf("app=early")}:8080`);
+    earlyBefore = await cluster.connect("client", hostPort(await cluster.podIpOf("app=early"), 8080));
     await meshcni.deploy();
   }, 300_000);
 
@@ -82,8 +86,10 @@ describeAsRoot("meshcni on a real cluster", () => {
   it("redirects a meshed pod that started before meshcni was chained, in place, found through containerd's CRI", async () => {
     expect(earlyBefore).toMatch(/^early dst=/);
     const ip = await cluster.podIpOf("app=early");
-    await until(async () => (await cluster.connect("client", `${ip}:8080`)).startsWith(proxyInbound), 60_000, 500);
-    expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${await cluster.podIp("client")}`);
+    await until(async () => (await cluster.connect("client", hostPort(ip, 8080))).startsWith(proxyInbound), 60_000, 500);
+    expect(await cluster.connect("client", hostPort(ip, 8080))).toBe(
+      `${proxyInbound} dst=${hostPort(ip, 8080)} src=${await cluster.podIp("client")}`,
+    );
   });
 
   it("redirects a meshed Deployment as Linkerd's injector writes it: native sidecar and plain container, skip-ports annotations", async () => {
@@ -102,21 +108,25 @@ describeAsRoot("meshcni on a real cluster", () => {
       const ip = await cluster.podIpOf(`app=${app}`);
       const pod = await cluster.podNameOf(`app=${app}`);
       // Inbound to the app's port reaches the proxy; the skipped inbound port reaches the app.
-      expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${client}`);
-      expect(await cluster.connect("client", `${ip}:9090`)).toBe(`${app}-9090 dst=${ip}:9090 src=${client}`);
+      expect(await cluster.connect("client", hostPort(ip, 8080))).toBe(`${proxyInbound} dst=${hostPort(ip, 8080)} src=${client}`);
+      expect(await cluster.connect("client", hostPort(ip, 9090))).toBe(`${app}-9090 dst=${hostPort(ip, 9090)} src=${client}`);
       // Outbound from the app reaches the proxy, whatever the destination (one outside the cluster included)…
-      expect(await cluster.connect(pod, `${server}:8080`)).toBe(`${proxyOutbound} dst=${server}:8080 src=${ip}`);
-      expect(await cluster.connect(pod, "203.0.113.10:80")).toBe(`${proxyOutbound} dst=203.0.113.10:80 src=${ip}`);
+      expect(await cluster.connect(pod, hostPort(server, 8080))).toBe(`${proxyOutbound} dst=${hostPort(server, 8080)} src=${ip}`);
+      expect(await cluster.connect(pod, outside)).toBe(`${proxyOutbound} dst=${outside} src=${ip}`);
       // …but the skipped outbound port, and the proxy's own connections (UID 2102), go direct.
-      expect(await cluster.connect(pod, `${server}:443`)).toBe(`server-443 dst=${server}:443 src=${ip}`);
-      expect(await cluster.connect(pod, `${server}:8080`, { container: "linkerd-proxy" })).toBe(`server-8080 dst=${server}:8080 src=${ip}`);
+      expect(await cluster.connect(pod, hostPort(server, 443))).toBe(`server-443 dst=${hostPort(server, 443)} src=${ip}`);
+      expect(await cluster.connect(pod, hostPort(server, 8080), { container: "linkerd-proxy" })).toBe(
+        `server-8080 dst=${hostPort(server, 8080)} src=${ip}`,
+      );
     }
   });
 
   it("leaves an unmeshed pod untouched", async () => {
     const server = await cluster.podIp("server");
-    expect(await cluster.connect("client", `${server}:8080`)).toBe(`server-8080 dst=${server}:8080 src=${await cluster.podIp("client")}`);
-    expect(await cluster.connect("client", "203.0.113.10:80")).toMatch(/^error: /);
+    expect(await cluster.connect("client", hostPort(server, 8080))).toBe(
+      `server-8080 dst=${hostPort(server, 8080)} src=${await cluster.podIp("client")}`,
+    );
+    expect(await cluster.connect("client", outside)).toMatch(/^error: /);
   });
 
   it("skips, for a control-plane pod, the ports of the real `kubernetes` Service (443 and its targetPort)", async () => {
@@ -130,10 +140,10 @@ describeAsRoot("meshcni on a real cluster", () => {
     const pod = await cluster.podNameOf("app=destination");
     const ip = await cluster.podIpOf("app=destination");
     const server = await cluster.podIp("server");
-    expect(await cluster.connect(pod, `${server}:443`)).toBe(`server-443 dst=${server}:443 src=${ip}`);
-    expect(await cluster.connect(pod, `${server}:6444`)).toBe(`server-6444 dst=${server}:6444 src=${ip}`);
+    expect(await cluster.connect(pod, hostPort(server, 443))).toBe(`server-443 dst=${hostPort(server, 443)} src=${ip}`);
+    expect(await cluster.connect(pod, hostPort(server, 6444))).toBe(`server-6444 dst=${hostPort(server, 6444)} src=${ip}`);
     // linkerd-cni's fallback (the Service unreadable) would skip 6443: the real Service does not name it.
-    expect(await cluster.connect(pod, `${server}:6443`)).toBe(`${proxyOutbound} dst=${server}:6443 src=${ip}`);
+    expect(await cluster.connect(pod, hostPort(server, 6443))).toBe(`${proxyOutbound} dst=${hostPort(server, 6443)} src=${ip}`);
     expect(nodeIp).not.toBe(server);
   });
 
@@ -146,7 +156,9 @@ describeAsRoot("meshcni on a real cluster", () => {
     await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("after-rewrite", { sidecar: "container" })));
     await cluster.kubectl(["rollout", "status", "deployment/after-rewrite", "--timeout=90s"]);
     const ip = await cluster.podIpOf("app=after-rewrite");
-    expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${await cluster.podIp("client")}`);
+    expect(await cluster.connect("client", hostPort(ip, 8080))).toBe(
+      `${proxyInbound} dst=${hostPort(ip, 8080)} src=${await cluster.podIp("client")}`,
+    );
   });
 
   it("deploy/ as committed: real kustomize builds it and its components into its files' objects; the real API server accepts each (server-side dry run)", async () => {

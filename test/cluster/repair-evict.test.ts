@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
+import { hostPort } from "../kit/cluster/families.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { asList, disruptionBudget, meshedDeployment, plainPod, proxyInbound, releaseGate } from "../kit/cluster/workloads.js";
 import { until } from "../kit/common.js";
@@ -79,8 +80,8 @@ describeAsRoot("meshcni --repair evict on a real cluster", () => {
     const client = await cluster.podIp("client");
     for (const pod of await shopPods()) {
       const ip = pod.status.podIP!;
-      await until(async () => (await cluster.connect("client", `${ip}:8080`)).startsWith(proxyInbound), 30_000, 500);
-      expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${client}`);
+      await until(async () => (await cluster.connect("client", hostPort(ip, 8080))).startsWith(proxyInbound), 30_000, 500);
+      expect(await cluster.connect("client", hostPort(ip, 8080))).toBe(`${proxyInbound} dst=${hostPort(ip, 8080)} src=${client}`);
     }
     // The second was retried when its budget freed (its replacement became ready: a change on the node), not at the
     // next full sweep: the line saying it was done names how long after that change (only a change-driven sweep does).

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js";
 import { RealCluster } from "../kit/cluster/cluster.js";
+import { hostPort } from "../kit/cluster/families.js";
 import { nodeName, startupTaint } from "../kit/cluster/layout.js";
 import { bindsTokensToNodes, currentLeg, minorOf } from "../kit/cluster/leg.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
@@ -61,6 +62,8 @@ const unbindable = !bindsTokensToNodes(leg)
     await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native" })));
     await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
     const ip = await cluster.podIpOf("app=shop");
-    expect(await cluster.connect("client", `${ip}:8080`)).toBe(`${proxyInbound} dst=${ip}:8080 src=${await cluster.podIp("client")}`);
+    expect(await cluster.connect("client", hostPort(ip, 8080))).toBe(
+      `${proxyInbound} dst=${hostPort(ip, 8080)} src=${await cluster.podIp("client")}`,
+    );
   });
 });

@@ -3,7 +3,8 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { projectRoot } from "../paths.js";
 import type { RealCluster } from "./cluster.js";
-import { apiserverUrl, nodeName, paths } from "./layout.js";
+import { apiserverUrl } from "./families.js";
+import { nodeName, paths } from "./layout.js";
 import type { Components } from "./teardown.js";
 
 /**
@@ -157,7 +158,7 @@ async function writeCalicoKubeconfig(cluster: RealCluster): Promise<void> {
 kind: Config
 clusters:
 - name: local
-  cluster: {server: "${apiserverUrl}", certificate-authority-data: "${ca}"}
+  cluster: {server: "${apiserverUrl()}", certificate-authority-data: "${ca}"}
 users:
 - name: calico
   user: {token: "${token}"}

@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { hasIpv6, podCidrs, serviceCidrs } from "./families.js";
-import { apiserverPort, etcdClientUrl, nodeIp, paths } from "./layout.js";
+import { hasIpv6, podCidrs, primaryNodeIp, serviceCidrs } from "./families.js";
+import { apiserverPort, etcdClientUrl, paths } from "./layout.js";
 import { currentLeg } from "./leg.js";
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
@@ -51,8 +51,8 @@ export function apiserverSpec(binary: string, options: ControlPlaneOptions): Dae
     command: binary,
     args: [
       `--etcd-servers=${etcdClientUrl}`,
-      `--bind-address=${nodeIp}`,
-      `--advertise-address=${nodeIp}`,
+      `--bind-address=${primaryNodeIp()}`,
+      `--advertise-address=${primaryNodeIp()}`,
       `--secure-port=${apiserverPort}`,
       `--service-cluster-ip-range=${serviceCidrs().join(",")}`,
       `--client-ca-file=${pki}/ca.crt`,

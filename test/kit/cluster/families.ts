@@ -1,4 +1,4 @@
-import { nodeIp, nodeIp6, podCidr, podCidr6, serviceCidr, serviceCidr6 } from "./layout.js";
+import { apiserverPort, nodeIp, nodeIp6, podCidr, podCidr6, serviceCidr, serviceCidr6 } from "./layout.js";
 import { currentLeg, type Leg } from "./leg.js";
 
 /** Whether the leg's cluster has IPv6 (dual-stack or IPv6 alone). */
@@ -16,3 +16,12 @@ export function perFamily(v4: string, v6: string, leg: Pick<Leg, "families"> = c
 export const nodeIps = () => perFamily(nodeIp, nodeIp6);
 export const podCidrs = () => perFamily(podCidr, podCidr6);
 export const serviceCidrs = () => perFamily(serviceCidr, serviceCidr6);
+
+/** The node's address of the cluster's primary family: where the API server listens and kubelet serves. */
+export const primaryNodeIp = () => nodeIps()[0]!;
+
+/** HOST:PORT, an IPv6 host in brackets (as a URL and the pods' probe write it). */
+export const hostPort = (ip: string, port: number) => (ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`);
+
+/** The API server's URL, at the node's primary address. */
+export const apiserverUrl = () => `https://${hostPort(primaryNodeIp(), apiserverPort)}`;

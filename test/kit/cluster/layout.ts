@@ -16,8 +16,9 @@ export const serviceCidr = "10.253.0.0/24";
 export const nodeIp6 = "fd00:254::1";
 export const podCidr6 = "fd00:252::/64";
 export const serviceCidr6 = "fd00:253::/108";
-/** The `kubernetes` Service's ClusterIP: the first of the range. */
+/** The `kubernetes` Service's ClusterIP: the first of the range (of the IPv6 one on an IPv6 leg). */
 export const kubernetesServiceIp = "10.253.0.1";
+export const kubernetesServiceIp6 = "fd00:253::1";
 /** Not 6443: the `kubernetes` Service then targets a port linkerd-cni's fallback (443, 6443) does not name, so a control-plane pod's skipped ports are proven read from the real Service. */
 export const apiserverPort = 6444;
 export const etcdClientUrl = "http://127.0.0.1:2379";
@@ -54,5 +55,3 @@ export const paths = {
   hostState: join(clusterDir, "host-state.json"),
   adminKubeconfig: join(clusterDir, "admin.kubeconfig"),
 };
-
-export const apiserverUrl = `https://${nodeIp}:${apiserverPort}`;

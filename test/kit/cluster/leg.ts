@@ -25,6 +25,7 @@ export const legs = {
   "containerd-1.7": { primary: "bridge", kubernetes: "v1.35.4", containerd: "v1.7.35", backend: "nftables", families: "ipv4" },
   calico: { primary: "calico", kubernetes: "v1.35.4", containerd: "v2.2.9", backend: "auto", families: "ipv4" },
   "dual-stack": { primary: "bridge", kubernetes: "v1.35.4", containerd: "v2.2.9", backend: "auto", families: "dual" },
+  ipv6: { primary: "bridge", kubernetes: "v1.35.4", containerd: "v2.2.9", backend: "auto", families: "ipv6" },
 } as const satisfies Record<string, Leg>;
 
 export type LegName = keyof typeof legs;

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { calicoConflistName, calicoKubeconfigPath, runCalicoInstaller } from "./calico.js";
-import { nodeIps, podCidrs } from "./families.js";
-import { cgroupRoot, nodeIp, nodeName, paths, podBridge, primaryNetwork, startupTaint } from "./layout.js";
+import { nodeIps, podCidrs, primaryNodeIp } from "./families.js";
+import { cgroupRoot, nodeName, paths, podBridge, primaryNetwork, startupTaint } from "./layout.js";
 import { currentLeg, minorOf } from "./leg.js";
 import { identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
@@ -31,7 +31,7 @@ export function kubeletSpec(binary: string, version: string): DaemonSpec {
     config,
     `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: ${nodeIp}
+address: ${primaryNodeIp()}
 healthzBindAddress: 127.0.0.1
 authentication:
   anonymous: {enabled: false}
@@ -76,7 +76,7 @@ clientConnection: {kubeconfig: "${kubeconfigOf(identities.proxy)}"}
 mode: iptables
 clusterCIDR: ${podCidrs().join(",")}
 hostnameOverride: ${nodeName}
-bindAddress: ${nodeIp}
+bindAddress: ${primaryNodeIp()}
 nodePortAddresses: ${JSON.stringify(nodeIps().map((ip) => `${ip}/${ip.includes(":") ? 128 : 32}`))}
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249

@@ -1,7 +1,8 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
-import { apiserverUrl, kubernetesServiceIp, nodeIp, nodeName, paths } from "./layout.js";
+import { apiserverUrl } from "./families.js";
+import { kubernetesServiceIp, kubernetesServiceIp6, nodeIp, nodeIp6, nodeName, paths } from "./layout.js";
 
 /** A client identity of the cluster: its certificate's subject, and the kubeconfig file named after it. */
 export interface Identity {
@@ -18,7 +19,11 @@ export const identities = {
   controllerManager: { stem: "kube-controller-manager", subject: "/CN=system:kube-controller-manager" },
   scheduler: { stem: "kube-scheduler", subject: "/CN=system:kube-scheduler" },
   proxy: { stem: "kube-proxy", subject: "/CN=system:kube-proxy" },
-  kubelet: { stem: "kubelet", subject: `/O=system:nodes/CN=system:node:${nodeName}`, serving: `IP:${nodeIp},DNS:${nodeName}` },
+  kubelet: {
+    stem: "kubelet",
+    subject: `/O=system:nodes/CN=system:node:${nodeName}`,
+    serving: `IP:${nodeIp},IP:${nodeIp6},DNS:${nodeName}`,
+  },
   apiserverKubeletClient: { stem: "apiserver-kubelet-client", subject: "/O=system:masters/CN=kube-apiserver-kubelet-client" },
 } satisfies Record<string, Identity>;
 
@@ -53,7 +58,14 @@ export async function makePki(): Promise<void> {
   mkdirSync(paths.pki, { recursive: true });
   await certificate("ca", "/CN=meshcni-cluster-ca", "");
   const names = ["kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"];
-  const sans = [...names.map((name) => `DNS:${name}`), "IP:127.0.0.1", `IP:${nodeIp}`, `IP:${kubernetesServiceIp}`].join(",");
+  const sans = [
+    ...names.map((name) => `DNS:${name}`),
+    "IP:127.0.0.1",
+    `IP:${nodeIp}`,
+    `IP:${nodeIp6}`,
+    `IP:${kubernetesServiceIp}`,
+    `IP:${kubernetesServiceIp6}`,
+  ].join(",");
   await certificate(
     "apiserver",
     "/CN=kube-apiserver",
@@ -78,7 +90,7 @@ function kubeconfig(stem: string): string {
 kind: Config
 clusters:
   - name: meshcni-cluster
-    cluster: {server: "${apiserverUrl}", certificate-authority: "${pki}/ca.crt"}
+    cluster: {server: "${apiserverUrl()}", certificate-authority: "${pki}/ca.crt"}
 users:
   - name: ${stem}
     user: {client-certificate: "${pki}/${stem}.crt", client-key: "${pki}/${stem}.key"}

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { parse, stringify } from "yaml";
 import type { RealCluster } from "./cluster.js";
-import { apiserverUrl, paths } from "./layout.js";
+import { apiserverUrl } from "./families.js";
+import { paths } from "./layout.js";
 import type { Meshcni } from "./meshcni.js";
 
 /** A JWT's claims, read without checking its signature (the API server checks it when it is used). */
@@ -45,7 +46,7 @@ export class AgentIdentity {
       stringify({
         apiVersion: "v1",
         kind: "Config",
-        clusters: [{ name: "c", cluster: { server: apiserverUrl, "certificate-authority": join(paths.pki, "ca.crt") } }],
+        clusters: [{ name: "c", cluster: { server: apiserverUrl(), "certificate-authority": join(paths.pki, "ca.crt") } }],
         users: [{ name: "agent", user: { token } }],
         contexts: [{ name: "c", context: { cluster: "c", user: "agent" } }],
         "current-context": "c",
@@ -57,7 +58,7 @@ export class AgentIdentity {
   /** One request as the agent makes it (kubectl would GET first, which its RBAC may not allow): the status code and body. */
   request(method: string, path: string, body: unknown, contentType: string): Promise<{ code: number; body: string }> {
     return new Promise((resolve, reject) => {
-      const url = new URL(path, apiserverUrl);
+      const url = new URL(path, apiserverUrl());
       const sent = https.request(
         url,
         {

@@ -1,5 +1,6 @@
 import { expect } from "vitest";
 import type { PodObject, RealCluster } from "./cluster.js";
+import { hostPort } from "./families.js";
 import { probeImage } from "./images.js";
 import { startupTaint } from "./layout.js";
 
@@ -111,7 +112,7 @@ export async function expectRunningPodsRedirected(cluster: RealCluster, app: str
   const pods = (await cluster.get<{ items: PodObject[] }>("pods", "-l", `app=${app}`)).items.filter(
     (pod) => pod.status.phase === "Running" && !pod.metadata.deletionTimestamp,
   );
-  const answers = await Promise.all(pods.map((pod) => cluster.connect("client", `${pod.status.podIP}:8080`)));
-  expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${pod.status.podIP}:8080 src=${client}`));
+  const answers = await Promise.all(pods.map((pod) => cluster.connect("client", hostPort(pod.status.podIP!, 8080))));
+  expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${hostPort(pod.status.podIP!, 8080)} src=${client}`));
   return pods.length;
 }

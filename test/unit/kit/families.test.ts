@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hasIpv6, perFamily } from "../../kit/cluster/families.js";
+import { hasIpv6, hostPort, perFamily } from "../../kit/cluster/families.js";
 import { legs } from "../../kit/cluster/leg.js";
 
 /** The real cluster's flags name one value per family the leg has, the primary family first. */
@@ -10,10 +10,15 @@ describe("the cluster's families", () => {
     expect(perFamily("10.0.0.1", "fd00::1", { families: "ipv6" })).toEqual(["fd00::1"]);
   });
 
-  it("has IPv6 on the dual-stack leg only among today's legs", () => {
+  it("has IPv6 on the dual-stack and IPv6 legs only among today's legs", () => {
     const withIpv6 = Object.entries(legs)
       .filter(([, leg]) => hasIpv6(leg))
       .map(([name]) => name);
-    expect(withIpv6).toEqual(["dual-stack"]);
+    expect(withIpv6).toEqual(["dual-stack", "ipv6"]);
+  });
+
+  it("writes an IPv6 host in brackets beside its port, an IPv4 one bare", () => {
+    expect(hostPort("fd00:252::5", 8080)).toBe("[fd00:252::5]:8080");
+    expect(hostPort("10.252.0.5", 8080)).toBe("10.252.0.5:8080");
   });
 });
