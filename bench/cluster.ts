@@ -1,21 +1,21 @@
 // The pod start a user sees, on the real single-node cluster (test/kit/cluster): pod
 // creation to its IP (the sandbox's network set up, the CNI chain run) and to Ready, for
 // 40 meshed pods started one after another, with the primary alone, with the Go
-// linkerd-cni pattern chained after it, and with meshcni; kubelet's own mean RunPodSandbox
-// for each; then the agent's API requests per minute, idle and under 10 pods/s of churn, as
-// the API server's audit log counts them.
-import { chmodSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+// linkerd-cni pattern chained after it, with Istio's CNI plugin (sidecar mode, its own pods),
+// and with meshcni; kubelet's own mean RunPodSandbox for each, and each chained plugin's API
+// requests per pod start; then the agent's API requests per minute, idle and under 10 pods/s
+// of churn, as the API server's audit log counts them.
+import { writeFileSync } from "node:fs";
 import { CoreV1Api, KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
 import { agentUser, auditEvents, describeRequest } from "../test/kit/cluster/audit.js";
 import { RealCluster } from "../test/kit/cluster/cluster.js";
-import { apiserverUrl } from "../test/kit/cluster/families.js";
+import { hostPort } from "../test/kit/cluster/families.js";
 import { nodeName, paths } from "../test/kit/cluster/layout.js";
 import { Meshcni } from "../test/kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflist, primaryConflistPath } from "../test/kit/cluster/node.js";
-import { meshedTemplate } from "../test/kit/cluster/workloads.js";
+import { asList, meshedTemplate, plainPod } from "../test/kit/cluster/workloads.js";
 import { sleep, until } from "../test/kit/common.js";
-import { buildGoPattern, perRuleLines } from "./plugin-baselines.js";
+import { chainIstioCni, chainLinkerdPattern, istioInbound, istioPod, serviceAccountUser } from "./cluster-peers.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const pods = 40;
@@ -47,11 +47,22 @@ interface Times {
   ready?: number | undefined;
 }
 
+/** What a round starts, and what is read of it: its pods (meshed as Linkerd's injector writes them unless said), the chained plugin's ServiceAccount. */
+interface Round {
+  pod?: (name: string) => V1Pod;
+  /** Whose API requests are counted per pod start (the audit log's user). */
+  user?: string;
+  /** Run on the round's last pod, before the round's pods go: proves the chain did its work. */
+  check?: (name: string) => Promise<void>;
+}
+
 /**
  * Creates meshed pods one at a time, each once the last is Ready: how long each took to
- * show its IP and to be Ready in the API (a watch), and kubelet's mean RunPodSandbox.
+ * show its IP and to be Ready in the API (a watch), kubelet's mean RunPodSandbox, and the
+ * chained plugin's API requests per pod start.
  */
-async function podStarts(cluster: RealCluster, api: CoreV1Api, watch: Watch, label: string): Promise<Summary[]> {
+async function podStarts(cluster: RealCluster, api: CoreV1Api, watch: Watch, label: string, round: Round = {}): Promise<Summary[]> {
+  const since = new Date().toISOString();
   const seen = new Map<string, Times>();
   const stream = await watch.watch(
     `/api/v1/namespaces/${namespace}/pods`,
@@ -70,10 +81,15 @@ async function podStarts(cluster: RealCluster, api: CoreV1Api, watch: Watch, lab
     const times: Times = { created: performance.now() };
     const name = `${label.replace(/[^a-z]+/g, "-").replace(/^-|-$/g, "")}-${i}`;
     seen.set(name, times);
-    await api.createNamespacedPod({ namespace, body: meshedPod(name) });
+    await api.createNamespacedPod({ namespace, body: (round.pod ?? meshedPod)(name) });
     await until(() => times.ready !== undefined, 60_000, 5);
   }
   const sandboxesAfter = await runPodSandboxSoFar(cluster);
+  await round.check?.([...seen.keys()].at(-1)!);
+  if (round.user) {
+    const requests = auditEvents(round.user).filter((event) => event.requestReceivedTimestamp >= since);
+    console.log(`${label}: ${(requests.length / pods).toFixed(2)} API requests per pod start (${round.user})`);
+  }
   stream.abort();
   await api.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 });
   await until(async () => (await api.listNamespacedPod({ namespace })).items.length === 0, 120_000, 250);
@@ -90,38 +106,6 @@ async function podStarts(cluster: RealCluster, api: CoreV1Api, watch: Watch, lab
     ),
     summarize(`${label}: RunPodSandbox (kubelet, mean)`, [sandboxMs]),
   ];
-}
-
-/** linkerd-cni's pattern (bench/baselines/linkerd-pattern) as the runtime calls a chained plugin: ADD does its work, any other verb nothing. */
-async function chainLinkerdPattern(cluster: RealCluster): Promise<void> {
-  const binary = await buildGoPattern();
-  await cluster.kubectl(["create", "serviceaccount", "linkerd-cni", "-n", "default"]);
-  await cluster.kubectl(["create", "clusterrole", "linkerd-cni", "--verb=get", "--resource=pods,namespaces"]);
-  await cluster.kubectl([
-    "create",
-    "clusterrolebinding",
-    "linkerd-cni",
-    "--clusterrole=linkerd-cni",
-    "--serviceaccount=default:linkerd-cni",
-  ]);
-  const token = join(paths.dir, "linkerd-cni.token");
-  writeFileSync(token, await cluster.kubectl(["create", "token", "linkerd-cni", "-n", "default", "--duration=2h"]));
-  const rules = join(paths.dir, "linkerd-cni.rules");
-  writeFileSync(rules, `${perRuleLines}\n`);
-  const wrapper = join(paths.cniBinDir, "linkerd-pattern");
-  writeFileSync(
-    wrapper,
-    `#!/bin/sh
-case "$CNI_COMMAND" in
-ADD) exec ${binary} -server ${apiserverUrl()} -token-file ${token} -ca-file ${paths.pki}/ca.crt -rules ${rules} -backend nft ;;
-VERSION) echo '{"cniVersion":"1.0.0","supportedVersions":["0.3.1","0.4.0","1.0.0"]}' ;;
-esac
-`,
-  );
-  chmodSync(wrapper, 0o755);
-  const conflist = primaryConflist() as { plugins: object[] };
-  writeFileSync(primaryConflistPath, JSON.stringify({ ...conflist, plugins: [...conflist.plugins, { type: "linkerd-pattern" }] }));
-  await sleep(2000);
 }
 
 /** The agent's requests over `seconds` while `load` runs (if any): per minute, in all and by kind ("get pods 404"). */
@@ -155,6 +139,8 @@ async function churn(api: CoreV1Api, signal: AbortSignal): Promise<void> {
 }
 
 export async function benchCluster(): Promise<void> {
+  // Istio's CNI plugin is built for this bench alone (components.sh).
+  process.env.MESHCNI_ISTIO = "1";
   const cluster = new RealCluster();
   await cluster.up();
   try {
@@ -165,13 +151,27 @@ export async function benchCluster(): Promise<void> {
     // The primary alone and the Go pattern run without meshcni's agent to lift its startup taint.
     await cluster.kubectl(["taint", "node", "--all", "meshcni.io/not-ready-"]);
     await cluster.kubectl(["create", "namespace", namespace]);
+    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client")));
+    await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=90s"]);
     const rows: Summary[] = [];
     rows.push(...(await podStarts(cluster, api, watch, "primary alone")));
     await chainLinkerdPattern(cluster);
-    rows.push(...(await podStarts(cluster, api, watch, "Go linkerd-cni pattern chained")));
+    rows.push(...(await podStarts(cluster, api, watch, "Go linkerd-cni pattern chained", { user: serviceAccountUser("linkerd-cni") })));
+    await chainIstioCni(cluster);
+    const istio: Round = {
+      pod: (name) => istioPod(name, namespace),
+      user: serviceAccountUser("istio-cni"),
+      // Through Istio's redirect to its proxy's 15006, with real TCP from an unmeshed pod.
+      check: async (name) => {
+        const ip = (await api.readNamespacedPod({ namespace, name })).status!.podIP!;
+        const answer = await cluster.connect("client", hostPort(ip, 8080));
+        if (!answer.startsWith(istioInbound)) throw new Error(`istio-cni did not redirect ${name}: ${answer}`);
+      },
+    };
+    rows.push(...(await podStarts(cluster, api, watch, "istio-cni chained (sidecar mode)", istio)));
     writeFileSync(primaryConflistPath, JSON.stringify(primaryConflist()));
     await new Meshcni(cluster).deploy();
-    rows.push(...(await podStarts(cluster, api, watch, "meshcni chained (agent)")));
+    rows.push(...(await podStarts(cluster, api, watch, "meshcni chained (agent)", { user: agentUser() })));
     // The primary alone again, once the first round's warm-up is past: the order of the rounds is not what differs.
     await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
     await until(() => !chainedTypes().includes("meshcni"), 60_000, 250);

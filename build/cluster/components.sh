@@ -45,7 +45,9 @@ build() {
 }
 
 if [ -n "${MESHCNI_CLUSTER_BIN:-}" ]; then
-  for name in kubernetes etcd containerd cni-plugins helm cilium $([ "${MESHCNI_PRIMARY:-}" = calico ] && echo calico); do echo "$name=$MESHCNI_CLUSTER_BIN"; done
+  for name in kubernetes etcd containerd cni-plugins helm cilium $([ "${MESHCNI_PRIMARY:-}" = calico ] && echo calico) $([ "${MESHCNI_ISTIO:-}" = 1 ] && echo istio); do
+    echo "$name=$MESHCNI_CLUSTER_BIN"
+  done
   exit 0
 fi
 
@@ -91,6 +93,10 @@ build helm "$here/helm" helm.sh/helm/v4 "-X helm.sh/helm/v4/internal/version.ver
 if [ "${MESHCNI_PRIMARY:-bridge}" = calico ]; then
   build calico "$here/calico" github.com/projectcalico/calico "-X main.VERSION=v3.28.5-a0db560f0520" "" \
     github.com/projectcalico/calico/cni-plugin/cmd/calico github.com/projectcalico/calico/cni-plugin/cmd/install
+fi
+# Istio's CNI plugin and node agent, for `npm run bench cluster` (MESHCNI_ISTIO=1): npm test needs neither.
+if [ "${MESHCNI_ISTIO:-}" = 1 ]; then
+  build istio "$here/istio" istio.io/istio "" "" istio.io/istio/cni/cmd/istio-cni istio.io/istio/cni/cmd/install-cni
 fi
 # Cilium's CNI config writer (daemon/cmd/cni, as cilium-agent runs it) from our main.go: its agent
 # cannot run here, its config writer can (test/cluster/cilium-takeover.test.ts).

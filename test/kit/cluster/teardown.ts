@@ -20,6 +20,8 @@ export interface Components {
   calico?: string;
   /** Cilium's CNI config writer (build/cluster/cilium/main.go), as cilium-agent runs it. */
   cilium: string;
+  /** Istio's CNI plugin and node agent, for `npm run bench cluster` (MESHCNI_ISTIO=1). */
+  istio?: string;
 }
 
 /** The binaries of this run's leg, built from the Go module proxy (or a user's, MESHCNI_CLUSTER_BIN) by build/cluster/components.sh. */
