@@ -10,6 +10,7 @@ import { apiserverUrl } from "../test/kit/cluster/families.js";
 import { probeImage } from "../test/kit/cluster/images.js";
 import { paths } from "../test/kit/cluster/layout.js";
 import { primaryConflist, primaryConflistPath } from "../test/kit/cluster/node.js";
+import { tokenKubeconfig } from "../test/kit/cluster/tokens.js";
 import { sleep } from "../test/kit/common.js";
 import { buildGoPattern, perRuleLines } from "./plugin-baselines.js";
 
@@ -19,17 +20,8 @@ export const serviceAccountUser = (name: string) => `system:serviceaccount:defau
 /** linkerd-cni's pattern (bench/baselines/linkerd-pattern) as the runtime calls a chained plugin: ADD does its work, any other verb nothing. */
 export async function chainLinkerdPattern(cluster: RealCluster): Promise<void> {
   const binary = await buildGoPattern();
-  await cluster.kubectl(["create", "serviceaccount", "linkerd-cni", "-n", "default"]);
-  await cluster.kubectl(["create", "clusterrole", "linkerd-cni", "--verb=get", "--resource=pods,namespaces"]);
-  await cluster.kubectl([
-    "create",
-    "clusterrolebinding",
-    "linkerd-cni",
-    "--clusterrole=linkerd-cni",
-    "--serviceaccount=default:linkerd-cni",
-  ]);
   const token = join(paths.dir, "linkerd-cni.token");
-  writeFileSync(token, await cluster.kubectl(["create", "token", "linkerd-cni", "-n", "default", "--duration=2h"]));
+  writeFileSync(token, await peerToken(cluster, "linkerd-cni", "pods,namespaces"));
   const rules = join(paths.dir, "linkerd-cni.rules");
   writeFileSync(rules, `${perRuleLines}\n`);
   const wrapper = join(paths.cniBinDir, "linkerd-pattern");
@@ -48,6 +40,14 @@ esac
   await sleep(2000);
 }
 
+/** A token of a ServiceAccount `name` of the default namespace that may get `resources` (what a peer's plugin reads). */
+async function peerToken(cluster: RealCluster, name: string, resources: string): Promise<string> {
+  await cluster.kubectl(["create", "serviceaccount", name, "-n", "default"]);
+  await cluster.kubectl(["create", "clusterrole", name, "--verb=get", `--resource=${resources}`]);
+  await cluster.kubectl(["create", "clusterrolebinding", name, `--clusterrole=${name}`, `--serviceaccount=default:${name}`]);
+  return (await cluster.kubectl(["create", "token", name, "-n", "default", "--duration=2h"])).trim();
+}
+
 /** Where its node agent keeps the plugin's kubeconfig (`cni_agent_run_dir`, /var/run/istio-cni on a node). */
 const runDir = join(paths.dir, "istio-cni");
 
@@ -64,20 +64,9 @@ export async function chainIstioCni(cluster: RealCluster): Promise<void> {
   if (!built) throw new Error("Istio's CNI plugin is built when MESHCNI_ISTIO=1 (build/cluster/components.sh)");
   copyFileSync(join(built, "istio-cni"), join(paths.cniBinDir, "istio-cni"));
   chmodSync(join(paths.cniBinDir, "istio-cni"), 0o755);
-  await cluster.kubectl(["create", "serviceaccount", "istio-cni", "-n", "default"]);
-  await cluster.kubectl(["create", "clusterrole", "istio-cni", "--verb=get", "--resource=pods"]);
-  await cluster.kubectl(["create", "clusterrolebinding", "istio-cni", "--clusterrole=istio-cni", "--serviceaccount=default:istio-cni"]);
-  const token = (await cluster.kubectl(["create", "token", "istio-cni", "-n", "default", "--duration=2h"])).trim();
+  const token = await peerToken(cluster, "istio-cni", "pods");
   mkdirSync(runDir, { recursive: true });
-  const kubeconfig = {
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name: "c", cluster: { server: apiserverUrl(), "certificate-authority": join(paths.pki, "ca.crt") } }],
-    users: [{ name: "istio-cni", user: { token } }],
-    contexts: [{ name: "c", context: { cluster: "c", user: "istio-cni" } }],
-    "current-context": "c",
-  };
-  writeFileSync(join(runDir, "istio-cni-kubeconfig"), JSON.stringify(kubeconfig), { mode: 0o600 });
+  writeFileSync(join(runDir, "istio-cni-kubeconfig"), JSON.stringify(tokenKubeconfig("istio-cni", token)), { mode: 0o600 });
   const entry = {
     type: "istio-cni",
     plugin_log_level: "info",

@@ -8,6 +8,18 @@ import { apiserverUrl } from "./families.js";
 import { paths } from "./layout.js";
 import type { Meshcni } from "./meshcni.js";
 
+/** A kubeconfig (as an object) reaching the cluster's API server as `user`, with `token`. */
+export function tokenKubeconfig(user: string, token: string): Record<string, unknown> {
+  return {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: "c", cluster: { server: apiserverUrl(), "certificate-authority": join(paths.pki, "ca.crt") } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: "c", context: { cluster: "c", user } }],
+    "current-context": "c",
+  };
+}
+
 /** A JWT's claims, read without checking its signature (the API server checks it when it is used). */
 export function jwtClaims(token: string): Record<string, unknown> & { sub?: string; exp?: number; iat?: number } {
   const payload = token.split(".")[1] ?? "";
@@ -41,17 +53,7 @@ export class AgentIdentity {
     const volume = readdirSync(volumes).find((name) => name.startsWith("kube-api-access-"));
     const token = readFileSync(join(volumes, volume!, "token"), "utf8");
     const kubeconfig = join(paths.dir, `agent-${pod.metadata.uid}.kubeconfig`);
-    writeFileSync(
-      kubeconfig,
-      stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "c", cluster: { server: apiserverUrl(), "certificate-authority": join(paths.pki, "ca.crt") } }],
-        users: [{ name: "agent", user: { token } }],
-        contexts: [{ name: "c", context: { cluster: "c", user: "agent" } }],
-        "current-context": "c",
-      }),
-    );
+    writeFileSync(kubeconfig, stringify(tokenKubeconfig("agent", token)));
     return new AgentIdentity(cluster, kubeconfig, token);
   }
 
