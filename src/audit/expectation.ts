@@ -25,16 +25,17 @@ export function activeNetconf(files: ConfigFile[]): NetConf {
   const { json } = active.config;
   const entry = active.config.kind === "conflist" ? (json.plugins as unknown[]).find(isOwnEntry) : undefined;
   if (!entry) throw new Error(`the active CNI config ${active.file.name} holds no meshcni entry`);
-  return parseNetConf(JSON.stringify({ cniVersion: json.cniVersion, name: json.name, ...(entry as JsonObject) }));
+  return entryNetconf(entry as JsonObject, json);
 }
 
 /**
- * The agent's own entry as a netconf: what it chains, and so what every pod is held to even
- * while another installer keeps the active config without it (Cilium's cni-exclusive, say).
- * The plans need none of what the conflist would add but a version the entry is read in.
+ * An entry as a netconf, the conflist's cniVersion and name injected as the runtime does.
+ * The agent's own entry (no conflist: the plans need only a version it is read in) is what
+ * it chains, and so what every pod is held to even while another installer keeps the active
+ * config without it (Cilium's cni-exclusive, say).
  */
-export function entryNetconf(entry: JsonObject): NetConf {
-  return parseNetConf(JSON.stringify({ cniVersion: latestVersion, name: "meshcni", ...entry }));
+export function entryNetconf(entry: JsonObject, conflist: JsonObject = { cniVersion: latestVersion, name: "meshcni" }): NetConf {
+  return parseNetConf(JSON.stringify({ cniVersion: conflist.cniVersion, name: conflist.name, ...entry }));
 }
 
 /** The pod's addresses, as the API reports them. */
