@@ -1,17 +1,20 @@
 // The peers `npm run bench cluster` chains after the primary in meshcni's place: linkerd-cni's
 // pattern (bench/baselines/linkerd-pattern), and Istio's CNI plugin (istio.io/istio/cni/cmd/istio-cni,
-// built by build/cluster/components.sh with MESHCNI_ISTIO=1) in sidecar mode as its node agent
-// installs it, for pods as Istio's injector writes them for it (no istio-init).
-import { chmodSync, copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+// and its node agent install-cni, built by build/cluster/components.sh with MESHCNI_ISTIO=1)
+// in sidecar mode, installed from Istio's own chart, for pods as Istio's injector writes them
+// for it (no istio-init).
+import { chmodSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
+import { execa } from "execa";
+import { writeOciArchive } from "../build/oci.js";
 import type { RealCluster } from "../test/kit/cluster/cluster.js";
 import { apiserverUrl } from "../test/kit/cluster/families.js";
 import { probeImage } from "../test/kit/cluster/images.js";
 import { paths } from "../test/kit/cluster/layout.js";
-import { primaryConflist, primaryConflistPath } from "../test/kit/cluster/node.js";
-import { tokenKubeconfig } from "../test/kit/cluster/tokens.js";
-import { sleep } from "../test/kit/common.js";
+import { chainedTypes, primaryConflist, primaryConflistPath } from "../test/kit/cluster/node.js";
+import { sleep, until } from "../test/kit/common.js";
+import { projectRoot } from "../test/kit/paths.js";
 import { buildGoPattern, perRuleLines } from "./plugin-baselines.js";
 
 /** The audit log's user of a ServiceAccount of the default namespace (a peer's). */
@@ -48,37 +51,65 @@ async function peerToken(cluster: RealCluster, name: string, resources: string):
   return (await cluster.kubectl(["create", "token", name, "-n", "default", "--duration=2h"])).trim();
 }
 
-/** Where its node agent keeps the plugin's kubeconfig (`cni_agent_run_dir`, /var/run/istio-cni on a node). */
-const runDir = join(paths.dir, "istio-cni");
+/** Where Istio's chart mounts its node agent's run dir (the plugin's kubeconfig, its log socket): fixed in the chart. */
+const runDir = "/var/run/istio-cni";
+const istioNamespace = "istio-system";
+const installCniImage = "meshcni.test/install-cni:bench";
 
 /** The banners of the proxy stand-in: a connection it answers went through Istio's redirect. */
 export const istioInbound = "istio-inbound";
 
+/** The audit log's user of Istio's node agent and plugin (the plugin uses the agent's token): split by user agent. */
+export const istioUser = `system:serviceaccount:${istioNamespace}:istio-cni`;
+
+/** Istio's own chart (manifests/charts/istio-cni of the module built), rendered for this node as an operator would install it. */
+async function istioManifests(cluster: RealCluster): Promise<string> {
+  const { stdout } = await execa("go", ["list", "-m", "-json", "istio.io/istio"], {
+    cwd: join(projectRoot, "build/cluster/istio"),
+    env: { PATH: `/usr/local/go/bin:${process.env.PATH}` },
+  });
+  const chart = join((JSON.parse(stdout) as { Dir: string }).Dir, "manifests/charts/istio-cni");
+  const values = [
+    ...["image", installCniImage, "pullPolicy", "Never", "global.logging.level", "info"],
+    ...["cniBinDir", paths.cniBinDir, "cniConfDir", paths.cniConfDir, "cniNetnsDir", paths.netnsDir],
+  ];
+  const sets = values.flatMap((value, i) => (i % 2 ? [] : ["--set", `${value}=${values[i + 1]}`]));
+  return (await execa(join(cluster.bin.helm, "helm"), ["template", "istio-cni", chart, "--namespace", istioNamespace, ...sets])).stdout;
+}
+
 /**
- * Chains istio-cni as its node agent does in sidecar mode: the binary in the CNI bin dir, a
- * kubeconfig in its run dir with a token of a ServiceAccount that may get pods (what the
- * plugin asks), and its entry last in the primary's conflist.
+ * Installs Istio's CNI plugin in sidecar mode with its own node agent (install-cni) from
+ * its own chart: an image of the two binaries built here (Istio's holds iptables too, for
+ * repairing pods whose istio-validation failed: none here), its DaemonSet, RBAC and config;
+ * awaited until its entry is in the primary's conflist.
  */
-export async function chainIstioCni(cluster: RealCluster): Promise<void> {
+export async function installIstioCni(cluster: RealCluster): Promise<void> {
   const built = cluster.bin.istio;
-  if (!built) throw new Error("Istio's CNI plugin is built when MESHCNI_ISTIO=1 (build/cluster/components.sh)");
-  copyFileSync(join(built, "istio-cni"), join(paths.cniBinDir, "istio-cni"));
-  chmodSync(join(paths.cniBinDir, "istio-cni"), 0o755);
-  const token = await peerToken(cluster, "istio-cni", "pods");
-  mkdirSync(runDir, { recursive: true });
-  writeFileSync(join(runDir, "istio-cni-kubeconfig"), JSON.stringify(tokenKubeconfig("istio-cni", token)), { mode: 0o600 });
-  const entry = {
-    type: "istio-cni",
-    plugin_log_level: "info",
-    cni_agent_run_dir: runDir,
-    ambient_enabled: false,
-    exclude_namespaces: ["kube-system"],
-    pod_namespace: "istio-system",
-  };
-  const conflist = primaryConflist() as { plugins: object[] };
-  writeFileSync(primaryConflistPath, JSON.stringify({ ...conflist, plugins: [...conflist.plugins, entry] }));
-  // containerd reloads the config dir on its own events: the next pod's ADD runs the new chain.
-  await sleep(2000);
+  if (!built) throw new Error("Istio's CNI plugin and node agent are built when MESHCNI_ISTIO=1 (build/cluster/components.sh)");
+  const archive = join(paths.dir, "install-cni.tar");
+  await writeOciArchive(archive, installCniImage, [
+    {
+      os: "linux",
+      architecture: process.arch === "arm64" ? "arm64" : "amd64",
+      entries: [
+        { path: "usr/local/bin/install-cni", source: join(built, "install-cni"), mode: 0o755 },
+        { path: "opt/cni/bin/istio-cni", source: join(built, "istio-cni"), mode: 0o755 },
+      ],
+      config: { Env: ["PATH=/usr/local/bin:/usr/bin:/bin"] },
+    },
+  ]);
+  await cluster.ctr("images", "import", "--all-platforms", archive);
+  await cluster.kubectl(["create", "namespace", istioNamespace]);
+  await cluster.kubectl(["apply", "-f", "-"], await istioManifests(cluster));
+  await cluster.kubectl(["-n", istioNamespace, "rollout", "status", "daemonset/istio-cni-node", "--timeout=120s"]);
+  await until(() => chainedTypes().includes("istio-cni"), 60_000, 250);
+}
+
+/** Deletes Istio's DaemonSet and the rest of its chart: its node agent takes its entry, binary and kubeconfig away as it stops. */
+export async function removeIstioCni(cluster: RealCluster): Promise<void> {
+  await cluster.kubectl(["delete", "--wait", "-f", "-"], await istioManifests(cluster));
+  await until(() => !chainedTypes().includes("istio-cni"), 60_000, 250);
+  rmSync(runDir, { recursive: true, force: true });
 }
 
 /**

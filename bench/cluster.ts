@@ -3,11 +3,11 @@
 // 40 meshed pods started one after another, with the primary alone, with the Go
 // linkerd-cni pattern chained after it, with Istio's CNI plugin (sidecar mode, its own pods),
 // and with meshcni; kubelet's own mean RunPodSandbox for each, and each chained plugin's API
-// requests per pod start; then the agent's API requests per minute, idle and under 10 pods/s
-// of churn, as the API server's audit log counts them.
+// requests per pod start; then meshcni's agent and Istio's side by side, idle and under 10
+// pods/s of churn: API requests per minute (the API server's audit log), CPU and memory.
 import { writeFileSync } from "node:fs";
 import { CoreV1Api, KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
-import { agentUser, auditEvents, describeRequest } from "../test/kit/cluster/audit.js";
+import { type AuditEvent, agentUser, auditEvents } from "../test/kit/cluster/audit.js";
 import { RealCluster } from "../test/kit/cluster/cluster.js";
 import { hostPort } from "../test/kit/cluster/families.js";
 import { nodeName, paths } from "../test/kit/cluster/layout.js";
@@ -15,7 +15,16 @@ import { Meshcni } from "../test/kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflist, primaryConflistPath } from "../test/kit/cluster/node.js";
 import { asList, meshedTemplate, plainPod } from "../test/kit/cluster/workloads.js";
 import { sleep, until } from "../test/kit/common.js";
-import { chainIstioCni, chainLinkerdPattern, istioInbound, istioPod, serviceAccountUser } from "./cluster-peers.js";
+import { agentUsage, churn, type NodeAgent, printAgentUsage } from "./cluster-agents.js";
+import {
+  chainLinkerdPattern,
+  installIstioCni,
+  istioInbound,
+  istioPod,
+  istioUser,
+  removeIstioCni,
+  serviceAccountUser,
+} from "./cluster-peers.js";
 import { printTable, type Summary, saveResults, summarize } from "./stats.js";
 
 const pods = 40;
@@ -50,8 +59,8 @@ interface Times {
 /** What a round starts, and what is read of it: its pods (meshed as Linkerd's injector writes them unless said), the chained plugin's ServiceAccount. */
 interface Round {
   pod?: (name: string) => V1Pod;
-  /** Whose API requests are counted per pod start (the audit log's user). */
-  user?: string;
+  /** Whose API requests are counted per pod start: the chained plugin's. */
+  requests?: { who: string; match: (event: AuditEvent) => boolean };
   /** Run on the round's last pod, before the round's pods go: proves the chain did its work. */
   check?: (name: string) => Promise<void>;
 }
@@ -86,9 +95,9 @@ async function podStarts(cluster: RealCluster, api: CoreV1Api, watch: Watch, lab
   }
   const sandboxesAfter = await runPodSandboxSoFar(cluster);
   await round.check?.([...seen.keys()].at(-1)!);
-  if (round.user) {
-    const requests = auditEvents(round.user).filter((event) => event.requestReceivedTimestamp >= since);
-    console.log(`${label}: ${(requests.length / pods).toFixed(2)} API requests per pod start (${round.user})`);
+  if (round.requests) {
+    const requests = auditEvents().filter((event) => event.requestReceivedTimestamp >= since && round.requests!.match(event));
+    console.log(`${label}: ${(requests.length / pods).toFixed(2)} API requests per pod start (${round.requests.who})`);
   }
   stream.abort();
   await api.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 });
@@ -108,38 +117,18 @@ async function podStarts(cluster: RealCluster, api: CoreV1Api, watch: Watch, lab
   ];
 }
 
-/** The agent's requests over `seconds` while `load` runs (if any): per minute, in all and by kind ("get pods 404"). */
-async function agentRequestsPerMinute(seconds: number, load?: (signal: AbortSignal) => Promise<void>) {
-  const since = new Date().toISOString();
-  const stop = new AbortController();
-  const running = load?.(stop.signal);
-  await sleep(seconds * 1000);
-  stop.abort();
-  await running;
-  const requests = auditEvents(agentUser()).filter((event) => event.requestReceivedTimestamp >= since);
-  const byKind: Record<string, number> = {};
-  for (const request of requests) byKind[describeRequest(request)] = (byKind[describeRequest(request)] ?? 0) + 60 / seconds;
-  return { total: Math.round((requests.length * 60) / seconds), byKind };
-}
+/** Who a request in the audit log came from: a ServiceAccount, and for Istio's (its plugin uses its node agent's token) which binary. */
+const from = (user: string, agent?: string) => (event: AuditEvent) =>
+  event.user.username === user && (agent === undefined || (event.userAgent ?? "").startsWith(`${agent}/`));
 
-/** 10 pods/s: each second 10 meshed pods created, and those created churnLifetimeSeconds before deleted. */
-async function churn(api: CoreV1Api, signal: AbortSignal): Promise<void> {
-  for (let round = 0; !signal.aborted; round++) {
-    const started = performance.now();
-    const names = (at: number) => Array.from({ length: 10 }, (_, i) => `churn-${at}-${i}`);
-    await Promise.all(names(round).map((name) => api.createNamespacedPod({ namespace, body: meshedPod(name) })));
-    if (round >= churnLifetimeSeconds) {
-      await Promise.all(
-        names(round - churnLifetimeSeconds).map((name) => api.deleteNamespacedPod({ namespace, name, gracePeriodSeconds: 0 })),
-      );
-    }
-    await sleep(Math.max(0, 1000 - (performance.now() - started)));
-  }
-  await api.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 });
-}
+/** The two node agents on the node at once. */
+const nodeAgents: NodeAgent[] = [
+  { name: "meshcni's agent", command: "meshcni", argument: "install", requests: from(agentUser()) },
+  { name: "Istio's install-cni", command: "install-cni", argument: "--log_output_level=info", requests: from(istioUser, "install-cni") },
+];
 
 export async function benchCluster(): Promise<void> {
-  // Istio's CNI plugin is built for this bench alone (components.sh).
+  // Istio's CNI plugin and node agent are built for this bench alone (components.sh).
   process.env.MESHCNI_ISTIO = "1";
   const cluster = new RealCluster();
   await cluster.up();
@@ -156,11 +145,13 @@ export async function benchCluster(): Promise<void> {
     const rows: Summary[] = [];
     rows.push(...(await podStarts(cluster, api, watch, "primary alone")));
     await chainLinkerdPattern(cluster);
-    rows.push(...(await podStarts(cluster, api, watch, "Go linkerd-cni pattern chained", { user: serviceAccountUser("linkerd-cni") })));
-    await chainIstioCni(cluster);
+    const linkerdPattern = { who: "its ServiceAccount", match: from(serviceAccountUser("linkerd-cni")) };
+    rows.push(...(await podStarts(cluster, api, watch, "Go linkerd-cni pattern chained", { requests: linkerdPattern })));
+    writeFileSync(primaryConflistPath, JSON.stringify(primaryConflist()));
+    await installIstioCni(cluster);
     const istio: Round = {
       pod: (name) => istioPod(name, namespace),
-      user: serviceAccountUser("istio-cni"),
+      requests: { who: "istio-cni, the plugin", match: from(istioUser, "istio-cni") },
       // Through Istio's redirect to its proxy's 15006, with real TCP from an unmeshed pod.
       check: async (name) => {
         const ip = (await api.readNamespacedPod({ namespace, name })).status!.podIP!;
@@ -169,24 +160,32 @@ export async function benchCluster(): Promise<void> {
       },
     };
     rows.push(...(await podStarts(cluster, api, watch, "istio-cni chained (sidecar mode)", istio)));
-    writeFileSync(primaryConflistPath, JSON.stringify(primaryConflist()));
+    await removeIstioCni(cluster);
     await new Meshcni(cluster).deploy();
-    rows.push(...(await podStarts(cluster, api, watch, "meshcni chained (agent)", { user: agentUser() })));
+    rows.push(
+      ...(await podStarts(cluster, api, watch, "meshcni chained (agent)", { requests: { who: "its agent", match: from(agentUser()) } })),
+    );
     // The primary alone again, once the first round's warm-up is past: the order of the rounds is not what differs.
     await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
     await until(() => !chainedTypes().includes("meshcni"), 60_000, 250);
     rows.push(...(await podStarts(cluster, api, watch, "primary alone, again")));
-    await new Meshcni(cluster).deploy();
     printTable(`Pod start on the real node (${pods} meshed pods, one after another)`, rows);
+    // Both node agents at once, the same node, the same churn: half the pods Linkerd's, half Istio's.
+    await new Meshcni(cluster).deploy();
+    await installIstioCni(cluster);
     // Idle once the sweeps have seen the last round's pods go (the condition's counts settle).
     await sleep(70_000);
-    const idle = await agentRequestsPerMinute(180);
-    const churning = await agentRequestsPerMinute(60, (signal) => churn(api, signal));
-    console.log(
-      `\nmeshcni's agent, API requests per minute (the API server's audit log): idle ${idle.total}; under 10 pods/s of churn ${churning.total}`,
-    );
-    for (const [kind, perMinute] of Object.entries(churning.byKind)) console.log(`  under churn: ${kind}: ${Math.round(perMinute)}/min`);
-    saveResults("cluster", { podStarts: rows, agentRequestsPerMinute: { idle, churn10PerSecond: churning } });
+    const idle = await agentUsage(nodeAgents, 180);
+    const mixed = (name: string, index: number) => (index % 2 ? istioPod(name, namespace) : meshedPod(name));
+    const churning = await agentUsage(nodeAgents, 60, (signal) => churn(api, namespace, mixed, churnLifetimeSeconds, signal));
+    console.log("\nThe node agents side by side (both running; churn: 10 pods/s, half Linkerd's, half Istio's)");
+    printAgentUsage("idle", idle);
+    printAgentUsage("under churn", churning);
+    for (const [agent, usage] of Object.entries(churning)) {
+      for (const [kind, perMinute] of Object.entries(usage.byKind))
+        console.log(`  ${agent} under churn: ${kind}: ${Math.round(perMinute)}/min`);
+    }
+    saveResults("cluster", { podStarts: rows, nodeAgents: { idle, churn10PerSecond: churning } });
   } finally {
     await cluster.down();
   }

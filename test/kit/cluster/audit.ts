@@ -7,6 +7,7 @@ export interface AuditEvent {
   verb: string;
   requestURI: string;
   user: { username: string; extra?: Record<string, string[]> };
+  userAgent?: string;
   objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
   responseStatus?: { code?: number; message?: string; reason?: string };
   requestReceivedTimestamp: string;
