@@ -2,7 +2,18 @@ import type { Logger } from "../log.js";
 import { Backoff, sleep } from "./backoff.js";
 import { listAll } from "./list-pages.js";
 import type { WatchEvent } from "./transport.js";
-import { EndedError, endOf, maxDownMs, maxStaleMs, type ReflectorSource, type ReflectorTiming, type WatchEnd } from "./watch-ends.js";
+import {
+  EndedError,
+  endOf,
+  errorEventEnd,
+  logEarlyEnd,
+  maxDownMs,
+  maxStaleMs,
+  type ReflectorSource,
+  type ReflectorTiming,
+  SilenceDeadline,
+  type WatchEnd,
+} from "./watch-ends.js";
 
 /**
  * A cache of one kind of object kept current by list and watch, as client-go's reflector
@@ -20,11 +31,14 @@ export class Reflector<T> {
   /** Listed or watching since the stream last broke: only a break of a whole stream sets downSince (retries never do). */
   private whole = false;
   private lastHeardAt = Number.NEGATIVE_INFINITY;
+  /** The last watch ended silent: the next one's headers prove nothing, only an event or a bookmark does. */
+  private unproven = false;
   private downSince = Number.NEGATIVE_INFINITY;
   private failures = 0;
   private readonly stopping = new AbortController();
   private running: Promise<void> | undefined;
   private readonly backoff: Backoff;
+  private readonly bookmarks: { seen: boolean };
 
   constructor(
     private readonly source: ReflectorSource<T>,
@@ -33,6 +47,7 @@ export class Reflector<T> {
     private readonly hooks: { change?(object: T): void; remove?(object: T): void; ended?(end: WatchEnd): void } = {},
   ) {
     this.backoff = new Backoff(timing.backoffMs?.first ?? 1000, timing.backoffMs?.cap ?? 30_000, timing.random);
+    this.bookmarks = timing.bookmarks ?? { seen: false };
   }
 
   start(): void {
@@ -90,6 +105,11 @@ export class Reflector<T> {
         if (this.whole) this.downSince = this.timing.now();
         this.whole = false;
       }
+      // A silent stream was down from when it was last heard, not from when that was noticed.
+      if (end.end === "silent") {
+        this.unproven = true;
+        this.downSince = Math.min(this.downSince, this.lastHeardAt);
+      }
       // Stale from a 410 on (no resourceVersion), relisted at once; a second 410 in a row backs off as a failed list does.
       if (end.end === "gone") this.resourceVersion = "";
       goneInARow = end.end === "gone" ? goneInARow + 1 : 0;
@@ -107,18 +127,9 @@ export class Reflector<T> {
         if (end.end === "closed") continue;
       }
       const delayMs = this.backoff.next(end.retryAfterMs);
-      this.failed(end, delayMs);
+      logEarlyEnd(this.log, this.source.name, ++this.failures, end, delayMs);
       await sleep(delayMs, signal);
     }
-  }
-
-  /** Logs the first failure of a run of them, then at 10, 100, 1000…, each with the count and the back-off. */
-  private failed(end: EndedError, delayMs: number): void {
-    this.failures++;
-    const fields = { cause: end.end, reason: end.message, restarts: this.failures, retryInSeconds: Math.round(delayMs / 100) / 10 };
-    if (this.failures === 1) this.log.warn(`the watch of ${this.source.name} ended early (${end.end}); backing off`, fields);
-    else if (Number.isInteger(Math.log10(this.failures))) this.log.warn(`the watch of ${this.source.name} keeps failing`, fields);
-    else this.log.debug(`the watch of ${this.source.name} ended early (${end.end})`, fields);
   }
 
   /** Lists in pages, each transformed as it comes, then replaces the store: what is gone is removed, what changed is told. */
@@ -129,6 +140,7 @@ export class Reflector<T> {
     this.resourceVersion = resourceVersion;
     this.synced = true;
     this.whole = true;
+    this.unproven = false;
     this.lastHeardAt = this.timing.now();
   }
 
@@ -137,29 +149,25 @@ export class Reflector<T> {
     const watch = new AbortController();
     const stop = () => watch.abort();
     signal.addEventListener("abort", stop);
-    // Dead: nothing heard for the watch's time and a margin, or (bookmarks seen) past the staleness bound.
-    let silenceMs = timeoutSeconds * 1000 + Math.min(30_000, timeoutSeconds * 500);
-    let silent = false;
-    let deadline: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(deadline);
-      deadline = setTimeout(() => {
-        silent = true;
-        watch.abort();
-      }, silenceMs);
-    };
+    // Dead: nothing heard for the watch's time and a margin, or (the server sends bookmarks) past the staleness bound.
+    const untilItsEndMs = timeoutSeconds * 1000 + Math.min(30_000, timeoutSeconds * 500);
+    const silence = new SilenceDeadline(this.bookmarks.seen ? Math.min(untilItsEndMs, this.staleAfterMs()) : untilItsEndMs, stop);
     const heard = () => {
       this.lastHeardAt = this.timing.now();
-      arm();
+      silence.arm();
     };
     let ended: EndedError = new EndedError("closed", "the server ended the watch");
     try {
-      arm();
+      silence.arm();
       await this.source.watch(
         { resourceVersion: this.resourceVersion, timeoutSeconds },
         watch.signal,
         (event) => {
-          if (event.type === "BOOKMARK") silenceMs = Math.min(silenceMs, this.staleAfterMs());
+          if (event.type === "BOOKMARK") {
+            this.bookmarks.seen = true;
+            silence.tighten(this.staleAfterMs());
+          }
+          this.unproven = false;
           heard();
           const failure = this.apply(event);
           if (failure) {
@@ -170,15 +178,16 @@ export class Reflector<T> {
         () => {
           this.connected = true;
           this.whole = true;
-          heard();
+          if (this.unproven) silence.arm();
+          else heard();
         },
       );
     } catch (error) {
       if (signal.aborted) throw error;
-      if (silent) return new EndedError("silent", `nothing from the server for ${Math.round(silenceMs / 1000)} s`);
+      if (silence.fired) return new EndedError("silent", `nothing from the server for ${Math.round(silence.ms / 1000)} s`);
       if (!watch.signal.aborted) throw error;
     } finally {
-      clearTimeout(deadline);
+      silence.clear();
       signal.removeEventListener("abort", stop);
     }
     return ended;
@@ -186,12 +195,7 @@ export class Reflector<T> {
 
   /** Applies one event to the store; an ERROR event ends the watch (its Status says how). */
   private apply(event: WatchEvent): EndedError | undefined {
-    if (event.type === "ERROR") {
-      const { code, message } = event.object;
-      return code === 410
-        ? new EndedError("gone", message ?? "the resourceVersion is too old")
-        : new EndedError("error", `ERROR event ${code ?? ""}: ${message ?? "no message"}`);
-    }
+    if (event.type === "ERROR") return errorEventEnd(event.object);
     const version = event.object.metadata?.resourceVersion;
     if (version) this.resourceVersion = version;
     if (event.type === "BOOKMARK") return undefined;

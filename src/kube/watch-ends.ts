@@ -1,4 +1,5 @@
 import { errorMessage } from "../errors.js";
+import type { Logger } from "../log.js";
 import { ApiStatusError } from "./errors.js";
 import type { WatchEvent } from "./transport.js";
 
@@ -40,6 +41,12 @@ export interface ReflectorTiming {
   backoffMs?: { first: number; cap: number };
   now(): number;
   random(): number;
+  /**
+   * Shared by the reflectors of one API server: set once any of their watches has had a
+   * bookmark. The server sends them (about once a minute), so every watch from then on,
+   * before its own first, is taken for dead after the staleness bound, not its own end.
+   */
+  bookmarks?: { seen: boolean };
 }
 
 /** The server sends a bookmark about once a minute: silence longer than this means the cache may be behind. */
@@ -65,4 +72,47 @@ export function endOf(error: unknown): EndedError {
   if (code === 429) return new EndedError("throttled", errorMessage(error), retryAfter);
   if (code === 410) return new EndedError("gone", errorMessage(error));
   return new EndedError("failed", errorMessage(error), retryAfter);
+}
+
+/** Logs the first early end of a run of them, then the 10th, 100th, 1000th…, each with the count and the back-off. */
+export function logEarlyEnd(log: Logger, watch: string, failures: number, end: EndedError, delayMs: number): void {
+  const fields = { cause: end.end, reason: end.message, restarts: failures, retryInSeconds: Math.round(delayMs / 100) / 10 };
+  if (failures === 1) log.warn(`the watch of ${watch} ended early (${end.end}); backing off`, fields);
+  else if (Number.isInteger(Math.log10(failures))) log.warn(`the watch of ${watch} keeps failing`, fields);
+  else log.debug(`the watch of ${watch} ended early (${end.end})`, fields);
+}
+
+/** How an ERROR event ends a watch: 410, the resourceVersion too old (gone); any other code (error). */
+export function errorEventEnd(status: { code?: number; message?: string }): EndedError {
+  return status.code === 410
+    ? new EndedError("gone", status.message ?? "the resourceVersion is too old")
+    : new EndedError("error", `ERROR event ${status.code ?? ""}: ${status.message ?? "no message"}`);
+}
+
+/** A watch's deadline for silence, armed again by whatever is heard; past it, `expire` tears the watch down. */
+export class SilenceDeadline {
+  fired = false;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    public ms: number,
+    private readonly expire: () => void,
+  ) {}
+
+  arm(): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.fired = true;
+      this.expire();
+    }, this.ms);
+  }
+
+  /** At most `ms` from the next arm on (the server sends bookmarks: silence this long means the watch is dead). */
+  tighten(ms: number): void {
+    this.ms = Math.min(this.ms, ms);
+  }
+
+  clear(): void {
+    clearTimeout(this.timer);
+  }
 }

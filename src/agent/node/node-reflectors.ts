@@ -43,6 +43,7 @@ export function startNodeReflectors(given: NodeReflectorOptions) {
     watchTimeoutSeconds: given.watchTimeoutSeconds,
     now: () => performance.now(),
     random: Math.random,
+    bookmarks: { seen: false },
   };
   const reflector = <T>(source: ReflectorSource<T>, hooks: { change?(object: T): void; remove?(object: T): void } = {}) => {
     const started = new Reflector(source, timing, given.log, {

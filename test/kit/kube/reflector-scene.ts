@@ -23,7 +23,8 @@ export function reflectorScene() {
     reflector: undefined as Reflector<Namespace> | undefined,
     watches: () => scene.api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === "true"),
     lists: () => scene.api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === undefined),
-    start(backoffMs = { first: 200, cap: 2000 }, watchTimeoutSeconds = 1) {
+    /** `bookmarks`: the record the reflectors of one server share (another's watch may have seen one). */
+    start(backoffMs = { first: 200, cap: 2000 }, watchTimeoutSeconds = 1, bookmarks?: { seen: boolean }) {
       const config = kubeConfigOf(scene.api.writeAgentKubeconfig());
       scene.reflector = new Reflector<Namespace>(
         apiSource<Namespace>({
@@ -39,7 +40,7 @@ export function reflectorScene() {
           },
           key: (namespace) => namespace.metadata.name,
         }),
-        { watchTimeoutSeconds, backoffMs, now: () => performance.now(), random: () => 0 },
+        { watchTimeoutSeconds, backoffMs, now: () => performance.now(), random: () => 0, ...(bookmarks ? { bookmarks } : {}) },
         memoryLogger(scene.logs),
         { ended: (end) => void scene.ends.push(end) },
       );

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { until } from "../../kit/common.js";
+import { sleep, until } from "../../kit/common.js";
 import { reflectorScene } from "../../kit/kube/reflector-scene.js";
 
 /**
@@ -73,6 +73,12 @@ describe("the reflector", () => {
     await until(() => watches().length === 2, 3000);
     await until(() => !s.reflector!.fresh(), 3000);
     await until(() => s.ends.includes("silent"), 4000);
+    // The watches after it are answered (their headers) and silent too: none makes the store stand for the API again.
+    const silentSoFar = watches().length;
+    while (watches().length < silentSoFar + 2) {
+      expect(s.reflector!.fresh()).toBe(false);
+      await sleep(20);
+    }
     s.api.watchFaults.delete("/api/v1/namespaces");
     s.api.addNamespace({ metadata: { name: "shop", annotations: { kept: "new" } } });
     await until(() => s.reflector!.fresh() && annotation("shop") === "new", 5000);
@@ -91,6 +97,35 @@ describe("the reflector", () => {
     expect(s.logs.filter((entry) => entry.message.includes("ended early (silent)"))).toHaveLength(1);
     await until(() => watches().length === 2, 3000);
   }, 20_000);
+
+  // Watches of 6 s (random is 0): silence before any bookmark is taken for dead after 6 + 3 s; once the server is known to send them, after 6 s.
+  /** From when the `nth` watch is opened (silent: the fault is set) to its end as silent. */
+  async function silentFor(nth: number): Promise<number> {
+    await until(() => watches().length === nth, 8000, 20);
+    const from = performance.now();
+    await until(() => s.ends.includes("silent"), 12_000, 20);
+    return performance.now() - from;
+  }
+
+  it("takes a watch silent from its start for dead at the staleness bound once an earlier watch had bookmarks", async () => {
+    s.api.addNamespace({ metadata: { name: "shop" } });
+    start(undefined, 6);
+    await until(() => s.api.watches.bookmarksSent >= 1, 3000);
+    s.api.watchFaults.set("/api/v1/namespaces", "silent");
+    expect(await silentFor(2)).toBeLessThan(7500);
+  }, 25_000);
+
+  it("takes its first watch, silent from its start, for dead at the staleness bound when another reflector of the server had bookmarks", async () => {
+    s.api.watchFaults.set("/api/v1/namespaces", "silent");
+    start(undefined, 6, { seen: true });
+    expect(await silentFor(1)).toBeLessThan(7500);
+  }, 25_000);
+
+  it("keeps a watch silent from its start until its own end and a margin while no bookmark was ever seen (the server may send none)", async () => {
+    s.api.watchFaults.set("/api/v1/namespaces", "silent");
+    start(undefined, 6);
+    expect(await silentFor(1)).toBeGreaterThan(8500);
+  }, 25_000);
 
   it("relists after 410 Gone (a restarted server's new window), losing no change", async () => {
     s.api.addNamespace({ metadata: { name: "shop" } });
