@@ -99,7 +99,7 @@ export async function installIstioCni(cluster: RealCluster): Promise<void> {
     },
   ]);
   await cluster.ctr("images", "import", "--all-platforms", archive);
-  await cluster.kubectl(["create", "namespace", istioNamespace]);
+  await cluster.kubectl(["apply", "-f", "-"], JSON.stringify({ apiVersion: "v1", kind: "Namespace", metadata: { name: istioNamespace } }));
   await cluster.kubectl(["apply", "-f", "-"], await istioManifests(cluster));
   await cluster.kubectl(["-n", istioNamespace, "rollout", "status", "daemonset/istio-cni-node", "--timeout=120s"]);
   await until(() => chainedTypes().includes("istio-cni"), 60_000, 250);

@@ -7,7 +7,7 @@
 // pods/s of churn: API requests per minute (the API server's audit log), CPU and memory.
 import { writeFileSync } from "node:fs";
 import { CoreV1Api, KubeConfig, type V1Pod, Watch } from "@kubernetes/client-node";
-import { type AuditEvent, agentUser, auditEvents } from "../test/kit/cluster/audit.js";
+import { type AuditEvent, agentUser, auditEvents, describeRequest } from "../test/kit/cluster/audit.js";
 import { RealCluster } from "../test/kit/cluster/cluster.js";
 import { hostPort } from "../test/kit/cluster/families.js";
 import { nodeName, paths } from "../test/kit/cluster/layout.js";
@@ -97,7 +97,10 @@ async function podStarts(cluster: RealCluster, api: CoreV1Api, watch: Watch, lab
   await round.check?.([...seen.keys()].at(-1)!);
   if (round.requests) {
     const requests = auditEvents().filter((event) => event.requestReceivedTimestamp >= since && round.requests!.match(event));
-    console.log(`${label}: ${(requests.length / pods).toFixed(2)} API requests per pod start (${round.requests.who})`);
+    const kinds: Record<string, number> = {};
+    for (const request of requests) kinds[describeRequest(request)] = (kinds[describeRequest(request)] ?? 0) + 1;
+    const each = Object.entries(kinds).map(([kind, count]) => `${kind} ×${count}`);
+    console.log(`${label}: ${(requests.length / pods).toFixed(2)} API requests per pod start (${round.requests.who}: ${each.join(", ")})`);
   }
   stream.abort();
   await api.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 });
