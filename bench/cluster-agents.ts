@@ -2,12 +2,11 @@
 // (install-cni), idle and under churn of both kinds of pods, each one's API requests per
 // minute (the API server's audit log), CPU (its process and the children it waited for, from
 // /proc) and resident memory (sampled every second).
-import { readdirSync, readFileSync } from "node:fs";
-import { basename } from "node:path";
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { type AuditEvent, auditEvents, describeRequest } from "../test/kit/cluster/audit.js";
 import { sleep } from "../test/kit/common.js";
+import { cpuTicks, processesOf, rssMb } from "../test/kit/proc.js";
 
 export interface NodeAgent {
   name: string;
@@ -30,28 +29,11 @@ export interface AgentUsage {
 
 /** The one running process of the agent. */
 function pidOf(agent: NodeAgent): number {
-  const matches = readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-        return basename(argv[0] ?? "") === agent.command && argv.includes(agent.argument);
-      } catch {
-        return false; // ended while listed
-      }
-    });
+  const matches = processesOf(agent.command, agent.argument);
   if (matches.length !== 1) throw new Error(`${agent.name}: ${matches.length} processes of ${agent.command} ${agent.argument}`);
-  return Number(matches[0]);
+  return matches[0]!;
 }
 
-/** User and system time of the process and of its children it waited for (an agent's writers), in clock ticks. */
-function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  // utime, stime, cutime, cstime: stat's fields 14 to 17, counted from the state (field 3).
-  return fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
-}
-
-const rssMb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
 const round1 = (value: number) => Math.round(value * 10) / 10;
 
 /** Each agent's usage over `seconds` while `load` runs (if any). */

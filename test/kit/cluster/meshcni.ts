@@ -94,11 +94,21 @@ export class Meshcni {
  * After an uninstall: the chain back to the primary's, the net dir holding the primary's
  * config alone, the bin dir the primary's plugins, the state dir emptied (it is the agent's
  * hostPath volume: its records, locks and socket go, the mount point itself kubelet keeps).
+ * What is left, in words (waited for a while: the state dir empties as the agent ends).
  */
-export async function expectNothingLeftOnNode(cluster: RealCluster): Promise<void> {
-  expect(chainedTypes()).toEqual(primaryTypes);
-  expect(readdirSync(paths.cniConfDir).sort()).toEqual([...primaryNetDirFiles].sort());
-  expect(readdirSync(paths.cniBinDir).sort()).toEqual(primaryPlugins(cluster.bin).sort());
+export async function leftOnNode(cluster: RealCluster): Promise<string[]> {
   const stateLeft = () => (existsSync(agentStateDir) ? readdirSync(agentStateDir) : []);
-  await until(() => stateLeft().length === 0, 10_000, 100).catch(() => expect(stateLeft()).toEqual([]));
+  await until(() => stateLeft().length === 0, 10_000, 100).catch(() => undefined);
+  const differs = (what: string, found: string[], expected: string[]) =>
+    JSON.stringify([...found].sort()) === JSON.stringify([...expected].sort()) ? [] : [`${what}: ${found.join(", ")}`];
+  return [
+    ...(chainedTypes().join(",") === primaryTypes.join(",") ? [] : [`chain: ${chainedTypes().join(", ")}`]),
+    ...differs("net dir", readdirSync(paths.cniConfDir), primaryNetDirFiles),
+    ...differs("bin dir", readdirSync(paths.cniBinDir), primaryPlugins(cluster.bin)),
+    ...differs("state dir", stateLeft(), []),
+  ];
+}
+
+export async function expectNothingLeftOnNode(cluster: RealCluster): Promise<void> {
+  expect(await leftOnNode(cluster)).toEqual([]);
 }

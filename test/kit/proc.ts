@@ -1,0 +1,32 @@
+// What /proc says of a process on this machine: found by its command line, its resident
+// memory, its CPU time and its open file descriptors (the bench's and the soak's readings).
+import { readdirSync, readFileSync } from "node:fs";
+import { basename } from "node:path";
+
+/** The processes whose argv[0]'s base name is `command` and whose arguments include `argument`. */
+export function processesOf(command: string, argument: string): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        return basename(argv[0] ?? "") === command && argv.includes(argument);
+      } catch {
+        return false; // ended while listed
+      }
+    })
+    .map(Number);
+}
+
+/** User and system time of the process and of its children it waited for, in clock ticks. */
+export function cpuTicks(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  // utime, stime, cutime, cstime: stat's fields 14 to 17, counted from the state (field 3).
+  return fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
+}
+
+/** Resident memory, in MB. */
+export const rssMb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
+
+/** Open file descriptors (sockets, files, pipes). */
+export const openFds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;

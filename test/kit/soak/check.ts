@@ -1,0 +1,103 @@
+// The soak's invariants, read from the cluster: every Ready soak pod's inbound TCP answered by
+// its proxy when meshed and by its app when not (real connections from the client pod): a
+// meshed pod Ready and answered by its own app is a violation at once (no pod may start
+// without its redirect, and no fault here takes rules from a running pod); and whether the
+// node has recovered (the API, the node, the agent, the chain, every pod Ready).
+import type { RealCluster } from "../cluster/cluster.js";
+import { hostPort } from "../cluster/families.js";
+import { nodeName, startupTaint } from "../cluster/layout.js";
+import { chainedTypes } from "../cluster/node.js";
+import { proxyInbound } from "../cluster/workloads.js";
+import { soakLabel } from "./workload.js";
+
+interface SoakPod {
+  metadata: { name: string; namespace: string; uid: string; deletionTimestamp?: string; labels: Record<string, string> };
+  status: { podIP?: string; phase?: string; conditions?: Array<{ type: string; status: string }> };
+}
+
+const ready = (pod: SoakPod) =>
+  !pod.metadata.deletionTimestamp &&
+  pod.status.phase === "Running" &&
+  (pod.status.conditions ?? []).some((condition) => condition.type === "Ready" && condition.status === "True");
+
+/** What the soak pods are now, or undefined when the API does not answer. */
+async function soakPods(cluster: RealCluster): Promise<SoakPod[] | undefined> {
+  try {
+    return (await cluster.get<{ items: SoakPod[] }>("pods", "-A", "-l", soakLabel, "--request-timeout=10s")).items;
+  } catch {
+    return undefined;
+  }
+}
+
+export class RedirectWatch {
+  /** Unmeshed pods seen answering through a proxy, since when (by uid). */
+  private readonly redirectedSince = new Map<string, number>();
+  private readonly reported = new Set<string>();
+  checks = 0;
+  connections = 0;
+
+  constructor(
+    private readonly cluster: RealCluster,
+    private readonly violation: (what: string) => void,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** One pass over the Ready soak pods: each answered through a real connection from the client. */
+  async check(): Promise<void> {
+    const pods = await soakPods(this.cluster);
+    if (!pods) return;
+    this.checks++;
+    for (const pod of pods.filter((candidate) => ready(candidate) && candidate.status.podIP)) {
+      const { name, namespace, uid, labels } = pod.metadata;
+      const answer = await this.cluster.connect("client", hostPort(pod.status.podIP!, 8080));
+      // No answer (the exec failed, the pod went): proves nothing either way.
+      if (answer.startsWith("error:")) continue;
+      this.connections++;
+      const redirected = answer.startsWith(proxyInbound);
+      if (labels[soakLabel] !== "unmeshed") {
+        // Its own app answering (not another pod now at a stale address): it runs without its redirect.
+        if (!redirected && answer.startsWith(`${name} `))
+          this.report(uid, `meshed pod ${namespace}/${name} Ready, answered by its app: ${answer}`);
+        continue;
+      }
+      // A proxy's answer names no pod: an unmeshed pod is redirected only if it still is a few seconds on.
+      if (!redirected) {
+        this.redirectedSince.delete(uid);
+        continue;
+      }
+      const since = this.redirectedSince.get(uid) ?? this.now();
+      this.redirectedSince.set(uid, since);
+      if (this.now() - since >= 5000) this.report(uid, `unmeshed pod ${namespace}/${name} redirected: ${answer}`);
+    }
+  }
+
+  private report(uid: string, what: string): void {
+    if (this.reported.has(uid)) return;
+    this.reported.add(uid);
+    this.violation(what);
+  }
+}
+
+/** What still keeps the node from having recovered (empty: recovered). */
+export async function notRecovered(cluster: RealCluster): Promise<string[]> {
+  const left: string[] = [];
+  try {
+    const node = await cluster.get<{
+      spec: { taints?: Array<{ key: string }> };
+      status: { conditions: Array<{ type: string; status: string }> };
+    }>("node", nodeName, "--request-timeout=10s");
+    if (!node.status.conditions.some((condition) => condition.type === "Ready" && condition.status === "True")) left.push("node not Ready");
+    if ((node.spec.taints ?? []).some((taint) => taint.key === startupTaint)) left.push("startup taint on the node");
+    const agents = await cluster.get<{ items: SoakPod[] }>("pods", "-n", "meshcni", "--request-timeout=10s");
+    if (!agents.items.some(ready)) left.push("the agent's pod not Ready");
+    const client = await cluster.get<SoakPod>("pod", "client", "--request-timeout=10s");
+    if (!ready(client)) left.push("the client pod not Ready");
+  } catch (error) {
+    return [`the API does not answer: ${(error as Error).message.split("\n")[0]}`];
+  }
+  if (!chainedTypes().includes("meshcni")) left.push(`meshcni not chained (${chainedTypes().join(",")})`);
+  const pods = (await soakPods(cluster)) ?? [];
+  const waiting = pods.filter((pod) => !pod.metadata.deletionTimestamp && !ready(pod));
+  if (waiting.length > 0) left.push(`pods not Ready: ${waiting.map((pod) => `${pod.metadata.namespace}/${pod.metadata.name}`).join(", ")}`);
+  return left;
+}

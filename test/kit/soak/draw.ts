@@ -1,0 +1,68 @@
+// The soak's randomness and arithmetic, pure: faults drawn from a seed (the same seed, the
+// same faults in the same order, so any run replays), and recovery times summarized.
+
+/** Every fault the soak draws from; each is one of the field's failures (test/kit/soak/faults.ts). */
+export const faultKinds = [
+  "apiserver-killed",
+  "apiserver-frozen",
+  "etcd-restarted",
+  "etcd-compacted",
+  "agent-pod-deleted",
+  "agent-pod-force-deleted",
+  "agent-container-killed",
+  "kubelet-restarted",
+  "containerd-restarted",
+  "power-cut",
+  "primary-installer-ran",
+  "config-sorting-first",
+  "plugin-binary-removed",
+  "startup-taint-readded",
+] as const;
+export type FaultKind = (typeof faultKinds)[number];
+
+/** A seeded generator of numbers in [0, 1) (mulberry32): small, fast, and the same everywhere. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `count` faults drawn from `kinds` with `random`: one at a time, each as likely as any other. */
+export function drawFaults(random: () => number, count: number, kinds: readonly FaultKind[] = faultKinds): FaultKind[] {
+  return Array.from({ length: count }, () => kinds[Math.floor(random() * kinds.length)]!);
+}
+
+/** An integer in [low, high], drawn with `random`. */
+export const between = (random: () => number, low: number, high: number) => low + Math.floor(random() * (high - low + 1));
+
+export interface Recovery {
+  kind: FaultKind;
+  /** From the fault's end to every pod Ready and the agent chained and ready. */
+  ms: number;
+}
+
+export interface RecoverySummary {
+  kind: FaultKind;
+  count: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/** Recovery times by kind, in seconds (nearest-rank percentiles), in the order kinds are listed. */
+export function summarizeRecoveries(recoveries: Recovery[]): RecoverySummary[] {
+  return faultKinds.flatMap((kind) => {
+    const sorted = recoveries
+      .filter((recovery) => recovery.kind === kind)
+      .map((recovery) => recovery.ms / 1000)
+      .sort((a, b) => a - b);
+    if (sorted.length === 0) return [];
+    const at = (p: number) => Math.round(sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]! * 10) / 10;
+    return [{ kind, count: sorted.length, p50: at(0.5), p99: at(0.99), max: at(1) }];
+  });
+}

@@ -1,0 +1,141 @@
+// Each fault the soak draws, done for real to the cluster of test/kit/cluster, as the field
+// meets it: what it did is returned in words (with what was drawn for it), for the report.
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { RealCluster } from "../cluster/cluster.js";
+import { compactEtcd } from "../cluster/control-plane.js";
+import { nodeName, paths, startupTaint } from "../cluster/layout.js";
+import { primaryConflist, rewritePrimaryConflist } from "../cluster/node.js";
+import { runningPid } from "../cluster/processes.js";
+import { sleep } from "../common.js";
+import { processesOf } from "../proc.js";
+import { between, type FaultKind } from "./draw.js";
+
+export interface FaultContext {
+  cluster: RealCluster;
+  random: () => number;
+}
+
+const agentPods = ["-n", "meshcni", "delete", "pod", "-l", "app.kubernetes.io/name=meshcni"];
+const sortsFirst = join(paths.cniConfDir, "00-soak-first.conflist");
+
+/** Every process below `roots` (a container's, below its shim), the roots included. */
+function withDescendants(roots: number[]): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      parentOf.set(Number(entry), Number(readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")[1]));
+    } catch {
+      // ended while listed
+    }
+  }
+  const found = new Set(roots);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, parent] of parentOf) {
+      if (found.has(parent) && !found.has(pid)) {
+        found.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return [...found];
+}
+
+const killAll = (pids: number[]) => {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+};
+
+export const faults: Record<FaultKind, (context: FaultContext) => Promise<string>> = {
+  "apiserver-killed": async ({ cluster, random }) => {
+    const downMs = between(random, 1000, 8000);
+    await cluster.stop("kube-apiserver", "SIGKILL");
+    await sleep(downMs);
+    cluster.startAgain("kube-apiserver");
+    await cluster.waitApiserver();
+    return `kube-apiserver killed, started again after ${downMs} ms`;
+  },
+  "apiserver-frozen": async ({ random }) => {
+    const frozenMs = between(random, 3000, 20_000);
+    const pid = runningPid("kube-apiserver");
+    if (!pid) throw new Error("kube-apiserver is not running");
+    process.kill(pid, "SIGSTOP");
+    await sleep(frozenMs);
+    process.kill(pid, "SIGCONT");
+    return `kube-apiserver frozen (SIGSTOP) for ${frozenMs} ms`;
+  },
+  "etcd-restarted": async ({ cluster, random }) => {
+    const downMs = between(random, 500, 4000);
+    await cluster.restart("etcd", { signal: "SIGKILL", downMs });
+    await cluster.waitApiserver();
+    return `etcd killed, started again after ${downMs} ms`;
+  },
+  "etcd-compacted": async () => `etcd compacted at revision ${await compactEtcd()}`,
+  "agent-pod-deleted": async ({ cluster }) => {
+    await cluster.kubectl([...agentPods, "--wait=false"]);
+    return "the agent's pod deleted";
+  },
+  "agent-pod-force-deleted": async ({ cluster }) => {
+    await cluster.kubectl([...agentPods, "--grace-period=0", "--force", "--wait=false"]);
+    return "the agent's pod force-deleted";
+  },
+  "agent-container-killed": async () => {
+    const agents = processesOf("meshcni", "install");
+    killAll(agents);
+    return `the agent's process killed (${agents.length} found)`;
+  },
+  "kubelet-restarted": async ({ cluster }) => {
+    await cluster.restart("kubelet", { signal: "SIGKILL" });
+    await cluster.waitNodeReady();
+    return "kubelet killed and started again";
+  },
+  "containerd-restarted": async ({ cluster }) => {
+    await cluster.restart("containerd", { signal: "SIGKILL" });
+    return "containerd killed and started again";
+  },
+  "power-cut": async ({ cluster, random }) => {
+    const downMs = between(random, 1000, 5000);
+    // At once, as power goes: kubelet, containerd, every shim and every container below them.
+    const shims = processesOf("containerd-shim-runc-v2", paths.containerdSocket);
+    const containers = withDescendants(shims);
+    killAll([runningPid("kubelet") ?? 0, runningPid("containerd") ?? 0, ...containers].filter(Boolean));
+    await cluster.stop("kubelet", "SIGKILL");
+    await cluster.stop("containerd", "SIGKILL");
+    await sleep(downMs);
+    // Started again as the node's init system would: the runtime first, then kubelet.
+    cluster.startAgain("containerd");
+    cluster.startAgain("kubelet");
+    await cluster.waitNodeReady(180_000);
+    return `power cut: kubelet, containerd, ${shims.length} shims and ${containers.length - shims.length} container processes killed at once, back after ${downMs} ms`;
+  },
+  "primary-installer-ran": async () => {
+    await rewritePrimaryConflist();
+    return "the primary's conflist written again by its installer";
+  },
+  "config-sorting-first": async ({ random }) => {
+    const forMs = between(random, 5000, 20_000);
+    writeFileSync(sortsFirst, JSON.stringify({ ...primaryConflist(), name: "soak-first" }));
+    await sleep(forMs);
+    rmSync(sortsFirst, { force: true });
+    return `another conflist sorting first (00-soak-first) for ${forMs} ms, then removed`;
+  },
+  "plugin-binary-removed": async ({ random }) => {
+    const forMs = between(random, 3000, 15_000);
+    const plugin = join(paths.cniBinDir, "portmap");
+    const aside = `${plugin}.soak-aside`;
+    if (existsSync(plugin)) renameSync(plugin, aside);
+    await sleep(forMs);
+    renameSync(aside, plugin);
+    return `portmap taken out of the bin dir for ${forMs} ms`;
+  },
+  "startup-taint-readded": async ({ cluster }) => {
+    await cluster.kubectl(["taint", "node", nodeName, `${startupTaint}=true:NoSchedule`, "--overwrite"]);
+    return "the startup taint added to the node again";
+  },
+};

@@ -1,0 +1,48 @@
+// `npm run soak -- --faults N --seed S [--minutes M] [--only kind,kind]`: the soak on the real
+// cluster, its report printed and saved (bench/results/soak-<seed>.json); exits 1 on any
+// invariant violation. Without --seed, one is drawn and printed.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { RealCluster } from "../cluster/cluster.js";
+import { projectRoot } from "../paths.js";
+import { type FaultKind, faultKinds } from "./draw.js";
+import { formatReport } from "./report.js";
+import { soak } from "./soak.js";
+
+const { values } = parseArgs({
+  options: {
+    faults: { type: "string", default: "30" },
+    seed: { type: "string" },
+    minutes: { type: "string" },
+    only: { type: "string" },
+  },
+});
+const number = (name: string, text: string) => {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number, not ${JSON.stringify(text)}`);
+  return value;
+};
+const kinds = values.only?.split(",") as FaultKind[] | undefined;
+for (const kind of kinds ?? []) if (!faultKinds.includes(kind)) throw new Error(`--only: no fault ${kind} (${faultKinds.join(", ")})`);
+const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : number("seed", values.seed);
+console.log(`soak: seed ${seed}`);
+
+const cluster = new RealCluster();
+await cluster.up((line) => console.log(line));
+try {
+  const report = await soak(cluster, {
+    faults: number("faults", values.faults),
+    seed,
+    ...(values.minutes ? { minutes: number("minutes", values.minutes) } : {}),
+    ...(kinds ? { kinds } : {}),
+    log: (line) => console.log(`${new Date().toISOString().slice(11, 19)} ${line}`),
+  });
+  console.log(`\n${formatReport(report)}`);
+  const results = join(projectRoot, "bench/results");
+  mkdirSync(results, { recursive: true });
+  writeFileSync(join(results, `soak-${seed}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  process.exitCode = report.violations.length === 0 ? 0 : 1;
+} finally {
+  await cluster.down();
+}

@@ -1,0 +1,159 @@
+// The soak: the real cluster (test/kit/cluster) with meshcni deployed, pods created and
+// deleted all along, and faults drawn from a seed one at a time; the invariants checked all
+// the while (test/kit/soak/check.ts) and after each fault's recovery; a report at the end.
+
+import { agentUser, auditEvents } from "../cluster/audit.js";
+import type { RealCluster } from "../cluster/cluster.js";
+import { leftOnNode, Meshcni } from "../cluster/meshcni.js";
+import { asList, plainPod } from "../cluster/workloads.js";
+import { sleep } from "../common.js";
+import { openFds, processesOf, rssMb } from "../proc.js";
+import { notRecovered, RedirectWatch } from "./check.js";
+import { between, drawFaults, type FaultKind, type Recovery, type RecoverySummary, seededRandom, summarizeRecoveries } from "./draw.js";
+import { faults } from "./faults.js";
+import { SoakWorkload } from "./workload.js";
+
+export interface SoakOptions {
+  faults: number;
+  seed: number;
+  /** Stops drawing faults past this many minutes (the report says how many ran). */
+  minutes?: number;
+  kinds?: FaultKind[];
+  log(line: string): void;
+}
+
+export interface Violation {
+  /** The fault under way (its index in the seed's draw; -1 before the first). */
+  index: number;
+  kind: FaultKind | "setup" | "end";
+  what: string;
+}
+
+export interface SoakReport {
+  seed: number;
+  drawn: FaultKind[];
+  run: Array<{ index: number; kind: FaultKind; did: string; recoveredMs?: number }>;
+  recoveries: RecoverySummary[];
+  violations: Violation[];
+  /** The agent's process after each fault's recovery. */
+  agent: Array<{ index: number; pid: number; rssMb: number; fds: number }>;
+  agentRequestsPerMinuteMax: number;
+  workload: { created: number; deleted: number; refused: number };
+  checks: { passes: number; connections: number };
+}
+
+const recoveryTimeoutMs = 300_000;
+/** An agent asking more than this in any minute is in a loop. */
+const requestsPerMinuteBound = 600;
+
+/** Waits for the node to recover from a fault: how long it took, or what was still missing at the timeout. */
+async function recovery(cluster: RealCluster): Promise<{ ms: number } | { left: string[] }> {
+  const started = performance.now();
+  for (;;) {
+    const left = await notRecovered(cluster);
+    if (left.length === 0) return { ms: performance.now() - started };
+    if (performance.now() - started > recoveryTimeoutMs) return { left };
+    await sleep(1000);
+  }
+}
+
+/** The agent's process now (one), its memory and descriptors; undefined between two of its lives. */
+function agentSample(index: number) {
+  const [pid] = processesOf("meshcni", "install");
+  return pid === undefined ? undefined : { index, pid, rssMb: Math.round(rssMb(pid) * 10) / 10, fds: openFds(pid) };
+}
+
+/** A process that lived through several faults must not have grown: memory by 40 MB, descriptors by 64. */
+function growth(samples: SoakReport["agent"]): string[] {
+  const byPid = new Map<number, SoakReport["agent"]>();
+  for (const sample of samples) byPid.set(sample.pid, [...(byPid.get(sample.pid) ?? []), sample]);
+  return [...byPid.values()].flatMap((lives) => {
+    if (lives.length < 3) return [];
+    const [first, last] = [lives[0]!, lives.at(-1)!];
+    const grew = last.rssMb - Math.min(...lives.map((sample) => sample.rssMb)) > 40 || last.fds - first.fds > 64;
+    return grew ? [`the agent (pid ${first.pid}) grew from ${first.rssMb} MB, ${first.fds} fds to ${last.rssMb} MB, ${last.fds} fds`] : [];
+  });
+}
+
+/** The most requests the agent made in any minute since `since` (ISO time), by the audit log. */
+function requestsPerMinuteMax(since: string): number {
+  const minutes = new Map<string, number>();
+  for (const event of auditEvents(agentUser()).filter((candidate) => candidate.requestReceivedTimestamp >= since)) {
+    const minute = event.requestReceivedTimestamp.slice(0, 16);
+    minutes.set(minute, (minutes.get(minute) ?? 0) + 1);
+  }
+  return Math.max(0, ...minutes.values());
+}
+
+/** Runs the soak on `cluster` (up, meshcni not yet deployed); the cluster is left up. */
+export async function soak(cluster: RealCluster, options: SoakOptions): Promise<SoakReport> {
+  // Faults and their parameters from the seed, the load from its own generator: a replay draws the same faults.
+  const random = seededRandom(options.seed);
+  const drawn = drawFaults(random, options.faults, options.kinds);
+  const report: SoakReport = {
+    seed: options.seed,
+    drawn,
+    run: [],
+    recoveries: [],
+    violations: [],
+    agent: [],
+    agentRequestsPerMinuteMax: 0,
+    workload: { created: 0, deleted: 0, refused: 0 },
+    checks: { passes: 0, connections: 0 },
+  };
+  let under: { index: number; kind: Violation["kind"] } = { index: -1, kind: "setup" };
+  const violation = (what: string) => {
+    options.log(`VIOLATION (fault ${under.index}, ${under.kind}): ${what}`);
+    report.violations.push({ ...under, what });
+  };
+  const since = new Date().toISOString();
+  await new Meshcni(cluster).deploy();
+  await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client")));
+  await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=90s"]);
+  const workload = new SoakWorkload(cluster, seededRandom(options.seed + 1));
+  await workload.prepare();
+  workload.start();
+  const watch = new RedirectWatch(cluster, violation);
+  let watching = true;
+  const checking = (async () => {
+    while (watching) {
+      await watch.check();
+      await sleep(2000);
+    }
+  })();
+  const deadline = options.minutes === undefined ? Number.POSITIVE_INFINITY : performance.now() + options.minutes * 60_000;
+  const recoveries: Recovery[] = [];
+  for (const [index, kind] of drawn.entries()) {
+    if (performance.now() > deadline) break;
+    under = { index, kind };
+    const did = await faults[kind]({ cluster, random }).catch((error: Error) => {
+      violation(`the fault itself failed: ${error.message.split("\n")[0]}`);
+      return "failed";
+    });
+    const recovered = await recovery(cluster);
+    const entry = { index, kind, did, ...("ms" in recovered ? { recoveredMs: Math.round(recovered.ms) } : {}) };
+    report.run.push(entry);
+    options.log(`[${index}] ${did}: ${"ms" in recovered ? `recovered in ${(recovered.ms / 1000).toFixed(1)} s` : "NOT recovered"}`);
+    if ("ms" in recovered) recoveries.push({ kind, ms: recovered.ms });
+    else violation(`not recovered within ${recoveryTimeoutMs / 1000} s: ${recovered.left.join("; ")}`);
+    const sample = agentSample(index);
+    if (sample) report.agent.push(sample);
+    await sleep(between(random, 2000, 8000));
+  }
+  under = { index: report.run.length, kind: "end" };
+  await workload.stop();
+  watching = false;
+  await checking;
+  await watch.check();
+  for (const grown of growth(report.agent)) violation(grown);
+  report.agentRequestsPerMinuteMax = requestsPerMinuteMax(since);
+  if (report.agentRequestsPerMinuteMax > requestsPerMinuteBound) {
+    violation(`the agent made ${report.agentRequestsPerMinuteMax} API requests in one minute (bound ${requestsPerMinuteBound})`);
+  }
+  await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
+  for (const left of await leftOnNode(cluster)) violation(`left on the node after the uninstall: ${left}`);
+  report.recoveries = summarizeRecoveries(recoveries);
+  report.workload = { created: workload.created, deleted: workload.deleted, refused: workload.refused };
+  report.checks = { passes: watch.checks, connections: watch.connections };
+  return report;
+}
