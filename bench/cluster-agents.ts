@@ -58,7 +58,10 @@ export async function agentUsage(
   const elapsed = (performance.now() - started) / 1000;
   stop.abort();
   await running;
-  const events = auditEvents().filter((event) => event.requestReceivedTimestamp >= since);
+  const all = auditEvents();
+  // Each agent listed and watched when it started: a filter that matches nothing is wrong, not an idle agent.
+  for (const agent of agents) if (!all.some(agent.requests)) throw new Error(`no request of ${agent.name} in the audit log`);
+  const events = all.filter((event) => event.requestReceivedTimestamp >= since);
   return Object.fromEntries(
     agents.map((agent, i) => {
       if (pidOf(agent) !== pids[i]) throw new Error(`${agent.name} restarted while measured`);
