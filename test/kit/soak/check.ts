@@ -88,10 +88,16 @@ export async function notRecovered(cluster: RealCluster): Promise<string[]> {
     }>("node", nodeName, "--request-timeout=10s");
     if (!node.status.conditions.some((condition) => condition.type === "Ready" && condition.status === "True")) left.push("node not Ready");
     if ((node.spec.taints ?? []).some((taint) => taint.key === startupTaint)) left.push("startup taint on the node");
-    const agents = await cluster.get<{ items: SoakPod[] }>("pods", "-n", "meshcni", "--request-timeout=10s");
-    if (!agents.items.some(ready)) left.push("the agent's pod not Ready");
+    // Asked of the agent itself (host network, :9911), not of its pod's status, which may be from before the fault.
+    const agentReady = await fetch("http://127.0.0.1:9911/readyz", { signal: AbortSignal.timeout(5000) }).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (!agentReady) left.push("the agent not ready (/readyz)");
     const client = await cluster.get<SoakPod>("pod", "client", "--request-timeout=10s");
-    if (!ready(client)) left.push("the client pod not Ready");
+    if (!ready(client) || (await cluster.connect("client", hostPort(client.status.podIP!, 8080))).startsWith("error:")) {
+      left.push("the client pod not Ready or not answering");
+    }
   } catch (error) {
     return [`the API does not answer: ${(error as Error).message.split("\n")[0]}`];
   }
@@ -99,5 +105,11 @@ export async function notRecovered(cluster: RealCluster): Promise<string[]> {
   const pods = (await soakPods(cluster)) ?? [];
   const waiting = pods.filter((pod) => !pod.metadata.deletionTimestamp && !ready(pod));
   if (waiting.length > 0) left.push(`pods not Ready: ${waiting.map((pod) => `${pod.metadata.namespace}/${pod.metadata.name}`).join(", ")}`);
+  if (left.length > 0) return left;
+  // The API's Ready may be from before the fault (kubelet has not yet seen its containers die): each pod must answer.
+  for (const pod of pods.filter((candidate) => !candidate.metadata.deletionTimestamp)) {
+    const answer = await cluster.connect("client", hostPort(pod.status.podIP!, 8080));
+    if (answer.startsWith("error:")) left.push(`${pod.metadata.namespace}/${pod.metadata.name} not answering: ${answer.split("\n")[0]}`);
+  }
   return left;
 }

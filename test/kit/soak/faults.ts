@@ -7,7 +7,7 @@ import { compactEtcd } from "../cluster/control-plane.js";
 import { nodeName, paths, startupTaint } from "../cluster/layout.js";
 import { primaryConflist, rewritePrimaryConflist } from "../cluster/node.js";
 import { runningPid } from "../cluster/processes.js";
-import { sleep } from "../common.js";
+import { sleep, until } from "../common.js";
 import { processesOf } from "../proc.js";
 import { between, type FaultKind } from "./draw.js";
 
@@ -108,8 +108,17 @@ export const faults: Record<FaultKind, (context: FaultContext) => Promise<string
     await cluster.stop("kubelet", "SIGKILL");
     await cluster.stop("containerd", "SIGKILL");
     await sleep(downMs);
-    // Started again as the node's init system would: the runtime first, then kubelet.
+    // Started again as the node's init system would: the runtime first, kubelet once it answers (its socket file outlives it).
     cluster.startAgain("containerd");
+    await until(
+      () =>
+        cluster.ctr("version").then(
+          () => true,
+          () => false,
+        ),
+      30_000,
+      100,
+    );
     cluster.startAgain("kubelet");
     await cluster.waitNodeReady(180_000);
     return `power cut: kubelet, containerd, ${shims.length} shims and ${containers.length - shims.length} container processes killed at once, back after ${downMs} ms`;
