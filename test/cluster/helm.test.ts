@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { chartDir, helm, valuesFile } from "../kit/chart/helm.js";
-import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath, primaryTypes } from "../kit/cluster/node.js";
+import { suiteCluster } from "../kit/cluster/suite.js";
 import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { linkerdCniValues } from "../kit/linkerd/chart.js";
@@ -35,18 +35,10 @@ const meshcniEntry = () => {
  * read after the uninstall.
  */
 describeAsRoot("meshcni's chart on a real cluster", () => {
-  const cluster = new RealCluster();
+  const cluster = suiteCluster();
   const meshcni = new Meshcni(cluster);
   const release = ["meshcni", chartDir, "--namespace", "meshcni"];
   const kubeconfig = paths.adminKubeconfig;
-
-  beforeAll(async () => {
-    await cluster.up();
-  }, 300_000);
-
-  afterAll(async () => {
-    await cluster.down();
-  }, 120_000);
 
   it("helm install with linkerd2-cni's values: chained last, the node ready, a meshed pod redirected; NOTES name Linkerd's image", async () => {
     const install = await helm(

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { RealCluster } from "../kit/cluster/cluster.js";
+import { expect, it } from "vitest";
+import { suiteCluster } from "../kit/cluster/suite.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 import { formatReport } from "../kit/soak/report.js";
 import { soak } from "../kit/soak/soak.js";
@@ -10,16 +10,8 @@ import { soak } from "../kit/soak/soak.js";
  * command that replays it), MESHCNI_SOAK_SEED to replay one. The long one: `npm run soak`.
  */
 describeAsRoot("the short soak on the real cluster", () => {
-  const cluster = new RealCluster();
+  const cluster = suiteCluster();
   const seed = process.env.MESHCNI_SOAK_SEED ? Number(process.env.MESHCNI_SOAK_SEED) : Math.floor(Math.random() * 2 ** 31);
-
-  beforeAll(async () => {
-    await cluster.up();
-  }, 300_000);
-
-  afterAll(async () => {
-    await cluster.down();
-  }, 120_000);
 
   it("holds every invariant through faults drawn at random (the seed is in the report)", async () => {
     const report = await soak(cluster, { faults: 20, minutes: 4, seed, log: (line) => console.log(line) });

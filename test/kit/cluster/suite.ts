@@ -1,0 +1,15 @@
+import { afterAll, beforeAll } from "vitest";
+import { RealCluster } from "./cluster.js";
+
+/** The real cluster of one suite: up before its tests (then `prepare`, if any), down after them. */
+export function suiteCluster(prepare?: (cluster: RealCluster) => Promise<void>): RealCluster {
+  const cluster = new RealCluster();
+  beforeAll(async () => {
+    await cluster.up();
+    await prepare?.(cluster);
+  }, 300_000);
+  afterAll(async () => {
+    await cluster.down();
+  }, 120_000);
+  return cluster;
+}
