@@ -52,10 +52,11 @@ export class NodeAgent {
     this.problems = new StandingProblems(log);
     this.watcher = new DirWatcher(
       [
+        // The net dir polled most often: a conflist rewritten without meshcni is chained again at once.
         { dir: this.installation.paths.netDir, relevant: (name) => name === null || isNetDirFile(name) },
-        { dir: options.serviceAccountDir, relevant: () => true },
+        { dir: options.serviceAccountDir, relevant: () => true, pollMs: 1000 },
         // A plugin installed or removed makes the chain whole or broken.
-        ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true })),
+        ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true, pollMs: 1000 })),
       ],
       options.resyncSeconds * 1000,
       (eventAt) => this.reconcile(eventAt),

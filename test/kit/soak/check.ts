@@ -10,8 +10,18 @@ import { chainedTypes } from "../cluster/node.js";
 import { proxyInbound } from "../cluster/workloads.js";
 import { soakLabel } from "./workload.js";
 
+/** How long a pod of the load may take to start before the node counts as not recovered (they start in ~3 s here). */
+const startingMs = 15_000;
+
 interface SoakPod {
-  metadata: { name: string; namespace: string; uid: string; deletionTimestamp?: string; labels: Record<string, string> };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    creationTimestamp: string;
+    deletionTimestamp?: string;
+    labels: Record<string, string>;
+  };
   status: { podIP?: string; phase?: string; conditions?: Array<{ type: string; status: string }> };
 }
 
@@ -102,12 +112,14 @@ export async function notRecovered(cluster: RealCluster): Promise<string[]> {
     return [`the API does not answer: ${(error as Error).message.split("\n")[0]}`];
   }
   if (!chainedTypes().includes("meshcni")) left.push(`meshcni not chained (${chainedTypes().join(",")})`);
-  const pods = (await soakPods(cluster)) ?? [];
-  const waiting = pods.filter((pod) => !pod.metadata.deletionTimestamp && !ready(pod));
+  // The load goes on: a pod created in the last seconds is starting as pods do, not held up by the fault.
+  const settled = (pod: SoakPod) => !pod.metadata.deletionTimestamp && Date.now() - Date.parse(pod.metadata.creationTimestamp) > startingMs;
+  const pods = ((await soakPods(cluster)) ?? []).filter(settled);
+  const waiting = pods.filter((pod) => !ready(pod));
   if (waiting.length > 0) left.push(`pods not Ready: ${waiting.map((pod) => `${pod.metadata.namespace}/${pod.metadata.name}`).join(", ")}`);
   if (left.length > 0) return left;
   // The API's Ready may be from before the fault (kubelet has not yet seen its containers die): each pod must answer.
-  for (const pod of pods.filter((candidate) => !candidate.metadata.deletionTimestamp)) {
+  for (const pod of pods) {
     const answer = await cluster.connect("client", hostPort(pod.status.podIP!, 8080));
     if (answer.startsWith("error:")) left.push(`${pod.metadata.namespace}/${pod.metadata.name} not answering: ${answer.split("\n")[0]}`);
   }
