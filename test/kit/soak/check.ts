@@ -57,7 +57,10 @@ export class RedirectWatch {
     const pods = await soakPods(this.cluster);
     if (!pods) return;
     this.checks++;
-    for (const pod of pods.filter((candidate) => ready(candidate) && candidate.status.podIP)) {
+    const holders = new Map<string, number>();
+    for (const { status } of pods) if (status.podIP) holders.set(status.podIP, (holders.get(status.podIP) ?? 0) + 1);
+    // An address two pods hold (an IPAM fault, not a redirect's) answers for either: it proves nothing.
+    for (const pod of pods.filter((candidate) => ready(candidate) && holders.get(candidate.status.podIP ?? "") === 1)) {
       const { name, namespace, uid, labels } = pod.metadata;
       const answer = await this.cluster.connect("client", hostPort(pod.status.podIP!, 8080));
       // No answer (the exec failed, the pod went): proves nothing either way.

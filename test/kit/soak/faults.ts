@@ -129,7 +129,9 @@ export const faults: Record<FaultKind, (context: FaultContext) => Promise<string
   },
   "config-sorting-first": async ({ random }) => {
     const forMs = between(random, 5000, 20_000);
-    writeFileSync(sortsFirst, JSON.stringify({ ...primaryConflist(), name: "soak-first" }));
+    // The primary's network name kept: host-local keeps its store per name, and another name
+    // would hand out addresses that running pods hold (two pods at one address, on one bridge).
+    writeFileSync(sortsFirst, JSON.stringify(primaryConflist()));
     await sleep(forMs);
     rmSync(sortsFirst, { force: true });
     return `another conflist sorting first (00-soak-first) for ${forMs} ms, then removed`;
