@@ -13,7 +13,7 @@ import { hostPort } from "../test/kit/cluster/families.js";
 import { nodeName, paths } from "../test/kit/cluster/layout.js";
 import { Meshcni } from "../test/kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflist, primaryConflistPath } from "../test/kit/cluster/node.js";
-import { asList, meshedTemplate, plainPod } from "../test/kit/cluster/workloads.js";
+import { asList, meshedPod, plainPod } from "../test/kit/cluster/workloads.js";
 import { sleep, until } from "../test/kit/common.js";
 import { agentUsage, churn, type NodeAgent, printAgentUsage } from "./cluster-agents.js";
 import {
@@ -31,12 +31,8 @@ const pods = 40;
 const namespace = "bench";
 /** Pods live this long under churn: long enough for most to start on this node before they go. */
 const churnLifetimeSeconds = 10;
-
-/** A meshed pod named `name`, as Linkerd's injector writes one (the proxy a native sidecar). */
-function meshedPod(name: string): V1Pod {
-  const template = meshedTemplate("bench", { sidecar: "native" }) as { metadata: object; spec: object };
-  return { apiVersion: "v1", kind: "Pod", metadata: { ...template.metadata, name }, spec: template.spec } as V1Pod;
-}
+/** A meshed pod as Linkerd's injector writes one (the proxy a native sidecar). */
+const linkerdPod = (name: string) => meshedPod(name, { namespace, sidecar: "native" }) as V1Pod;
 
 /** kubelet's RunPodSandbox so far (the sandbox and the whole CNI chain's ADD), from its own metrics. */
 async function runPodSandboxSoFar(cluster: RealCluster): Promise<{ seconds: number; count: number }> {
@@ -90,7 +86,7 @@ async function podStarts(cluster: RealCluster, api: CoreV1Api, watch: Watch, lab
     const times: Times = { created: performance.now() };
     const name = `${label.replace(/[^a-z]+/g, "-").replace(/^-|-$/g, "")}-${i}`;
     seen.set(name, times);
-    await api.createNamespacedPod({ namespace, body: (round.pod ?? meshedPod)(name) });
+    await api.createNamespacedPod({ namespace, body: (round.pod ?? linkerdPod)(name) });
     await until(() => times.ready !== undefined, 60_000, 5);
   }
   const sandboxesAfter = await runPodSandboxSoFar(cluster);
@@ -179,7 +175,7 @@ export async function benchCluster(): Promise<void> {
     // Idle once the sweeps have seen the last round's pods go (the condition's counts settle).
     await sleep(70_000);
     const idle = await agentUsage(nodeAgents, 180);
-    const mixed = (name: string, index: number) => (index % 2 ? istioPod(name, namespace) : meshedPod(name));
+    const mixed = (name: string, index: number) => (index % 2 ? istioPod(name, namespace) : linkerdPod(name));
     const churning = await agentUsage(nodeAgents, 60, (signal) => churn(api, namespace, mixed, churnLifetimeSeconds, signal));
     console.log("\nThe node agents side by side (both running; churn: 10 pods/s, half Linkerd's, half Istio's)");
     printAgentUsage("idle", idle);

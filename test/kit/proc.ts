@@ -1,5 +1,6 @@
 // What /proc says of a process on this machine: found by its command line, its resident
-// memory, its CPU time and its open file descriptors (the bench's and the soak's readings).
+// memory, its CPU time, its open file descriptors and its descendants (the bench's and the
+// soak's readings).
 import { readdirSync, readFileSync } from "node:fs";
 import { basename } from "node:path";
 
@@ -18,11 +19,38 @@ export function processesOf(command: string, argument: string): number[] {
     .map(Number);
 }
 
+/** /proc/<pid>/stat's fields from the state (field 3) on: the command before it may hold spaces. */
+const statFields = (pid: number | string) => readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+
 /** User and system time of the process and of its children it waited for, in clock ticks. */
 export function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  // utime, stime, cutime, cstime: stat's fields 14 to 17, counted from the state (field 3).
-  return fields.slice(11, 15).reduce((sum, field) => sum + Number(field), 0);
+  // utime, stime, cutime, cstime: stat's fields 14 to 17.
+  return statFields(pid)
+    .slice(11, 15)
+    .reduce((sum, field) => sum + Number(field), 0);
+}
+
+/** Every process below `roots` (a container's, below its shim), the roots included. */
+export function withDescendants(roots: number[]): number[] {
+  const parentOf = new Map<number, number>();
+  for (const entry of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
+    try {
+      parentOf.set(Number(entry), Number(statFields(entry)[1])); // ppid: field 4
+    } catch {
+      // ended while listed
+    }
+  }
+  const found = new Set(roots);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, parent] of parentOf) {
+      if (found.has(parent) && !found.has(pid)) {
+        found.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return [...found];
 }
 
 /** Resident memory, in MB. */

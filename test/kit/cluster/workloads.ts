@@ -56,6 +56,17 @@ export function meshedTemplate(name: string, options: MeshedOptions): Manifest {
   };
 }
 
+/** One meshed pod named `name` (its app answering `<name>`), as the injector writes one. */
+export function meshedPod(name: string, options: MeshedOptions): Manifest {
+  const template = meshedTemplate(name, options) as { metadata: Manifest; spec: Manifest };
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { ...template.metadata, name, namespace: options.namespace ?? "default" },
+    spec: template.spec,
+  };
+}
+
 export function meshedDeployment(name: string, options: MeshedOptions): Manifest {
   return {
     apiVersion: "apps/v1",
@@ -73,12 +84,15 @@ export function meshedDeployment(name: string, options: MeshedOptions): Manifest
  * An unmeshed pod answering `<name>-<port>` on each port (8080 and the API server's ports
  * by default: a control-plane pod's skipped destinations), also the tests' client.
  */
-export function plainPod(name: string, options: { namespace?: string; ports?: number[]; early?: boolean } = {}): Manifest {
+export function plainPod(
+  name: string,
+  options: { namespace?: string; ports?: number[]; early?: boolean; labels?: Record<string, string> } = {},
+): Manifest {
   const ports = options.ports ?? [8080, 443, 6443, 6444];
   return {
     apiVersion: "v1",
     kind: "Pod",
-    metadata: { name, namespace: options.namespace ?? "default", labels: { app: name } },
+    metadata: { name, namespace: options.namespace ?? "default", labels: { app: name, ...options.labels } },
     spec: {
       terminationGracePeriodSeconds: 1,
       ...(options.early ? { tolerations: [{ key: startupTaint, operator: "Exists" }] } : {}),

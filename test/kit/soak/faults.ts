@@ -1,6 +1,6 @@
 // Each fault the soak draws, done for real to the cluster of test/kit/cluster, as the field
 // meets it: what it did is returned in words (with what was drawn for it), for the report.
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RealCluster } from "../cluster/cluster.js";
 import { compactEtcd } from "../cluster/control-plane.js";
@@ -8,7 +8,7 @@ import { nodeName, paths, startupTaint } from "../cluster/layout.js";
 import { primaryConflist, rewritePrimaryConflist } from "../cluster/node.js";
 import { runningPid } from "../cluster/processes.js";
 import { sleep, until } from "../common.js";
-import { processesOf } from "../proc.js";
+import { processesOf, withDescendants } from "../proc.js";
 import { between, type FaultKind } from "./draw.js";
 
 export interface FaultContext {
@@ -18,29 +18,6 @@ export interface FaultContext {
 
 const agentPods = ["-n", "meshcni", "delete", "pod", "-l", "app.kubernetes.io/name=meshcni"];
 const sortsFirst = join(paths.cniConfDir, "00-soak-first.conflist");
-
-/** Every process below `roots` (a container's, below its shim), the roots included. */
-function withDescendants(roots: number[]): number[] {
-  const parentOf = new Map<number, number>();
-  for (const entry of readdirSync("/proc").filter((name) => /^\d+$/.test(name))) {
-    try {
-      parentOf.set(Number(entry), Number(readFileSync(`/proc/${entry}/stat`, "utf8").split(") ")[1]!.split(" ")[1]));
-    } catch {
-      // ended while listed
-    }
-  }
-  const found = new Set(roots);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const [pid, parent] of parentOf) {
-      if (found.has(parent) && !found.has(pid)) {
-        found.add(pid);
-        grew = true;
-      }
-    }
-  }
-  return [...found];
-}
 
 const killAll = (pids: number[]) => {
   for (const pid of pids) {

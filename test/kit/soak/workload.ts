@@ -2,7 +2,7 @@
 // API cannot answer now is counted and left), meshed (the proxy a native sidecar or a plain
 // container) and unmeshed, in two namespaces.
 import type { RealCluster } from "../cluster/cluster.js";
-import { asList, meshedTemplate, plainPod } from "../cluster/workloads.js";
+import { asList, meshedPod, plainPod } from "../cluster/workloads.js";
 import { sleep } from "../common.js";
 import { between } from "./draw.js";
 
@@ -12,15 +12,10 @@ export type PodKind = "meshed-native" | "meshed-container" | "unmeshed";
 
 /** A pod of the soak: its kind is its label's value, what the checks expect of it. */
 export function soakPod(name: string, namespace: string, kind: PodKind): Record<string, unknown> {
-  const template =
-    kind === "unmeshed"
-      ? (plainPod(name, { namespace, ports: [8080] }) as { metadata: Record<string, unknown>; spec: object })
-      : (meshedTemplate(name, { sidecar: kind === "meshed-native" ? "native" : "container" }) as {
-          metadata: Record<string, unknown>;
-          spec: object;
-        });
-  const labels = { ...(template.metadata.labels as Record<string, string>), [soakLabel]: kind };
-  return { apiVersion: "v1", kind: "Pod", metadata: { ...template.metadata, name, namespace, labels }, spec: template.spec };
+  const labels = { [soakLabel]: kind };
+  return kind === "unmeshed"
+    ? plainPod(name, { namespace, ports: [8080], labels })
+    : meshedPod(name, { namespace, labels, sidecar: kind === "meshed-native" ? "native" : "container" });
 }
 
 export class SoakWorkload {

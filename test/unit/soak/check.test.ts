@@ -25,7 +25,11 @@ function fakeCluster(pods: FakePod[], answers: Record<string, string>): RealClus
 function watch(cluster: RealCluster) {
   let now = 0;
   const violations: string[] = [];
-  const redirects = new RedirectWatch(cluster, (what) => violations.push(what), () => now);
+  const redirects = new RedirectWatch(
+    cluster,
+    (what) => violations.push(what),
+    () => now,
+  );
   return { redirects, violations, advance: (ms: number) => (now += ms) };
 }
 
