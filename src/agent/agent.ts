@@ -9,6 +9,7 @@ import type { AgentMetrics } from "./metrics.js";
 import { NetDirReporter } from "./netdir-report.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
+import { OwnerWatch } from "./owner-watch.js";
 import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
 import { RuntimeSocketCheck } from "./runtime-socket.js";
 import { decideStop, ownerState } from "./stop.js";
@@ -39,6 +40,8 @@ export class NodeAgent {
   /** The DaemonSet owning the agent's pod, learned once its client works (null: none); what a stop asks about. */
   private daemonSet: string | null | undefined;
   private learningDaemonSet = false;
+  /** Its deletion as the API says it, once its name is learned. */
+  private ownerWatch: OwnerWatch | undefined;
   readiness: Readiness = { ready: false, reasons: ["starting"], cause: "Starting", active: undefined, missingPlugins: [] };
 
   constructor(
@@ -125,13 +128,14 @@ export class NodeAgent {
     const { uninstall, why } = await decideStop(
       this.options.onStop,
       this.options.self !== undefined,
+      this.ownerWatch?.deleted() ?? false,
       () => {
         if (!this.credentials.client) throw new Error("the agent has no credentials");
         // A hung API server must not hold the stop: past this, keep everything (decideStop).
         return withTimeout(ownerState(this.credentials.client.api, this.options.self!, this.daemonSet), stopDecisionMs);
       },
-      () => withTimeout(this.credentials.pluginTokenRefused(this.options.self!), stopDecisionMs),
     );
+    await this.ownerWatch?.stop();
     await this.nodeTasks?.stop();
     this.watcher.stop();
     await new Promise<void>((resolve) => {
@@ -194,7 +198,10 @@ export class NodeAgent {
     this.problems.set("runtime-socket", this.runtimeSocket?.problem(), { level: "error" });
   }
 
-  /** Reads the agent's own pod for its DaemonSet, once, in the background; a failure is tried again at the next reconcile. */
+  /**
+   * Reads the agent's own pod for its DaemonSet, once, in the background, then watches that
+   * DaemonSet for its deletion; a failure is tried again at the next reconcile.
+   */
   private learnDaemonSet(): void {
     const { self } = this.options;
     const client = this.credentials.client;
@@ -206,6 +213,10 @@ export class NodeAgent {
         (name) => {
           this.daemonSet = name;
           this.log.info("a stop will ask about this DaemonSet", { daemonSet: name ?? "(none owns the agent's pod)" });
+          if (name && !this.stopped) {
+            const config = () => this.credentials.client!.config;
+            this.ownerWatch = new OwnerWatch(self.namespace, name, config, this.options.watchTimeoutSeconds, this.log, this.metrics);
+          }
         },
         (error) => this.log.debug("cannot read the agent's own pod yet", { error: errorMessage(error) }),
       )

@@ -4,10 +4,8 @@ import { KubeConfig } from "@kubernetes/client-node";
 import { errnoCode, errorMessage } from "../errors.js";
 import { readRegularFile } from "../file-open.js";
 import { type ApiEndpoint, renderKubeconfig, syncKubeconfig } from "../installer/kubeconfig.js";
-import { ApiStatusError, apiError } from "../kube/errors.js";
 import { createNodeApi, type NodeApi } from "../kube/node-api.js";
 import type { Logger, StandingProblems } from "../log.js";
-import type { PodKey } from "../pod-key.js";
 import type { AgentOptions } from "./options.js";
 import { PluginTokens } from "./plugin-token.js";
 
@@ -98,22 +96,6 @@ export class Credentials {
 
   stop(): void {
     clearTimeout(this.renewal);
-  }
-
-  /**
-   * Whether the API server refuses the plugin's token (401), asked with the plugin's own
-   * kubeconfig for the agent's pod (its role reads pods). Any other answer, or none, is false.
-   */
-  async pluginTokenRefused(self: PodKey): Promise<boolean> {
-    try {
-      const config = new KubeConfig();
-      config.loadFromFile(this.kubeconfigPath);
-      await createNodeApi(config, this.options.node ?? "").readPod(self.namespace, self.name);
-      return false;
-    } catch (error) {
-      const failure = apiError(error);
-      return failure instanceof ApiStatusError && failure.code === 401;
-    }
   }
 
   /** Seconds the plugin's token has left (undefined: none minted yet). */

@@ -17,33 +17,31 @@ const whyUninstall: Record<Exclude<OwnerState, "present" | "unauthenticated">, s
  * Whether a stop is an uninstall. A DaemonSet rollout, a restart, a node drain stop the
  * agent while its DaemonSet stays: everything stays in place, so a pod started meanwhile
  * is redirected (or fails closed and is retried), never started plaintext. Deleting the
- * DaemonSet (`kubectl delete -k deploy/`) is the uninstall; so is a stop after its
- * ServiceAccount or permissions went (401/403), as they go with it. A 401 alone does not
- * tell: a force-deleted pod's token is refused too, its ServiceAccount still there; the
- * plugin's token (another ServiceAccount's, bound to the Node) is refused as well only when
- * meshcni's ServiceAccounts went (`pluginTokenRefused`). Without its pod's
- * name the agent is not in a pod: it uninstalls as it stops, as it always did. When the
- * API cannot answer, it keeps everything: a leftover entry fails closed, a missing one
- * would let pods start unmeshed.
+ * DaemonSet (`kubectl delete -k deploy/`) is the uninstall: seen on the agent's watch of it
+ * (`deletionSeen`, which still answers once the ServiceAccounts went with it), or asked at
+ * the stop; so is a stop after its permissions went (403). A 401 proves nothing: a
+ * force-deleted pod's token is refused, and a signing key rotated without the old one kept
+ * refuses the agent's and the plugin's alike. Without its pod's name the agent is not in a
+ * pod: it uninstalls as it stops, as it always did. When the API cannot tell, it keeps
+ * everything: a leftover entry fails closed, a missing one would let pods start unmeshed.
  */
 export async function decideStop(
   mode: StopMode,
   inPod: boolean,
+  deletionSeen: boolean,
   ownerDaemonSet: () => Promise<OwnerState>,
-  pluginTokenRefused: () => Promise<boolean>,
 ): Promise<{ uninstall: boolean; why: string }> {
   if (mode !== "auto") return { uninstall: mode === "uninstall", why: `--on-stop ${mode}` };
   if (!inPod) return { uninstall: true, why: "not running in a pod (no POD_NAMESPACE/POD_NAME)" };
+  if (deletionSeen) return { uninstall: true, why: "the DaemonSet was deleted (its watch said so)" };
   try {
     const owner = await ownerDaemonSet();
     if (owner === "present") return { uninstall: false, why: "the DaemonSet stays: a restart or rollout" };
     if (owner === "unauthenticated")
-      return (await pluginTokenRefused())
-        ? { uninstall: true, why: "the ServiceAccounts are gone (401 for the agent's token and the plugin's)" }
-        : {
-            uninstall: false,
-            why: "the agent's token is refused (401) while the plugin's is not: its pod was deleted; keeping everything",
-          };
+      return {
+        uninstall: false,
+        why: "the agent's token is refused (401) and no deletion of the DaemonSet was seen: its pod was force-deleted, or the signing key rotated; keeping everything",
+      };
     return { uninstall: true, why: whyUninstall[owner] };
   } catch (error) {
     return { uninstall: false, why: `cannot tell whether the DaemonSet stays (${errorMessage(error)}): keeping everything` };

@@ -63,7 +63,7 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     {
       kind: "Role",
       path: ["rules"],
-      text: "At a stop the agent gets its DaemonSet: still there, a rollout (keep everything); deleted, an uninstall.\nIt mints the plugin's token: that ServiceAccount's only.",
+      text: "The agent watches its DaemonSet and gets it at a stop: still there, a rollout (keep everything); deleted, an uninstall.\nIt mints the plugin's token: that ServiceAccount's only.",
     },
     {
       kind: "ConfigMap",

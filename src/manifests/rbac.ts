@@ -37,9 +37,9 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
  */
 export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }, kubernetesService(["get"])];
 
-/** In meshcni's namespace: read its own DaemonSet (at a stop), mint the plugin's token (that ServiceAccount's only). */
+/** In meshcni's namespace: read and watch its own DaemonSet (for its stop), mint the plugin's token (that ServiceAccount's only). */
 export const agentNamespaceRules = (pluginAccount: string): Rule[] => [
-  { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
+  { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get", "list", "watch"] },
   { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginAccount] },
 ];
 

@@ -103,6 +103,50 @@ describe("meshcni install: its API and its pod", () => {
       api.addPod(agentPod());
     });
 
+    /** Every token of meshcni's refused (401): its ServiceAccounts deleted, or the signing key rotated without the old one kept. */
+    const refuseEveryToken = () => {
+      api.agentTokens.clear();
+      api.minted.clear();
+    };
+    const watchingDaemonSet = () => api.watches.openNow("DaemonSet") > 0;
+
+    it("its ServiceAccounts deleted with its DaemonSet (every request 401 by its stop): the deletion seen on its watch, it uninstalls", async () => {
+      api.addDaemonSet("meshcni", "meshcni");
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      await host.startWithApi(api, [], self);
+      await host.waitFor(async () => (await host.readyz()).status === 200 && watchingDaemonSet());
+      api.deleteDaemonSet("meshcni", "meshcni");
+      refuseEveryToken();
+      await host.waitFor(() => host.logs.some((line) => line.msg.startsWith("the agent's DaemonSet is being deleted")));
+      try {
+        expect(await host.stop()).toBe(0);
+      } finally {
+        api.agentTokens.add(api.agentToken);
+      }
+      expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toBe("the DaemonSet was deleted (its watch said so)");
+      expect(host.types("10-calico.conflist")).toEqual(["calico", "portmap"]);
+      expect(readdirSync(host.binDir)).toEqual([]);
+    });
+
+    it("every token refused and no deletion seen (a signing key rotated, the old one dropped): keeps everything", async () => {
+      api.addDaemonSet("meshcni", "meshcni");
+      host = new AgentHarness();
+      writeFileSync(host.path("10-calico.conflist"), calico());
+      await host.startWithApi(api, [], self);
+      await host.waitFor(async () => (await host.readyz()).status === 200 && watchingDaemonSet());
+      refuseEveryToken();
+      try {
+        expect(await host.stop()).toBe(0);
+      } finally {
+        api.agentTokens.add(api.agentToken);
+      }
+      expect(host.logs.find((line) => line.msg.startsWith("stopping; meshcni stays"))?.why).toMatch(/refused \(401\).*signing key rotated/);
+      expect(host.types("10-calico.conflist").at(-1)).toBe("meshcni");
+      expect(readdirSync(host.binDir)).toEqual(["meshcni"]);
+      expect(host.kubeconfig()).not.toBe("");
+    });
+
     it("stops cleanly while it audits and watches the node's pods: no warning, no error", async () => {
       api.addDaemonSet("meshcni", "meshcni");
       host = new AgentHarness();

@@ -159,7 +159,7 @@ describe("deploy/ and meshcni manifests", () => {
     ]);
     const ownNamespace = byKind("Role")[0] as unknown as { rules: unknown[] };
     expect(ownNamespace.rules).toEqual([
-      { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
+      { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginServiceAccount] },
     ]);
     expect(

@@ -4,7 +4,7 @@ import type { KubeObject } from "./watch-hub.js";
 
 /**
  * The rest of what meshcni asks of kube-apiserver: the `kubernetes` Service, discovery of
- * admissionregistration.k8s.io/v1, a DaemonSet, Nodes (read, watched, patched: the node
+ * admissionregistration.k8s.io/v1, DaemonSets (read, listed, watched), Nodes (read, watched, patched: the node
  * by merge or JSON patch, its status by strategic merge, conditional on a given
  * resourceVersion, through admission, dry runs answered and not stored), namespaces and
  * TokenRequest (bound to a Node where the server can).
@@ -36,6 +36,14 @@ export function clusterRoutes(server: FakeApiServer, { method, path, query, body
     if (server.servesAdmissionPolicies ?? server.admissionPolicies.length > 0)
       resources.push(resource("validatingadmissionpolicies", "ValidatingAdmissionPolicy"));
     return ok({ kind: "APIResourceList", apiVersion: "v1", groupVersion: "admissionregistration.k8s.io/v1", resources });
+  }
+  const daemonSets = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets$/.exec(path);
+  if (daemonSets && method === "GET") {
+    const name = /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
+    const matches = (object: KubeObject) =>
+      object.metadata?.namespace === daemonSets[1] && (name === undefined || object.metadata?.name === name);
+    if (query.watch === "true") return server.watch("DaemonSet", path, query, res, matches);
+    return server.page("DaemonSetList", [...server.daemonSets.values()].filter(matches), query);
   }
   const daemonSet = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
   if (daemonSet && method === "GET") {

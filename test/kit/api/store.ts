@@ -100,11 +100,20 @@ export class ApiStore {
     this.watches.record({ version: this.version, kind: "Namespace", type: "DELETED", object: deleted });
   }
 
+  /** Adds a DaemonSet; its watchers see ADDED (MODIFIED if it was there). */
   addDaemonSet(namespace: string, name: string): void {
-    this.daemonSets.set(
-      `${namespace}/${name}`,
-      this.stamp({ apiVersion: "apps/v1", kind: "DaemonSet", metadata: { namespace, name, uid: `uid-ds-${name}` } }),
-    );
+    const existed = this.daemonSets.has(`${namespace}/${name}`);
+    const stored = this.stamp({ apiVersion: "apps/v1", kind: "DaemonSet", metadata: { namespace, name, uid: `uid-ds-${name}` } });
+    this.daemonSets.set(`${namespace}/${name}`, stored);
+    this.watches.record({ version: this.version, kind: "DaemonSet", type: existed ? "MODIFIED" : "ADDED", object: stored });
+  }
+
+  /** Deletes a DaemonSet; its watchers see DELETED, at the deletion's resourceVersion. */
+  deleteDaemonSet(namespace: string, name: string): void {
+    const found = this.daemonSets.get(`${namespace}/${name}`);
+    if (!found || !this.daemonSets.delete(`${namespace}/${name}`)) return;
+    const deleted = this.stamp(found);
+    this.watches.record({ version: this.version, kind: "DaemonSet", type: "DELETED", object: deleted });
   }
 
   /** The `kubernetes` Service as a cluster's API server keeps it: port 443 to `targetPort` on the API servers. */

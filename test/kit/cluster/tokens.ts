@@ -20,11 +20,14 @@ export function tokenKubeconfig(user: string, token: string): Record<string, unk
   };
 }
 
+const jwtPart = (token: string, index: number) =>
+  JSON.parse(Buffer.from(token.split(".")[index] ?? "", "base64url").toString("utf8")) as Record<string, unknown>;
+
 /** A JWT's claims, read without checking its signature (the API server checks it when it is used). */
-export function jwtClaims(token: string): Record<string, unknown> & { sub?: string; exp?: number; iat?: number } {
-  const payload = token.split(".")[1] ?? "";
-  return JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as Record<string, unknown>;
-}
+export const jwtClaims = (token: string): Record<string, unknown> & { sub?: string; exp?: number; iat?: number } => jwtPart(token, 1);
+
+/** A JWT's header: `kid` names the key that signed it. */
+export const jwtHeader = (token: string): { kid?: string; alg?: string } => jwtPart(token, 0);
 
 /** The plugin's token, as the agent wrote it into the kubeconfig in the node's CNI config dir. */
 export function pluginToken(): string {

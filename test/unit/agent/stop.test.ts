@@ -7,39 +7,39 @@ describe("telling a restart from an uninstall", () => {
     if (answer instanceof Error) throw answer;
     return answer;
   };
-  /** The plugin's token: refused (401) or not. */
-  const plugin = (refused: boolean) => async () => refused;
 
   it("keeps everything while the DaemonSet stays (a rollout), and uninstalls once it is deleted or its permissions went", async () => {
-    expect(await decideStop("auto", true, owner("present"), plugin(false))).toMatchObject({ uninstall: false });
-    expect(await decideStop("auto", true, owner("deleted"), plugin(false))).toEqual({ uninstall: true, why: "the DaemonSet is deleted" });
-    expect(await decideStop("auto", true, owner("denied"), plugin(false))).toMatchObject({
+    expect(await decideStop("auto", true, false, owner("present"))).toMatchObject({ uninstall: false });
+    expect(await decideStop("auto", true, false, owner("deleted"))).toEqual({ uninstall: true, why: "the DaemonSet is deleted" });
+    expect(await decideStop("auto", true, false, owner("denied"))).toMatchObject({
       uninstall: true,
       why: expect.stringContaining("(403)"),
     });
-    expect(await decideStop("auto", true, owner("unowned"), plugin(false))).toMatchObject({
+    expect(await decideStop("auto", true, false, owner("unowned"))).toMatchObject({
       uninstall: true,
       why: expect.stringContaining("no DaemonSet"),
     });
   });
 
-  it("on a 401 asks with the plugin's token: refused too, the ServiceAccounts went (uninstall); not, its pod was force-deleted (keep)", async () => {
-    expect(await decideStop("auto", true, owner("unauthenticated"), plugin(true))).toEqual({
+  it("uninstalls once its watch saw the DaemonSet deleted, whatever the API answers now (its ServiceAccounts went with it)", async () => {
+    const refused = async (): Promise<"unauthenticated"> => "unauthenticated";
+    expect(await decideStop("auto", true, true, refused)).toEqual({
       uninstall: true,
-      why: "the ServiceAccounts are gone (401 for the agent's token and the plugin's)",
+      why: "the DaemonSet was deleted (its watch said so)",
     });
-    expect(await decideStop("auto", true, owner("unauthenticated"), plugin(false))).toEqual({
+    const hung = async (): Promise<"present"> => new Promise(() => undefined);
+    expect(await decideStop("auto", true, true, hung)).toMatchObject({ uninstall: true });
+  });
+
+  it("keeps everything on a 401 with no deletion seen: a force-deleted pod, or a signing key rotated without the old one kept", async () => {
+    expect(await decideStop("auto", true, false, owner("unauthenticated"))).toEqual({
       uninstall: false,
-      why: "the agent's token is refused (401) while the plugin's is not: its pod was deleted; keeping everything",
+      why: "the agent's token is refused (401) and no deletion of the DaemonSet was seen: its pod was force-deleted, or the signing key rotated; keeping everything",
     });
-    const unreachable = async (): Promise<boolean> => {
-      throw new Error("timed out");
-    };
-    expect(await decideStop("auto", true, owner("unauthenticated"), unreachable)).toMatchObject({ uninstall: false });
   });
 
   it("keeps everything when the API cannot answer: a leftover entry fails closed, a missing one lets pods start unmeshed", async () => {
-    expect(await decideStop("auto", true, owner(new Error("connect ECONNREFUSED")), plugin(false))).toMatchObject({
+    expect(await decideStop("auto", true, false, owner(new Error("connect ECONNREFUSED")))).toMatchObject({
       uninstall: false,
       why: expect.stringContaining("ECONNREFUSED"),
     });
@@ -49,9 +49,9 @@ describe("telling a restart from an uninstall", () => {
     const never = async (): Promise<"present"> => {
       throw new Error("not asked");
     };
-    expect(await decideStop("auto", false, never, plugin(false))).toMatchObject({ uninstall: true });
-    expect(await decideStop("keep", true, never, plugin(false))).toEqual({ uninstall: false, why: "--on-stop keep" });
-    expect(await decideStop("uninstall", true, never, plugin(false))).toEqual({ uninstall: true, why: "--on-stop uninstall" });
+    expect(await decideStop("auto", false, false, never)).toMatchObject({ uninstall: true });
+    expect(await decideStop("keep", true, true, never)).toEqual({ uninstall: false, why: "--on-stop keep" });
+    expect(await decideStop("uninstall", true, false, never)).toEqual({ uninstall: true, why: "--on-stop uninstall" });
   });
 
   describe("what a stop asks", () => {
@@ -85,7 +85,7 @@ describe("telling a restart from an uninstall", () => {
       expect(owned.asked).toEqual(["pod meshcni-x7k2p", "daemonset meshcni"]);
       await expect(ownerState(api(new ApiStatusError(404, "pods not found", undefined)), self, undefined)).rejects.toThrow("not found");
       expect(
-        await decideStop("auto", true, () => ownerState(api(new ApiStatusError(404, "gone", undefined)), self, undefined), plugin(false)),
+        await decideStop("auto", true, false, () => ownerState(api(new ApiStatusError(404, "gone", undefined)), self, undefined)),
       ).toMatchObject({
         uninstall: false,
       });
