@@ -9,7 +9,7 @@ import type { AgentMetrics } from "./metrics.js";
 import { NetDirReporter } from "./netdir-report.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
-import { OwnerWatch } from "./owner-watch.js";
+import { OwnDaemonSet } from "./own-daemonset.js";
 import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
 import { RuntimeSocketCheck } from "./runtime-socket.js";
 import { decideStop, ownerState } from "./stop.js";
@@ -37,11 +37,8 @@ export class NodeAgent {
   private server: Server | undefined;
   private stopped = false;
   private lastReconcileAt: number;
-  /** The DaemonSet owning the agent's pod, learned once its client works (null: none); what a stop asks about. */
-  private daemonSet: string | null | undefined;
-  private learningDaemonSet = false;
-  /** Its deletion as the API says it, once its name is learned. */
-  private ownerWatch: OwnerWatch | undefined;
+  /** The DaemonSet owning the agent's pod (in a pod, with --on-stop auto): what a stop asks about. */
+  private readonly daemonSet: OwnDaemonSet | undefined;
   readiness: Readiness = { ready: false, reasons: ["starting"], cause: "Starting", active: undefined, missingPlugins: [] };
 
   constructor(
@@ -80,6 +77,16 @@ export class NodeAgent {
       ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, this.installation.template, log, metrics, retry, now)
       : undefined;
     this.runtimeSocket = options.node ? new RuntimeSocketCheck(options.sweep.criSocket, options.install.hostRoot, now) : undefined;
+    this.daemonSet =
+      options.self && options.onStop === "auto"
+        ? new OwnDaemonSet(options.self, {
+            config: () => this.credentials.client!.config,
+            heard: (sentAt, failure) => this.nodeTasks?.refusal.heard(sentAt, failure),
+            watchTimeoutSeconds: options.watchTimeoutSeconds,
+            log,
+            metrics,
+          })
+        : undefined;
   }
 
   /** Listens first: an address it cannot bind fails the start before anything on the host changes. */
@@ -128,14 +135,14 @@ export class NodeAgent {
     const { uninstall, why } = await decideStop(
       this.options.onStop,
       this.options.self !== undefined,
-      this.ownerWatch?.deleted() ?? false,
+      this.daemonSet?.deleted() ?? false,
       () => {
         if (!this.credentials.client) throw new Error("the agent has no credentials");
         // A hung API server must not hold the stop: past this, keep everything (decideStop).
-        return withTimeout(ownerState(this.credentials.client.api, this.options.self!, this.daemonSet), stopDecisionMs);
+        return withTimeout(ownerState(this.credentials.client.api, this.options.self!, this.daemonSet?.name), stopDecisionMs);
       },
     );
-    await this.ownerWatch?.stop();
+    await this.daemonSet?.stop();
     await this.nodeTasks?.stop();
     this.watcher.stop();
     await new Promise<void>((resolve) => {
@@ -164,7 +171,7 @@ export class NodeAgent {
     this.lastReconcileAt = this.now();
     this.log.debug("reconcile");
     this.credentials.sync();
-    this.learnDaemonSet();
+    if (this.credentials.client) this.daemonSet?.learn(this.credentials.client.api);
     try {
       const plan = this.installation.syncNetDir();
       if (plan) this.reporter.report(plan, eventAt);
@@ -175,9 +182,9 @@ export class NodeAgent {
       });
     }
     const readiness = withProblem(
-      checkReadiness(this.installation, this.options.serviceAccountDir),
-      "PolicyNotBound",
-      this.nodeTasks?.scopeProblem(),
+      withProblem(checkReadiness(this.installation, this.options.serviceAccountDir), "PolicyNotBound", this.nodeTasks?.scopeProblem()),
+      "Unauthorized",
+      this.nodeTasks?.refusal.problem(),
     );
     // Logged when it changes, reasons included: the probe itself answers only "not ready".
     if (
@@ -196,32 +203,5 @@ export class NodeAgent {
     this.nodeTasks?.follow(this.credentials.client, readiness);
     void this.runtimeSocket?.check();
     this.problems.set("runtime-socket", this.runtimeSocket?.problem(), { level: "error" });
-  }
-
-  /**
-   * Reads the agent's own pod for its DaemonSet, once, in the background, then watches that
-   * DaemonSet for its deletion; a failure is tried again at the next reconcile.
-   */
-  private learnDaemonSet(): void {
-    const { self } = this.options;
-    const client = this.credentials.client;
-    if (!self || !client || this.daemonSet !== undefined || this.learningDaemonSet || this.options.onStop !== "auto") return;
-    this.learningDaemonSet = true;
-    client.api
-      .daemonSetOf(self.namespace, self.name)
-      .then(
-        (name) => {
-          this.daemonSet = name;
-          this.log.info("a stop will ask about this DaemonSet", { daemonSet: name ?? "(none owns the agent's pod)" });
-          if (name && !this.stopped) {
-            const config = () => this.credentials.client!.config;
-            this.ownerWatch = new OwnerWatch(self.namespace, name, config, this.options.watchTimeoutSeconds, this.log, this.metrics);
-          }
-        },
-        (error) => this.log.debug("cannot read the agent's own pod yet", { error: errorMessage(error) }),
-      )
-      .finally(() => {
-        this.learningDaemonSet = false;
-      });
   }
 }

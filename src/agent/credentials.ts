@@ -82,6 +82,13 @@ export class Credentials {
     try {
       const kubeconfig = agentKubeconfig(this.options.serviceAccountDir, this.options.api.caFile, this.endpoint);
       if (this.client?.kubeconfig !== kubeconfig) {
+        // kubelet renewed the agent's token: the plugin's too (a signing key rotated without the old one kept refuses both).
+        if (this.client) {
+          this.tokens.renewNow();
+          // The timer set for the old renewal would wake the next sync too late.
+          clearTimeout(this.renewal);
+          this.renewal = undefined;
+        }
         const config = new KubeConfig();
         config.loadFromString(kubeconfig);
         this.client = { api: createNodeApi(config, this.options.node ?? ""), config, kubeconfig };

@@ -18,6 +18,7 @@ import { type CallerChecks, kernelCallerChecks } from "./socket/peer.js";
 import { startPluginSocket } from "./socket/plugin-server.js";
 import type { PluginServer } from "./socket/plugin-socket.js";
 import { type AuditMonitor, startSweeps } from "./sweeps/monitor.js";
+import { TokenRefusal } from "./token-refusal.js";
 import { startWriters } from "./writers/writing.js";
 
 /**
@@ -39,6 +40,8 @@ export class NodeTasks {
   private server: Promise<PluginServer | undefined> | undefined;
   private stopWriters: (() => void) | undefined;
   private readonly scope: ScopeCheck;
+  /** Whether the API server refuses the agent's token, as its requests hear it. */
+  readonly refusal: TokenRefusal;
 
   constructor(
     private readonly node: string,
@@ -58,6 +61,7 @@ export class NodeTasks {
     this.taint = options.startupTaint && new TaintKeeper(options.startupTaint.spec, options.startupTaint.restore, log, () => retry());
     this.condition = new ConditionKeeper(log);
     this.scope = new ScopeCheck(log, retry, now);
+    this.refusal = new TokenRefusal(() => retry(0));
   }
 
   /** Why the agent's token is not held to its node (the node-scope policy does not bind it); undefined: it is, or not known yet. */
@@ -79,6 +83,7 @@ export class NodeTasks {
       podChanged: (pod) => this.monitor?.changed(pod),
       podRemoved: (pod) => this.monitor?.removed(pod),
       nodeChanged: () => this.followNode(),
+      heard: (sentAt, failure) => this.refusal.heard(sentAt, failure),
     });
     this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces, this.reflectors.service));
     if (readiness.ready) this.monitor ??= this.startSweeps();

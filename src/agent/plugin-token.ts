@@ -29,6 +29,8 @@ export class PluginTokens {
   private minting = false;
   private lastAttemptAt = Number.NEGATIVE_INFINITY;
   private retryAt = 0;
+  /** Renew before the current token's renewal falls due (renewNow). */
+  private renewing = false;
   private readonly backoff: Backoff;
   /** The server's clock less this node's at the last mint, when the server said its time. */
   skewMs: number | undefined;
@@ -54,8 +56,14 @@ export class PluginTokens {
     const now = this.now();
     // A mint under way reports its end (refresh's done): look again only if it never does.
     if (this.minting) return 30_000;
-    const renewal = this.current ? this.current.mintedAt + (this.current.expiresAt - this.current.mintedAt) * renewAtShare : 0;
+    const renewal =
+      this.current && !this.renewing ? this.current.mintedAt + (this.current.expiresAt - this.current.mintedAt) * renewAtShare : 0;
     return Math.max(0, this.retryAt - now, this.lastAttemptAt + minIntervalMs - now, renewal - now);
+  }
+
+  /** Mints again as soon as the interval between two mints allows, whatever the current token has left. */
+  renewNow(): void {
+    this.renewing = true;
   }
 
   /** Milliseconds the current token has left (undefined: none minted yet). */
@@ -77,6 +85,7 @@ export class PluginTokens {
     mint(this.serviceAccount.namespace, this.serviceAccount.name, this.seconds).then(
       ({ token, validForMs, serverNow, boundToNode }) => {
         this.current = { token, mintedAt, expiresAt: mintedAt + validForMs };
+        this.renewing = false;
         this.boundToNode = boundToNode;
         this.skewMs = serverNow === undefined ? undefined : serverNow - this.now();
         this.minting = false;

@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
 import { defaultManifestOptions } from "../../src/manifests/options.js";
 import { renderManifests } from "../../src/manifests/render.js";
 import { AgentHarness } from "../kit/agent/harness.js";
@@ -153,6 +154,30 @@ describe("the agent against the in-test API server's faults", () => {
     expect(await host.metric('meshcni_watch_restarts_total{watch="pods",cause="throttled"}')).toBeGreaterThanOrEqual(1);
     annotate("10.5.0.0/16");
     await answersWith("10.5.0.0/16", true, 15_000);
+  });
+
+  it("its token refused (a signing key rotated, the old one dropped): not ready, Unauthorized, saying why; its renewed token: ready, the plugin's renewed too", async () => {
+    // Its Node registered: each mint is one TokenRequest, bound to it.
+    api.addNode({ metadata: { name: "n1" }, spec: {} });
+    await start();
+    await host.waitFor(() => host.kubeconfig() !== "", 10_000);
+    const mints = () => api.requestsTo("POST", /\/serviceaccounts\/meshcni-plugin\/token$/).length;
+    const minted = mints();
+    api.agentTokens.clear();
+    api.minted.clear();
+    // Each watch runs its 2 to 4 s; the next is refused.
+    await host.waitFor(async () => (await host.readyz()).status === 503, 15_000);
+    expect((await host.readyz()).body).toMatch(/^not ready: Unauthorized/);
+    const reasons = [...host.logs].reverse().find((line) => line.msg === "not ready")?.reasons as string[];
+    expect(reasons.join("\n")).toContain("the API server refuses the agent's token (401 Unauthorized) since");
+    // kubelet renews the projected token (signed with the new key): the agent is ready again, and renews the plugin's.
+    const renewed = "meshcni-agent-after-rotation";
+    api.agentTokens.add(renewed);
+    host.rotateToken(renewed, api.caPem);
+    await host.waitFor(async () => (await host.readyz()).status === 200, 40_000);
+    // The plugin's kubeconfig holds a token the server takes again (the old one it refuses).
+    await host.waitFor(() => api.minted.has(parseYaml(host.kubeconfig()).users[0].user.token), 15_000);
+    expect(mints()).toBe(minted + 1);
   });
 
   it("with an API server whose clock is 2 h behind: one TokenRequest, the kubeconfig written, ready, the skew said once", async () => {

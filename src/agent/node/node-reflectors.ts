@@ -30,6 +30,8 @@ export interface NodeReflectorOptions {
   podChanged(pod: V1Pod): void;
   podRemoved(pod: V1Pod): void;
   nodeChanged(): void;
+  /** Whether each request was accepted, or how it failed (a refused token: TokenRefusal). */
+  heard(sentAt: number, failure?: unknown): void;
 }
 
 export type NodeReflectors = ReturnType<typeof startNodeReflectors>;
@@ -68,6 +70,7 @@ export function startNodeReflectors(given: NodeReflectorOptions) {
       query,
       transform: transform as ReflectorSource<T>["transform"],
       key,
+      heard: given.heard,
     });
   const pods = reflector(source("pods", "/api/v1/pods", { fieldSelector: `spec.nodeName=${given.node}` }, podFields, podName), {
     change: given.podChanged,

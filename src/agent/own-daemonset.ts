@@ -4,27 +4,82 @@
 // still brings the deletion. A 401 alone never proves an uninstall: a signing key rotated
 // without the old one kept refuses every token as well.
 import type { KubeConfig } from "@kubernetes/client-node";
+import { errorMessage } from "../errors.js";
+import type { NodeApi } from "../kube/node-api.js";
 import { Reflector } from "../kube/reflector.js";
 import { apiSource } from "../kube/sources.js";
 import type { Logger } from "../log.js";
+import type { PodKey } from "../pod-key.js";
 import type { AgentMetrics } from "./metrics.js";
+
+interface WatchOptions {
+  config: () => KubeConfig;
+  /** Whether each request was accepted, or how it failed. */
+  heard: (sentAt: number, failure?: unknown) => void;
+  watchTimeoutSeconds: number;
+  log: Logger;
+  metrics: AgentMetrics;
+}
+
+/**
+ * The DaemonSet that owns the agent's pod: its name read from the pod once the agent's
+ * client works (null: none owns it; a failure is tried again at the next `learn`), then
+ * watched for its deletion. What a stop asks about.
+ */
+export class OwnDaemonSet {
+  name: string | null | undefined;
+  private learning = false;
+  private stopped = false;
+  private watch: OwnerWatch | undefined;
+
+  constructor(
+    private readonly self: PodKey,
+    private readonly options: WatchOptions,
+  ) {}
+
+  learn(api: Pick<NodeApi, "daemonSetOf">): void {
+    if (this.name !== undefined || this.learning || this.stopped) return;
+    this.learning = true;
+    const { namespace } = this.self;
+    api
+      .daemonSetOf(namespace, this.self.name)
+      .then(
+        (name) => {
+          this.name = name;
+          this.options.log.info("a stop will ask about this DaemonSet", { daemonSet: name ?? "(none owns the agent's pod)" });
+          if (name && !this.stopped) this.watch = new OwnerWatch(namespace, name, this.options);
+        },
+        (error) => this.options.log.debug("cannot read the agent's own pod yet", { error: errorMessage(error) }),
+      )
+      .finally(() => {
+        this.learning = false;
+      });
+  }
+
+  /** Its deletion seen on its watch. */
+  deleted(): boolean {
+    return this.watch?.deleted() ?? false;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.watch?.stop();
+  }
+}
 
 /** What a stop needs of the DaemonSet (the API's JSON as sent): whether it is being deleted. */
 interface Owner {
   metadata?: { name?: string; resourceVersion?: string; deletionTimestamp?: string };
 }
 
-export class OwnerWatch {
+class OwnerWatch {
   private deletionSeen = false;
   private readonly reflector: Reflector<Owner>;
 
   constructor(
     namespace: string,
     private readonly name: string,
-    config: () => KubeConfig,
-    watchTimeoutSeconds: number,
-    log: Logger,
-    metrics: AgentMetrics,
+    { config, heard, watchTimeoutSeconds, log, metrics }: WatchOptions,
   ) {
     const source = apiSource<Owner>({
       name: "daemonset",
@@ -36,6 +91,7 @@ export class OwnerWatch {
         return { metadata: { name, ...(resourceVersion ? { resourceVersion } : {}), ...(deletionTimestamp ? { deletionTimestamp } : {}) } };
       },
       key: (daemonSet) => daemonSet.metadata?.name ?? "",
+      heard,
     });
     const timing = { watchTimeoutSeconds, now: () => performance.now(), random: Math.random };
     const seen = () => {
