@@ -6,6 +6,7 @@ import { errorMessage } from "../errors.js";
 import { AnswerError, namespaceAnswer, podAnswer, serviceAnswer } from "./answers.js";
 import { describeApiFailure } from "./errors.js";
 import { loadApiAccess } from "./kubeconfig.js";
+import { expiredTokenCause } from "./token-expiry.js";
 
 /** An answer larger than this is refused: an object in etcd is at most 1.5 MiB by default. */
 const maxAnswerBytes = 4 << 20;
@@ -105,6 +106,8 @@ export async function createKubeReader(options: KubeReaderOptions): Promise<Kube
         } catch (error) {
           if (error instanceof AnswerError) throw new AbortError(error.message);
           const failure = describeApiFailure(error);
+          if (error instanceof StatusError && error.code === 401)
+            failure.cause = expiredTokenCause(access.token, Date.now()) ?? failure.cause;
           lastCause = failure.cause;
           if (!failure.retryable || options.deadline.aborted) throw new AbortError(failure.cause);
           throw new ApiRequestError(path, failure.cause);

@@ -6,7 +6,7 @@ import { nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath, primaryTypes } from "../kit/cluster/node.js";
 import { suiteCluster } from "../kit/cluster/suite.js";
-import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
+import { expectRunningPodsRedirected, startClientAndShop } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { linkerdCniValues } from "../kit/linkerd/chart.js";
 import { describeAsRoot } from "../kit/root-suites.js";
@@ -57,8 +57,7 @@ describeAsRoot("meshcni's chart on a real cluster", () => {
       30_000,
       250,
     );
-    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native", replicas: 1 })));
-    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+    await startClientAndShop(cluster);
     expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(1);
     const status = await meshcni.cli("status");
     expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s`, "m"));

@@ -6,7 +6,7 @@ import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, paths } from "../kit/cluster/layout.js";
 import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
-import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
+import { expectRunningPodsRedirected, startClientAndShop } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { meshcniBinary } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
@@ -25,8 +25,7 @@ describeAsRoot("meshcni's rollout and removal on a real cluster", () => {
   beforeAll(async () => {
     await cluster.up();
     await meshcni.deploy();
-    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native", replicas: 1 })));
-    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+    await startClientAndShop(cluster);
   }, 300_000);
 
   afterAll(async () => {

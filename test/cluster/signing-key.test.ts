@@ -1,14 +1,15 @@
 import { join } from "node:path";
 import { execa } from "execa";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { auditEvents, describeRequest } from "../kit/cluster/audit.js";
-import { RealCluster } from "../kit/cluster/cluster.js";
+import type { RealCluster } from "../kit/cluster/cluster.js";
 import { paths } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes } from "../kit/cluster/node.js";
 import { rotateSigningKey } from "../kit/cluster/signing-key.js";
+import { suiteCluster } from "../kit/cluster/suite.js";
 import { jwtHeader, pluginToken } from "../kit/cluster/tokens.js";
-import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
+import { expectRunningPodsRedirected, startClientAndShop } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
@@ -36,26 +37,18 @@ async function readyShopPods(cluster: RealCluster): Promise<number> {
  * its pods were restarted by hand).
  */
 describeAsRoot("the ServiceAccount signing key rotated on a real cluster", () => {
-  const cluster = new RealCluster();
-  const meshcni = new Meshcni(cluster);
   const chainWatch: { missing: number; stop?: () => void } = { missing: 0 };
-
-  beforeAll(async () => {
-    await cluster.up();
-    await meshcni.deploy();
-    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native", replicas: 2 })));
-    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+  const cluster = suiteCluster(async (up) => {
+    await new Meshcni(up).deploy();
+    await startClientAndShop(up, 2);
     // meshcni's entry must never leave the chain: a stop that took a refused token for an uninstall would take it out.
     const timer = setInterval(() => {
       if (!chainedTypes().includes("meshcni")) chainWatch.missing++;
     }, 50);
     chainWatch.stop = () => clearInterval(timer);
-  }, 300_000);
-
-  afterAll(async () => {
-    chainWatch.stop?.();
-    await cluster.down();
-  }, 120_000);
+  });
+  const meshcni = new Meshcni(cluster);
+  afterAll(() => chainWatch.stop?.());
 
   it("with the old key kept: nothing refused, the agent ready throughout, pods started meanwhile redirected", async () => {
     const since = new Date().toISOString();

@@ -6,7 +6,7 @@ import { nodeName, startupTaint } from "../kit/cluster/layout.js";
 import { bindsTokensToNodes, currentLeg, minorOf } from "../kit/cluster/leg.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { pluginTokenClaims } from "../kit/cluster/tokens.js";
-import { asList, meshedDeployment, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
+import { proxyInbound, startClientAndShop } from "../kit/cluster/workloads.js";
 import { until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
@@ -59,8 +59,7 @@ const unbindable = !bindsTokensToNodes(leg)
   });
 
   it("starts a meshed pod with its redirect (scheduled only once the taint is lifted)", async () => {
-    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native" })));
-    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+    await startClientAndShop(cluster);
     const ip = await cluster.podIpOf("app=shop");
     expect(await cluster.connect("client", hostPort(ip, 8080))).toBe(
       `${proxyInbound} dst=${hostPort(ip, 8080)} src=${await cluster.podIp("client")}`,

@@ -108,14 +108,17 @@ describe("meshcni install: its API and its pod", () => {
       api.agentTokens.clear();
       api.minted.clear();
     };
-    const watchingDaemonSet = () => api.watches.openNow("DaemonSet") > 0;
-
-    it("its ServiceAccounts deleted with its DaemonSet (every request 401 by its stop): the deletion seen on its watch, it uninstalls", async () => {
+    /** The agent started in its DaemonSet's pod, ready and watching the DaemonSet. */
+    const startWatchingDaemonSet = async () => {
       api.addDaemonSet("meshcni", "meshcni");
       host = new AgentHarness();
       writeFileSync(host.path("10-calico.conflist"), calico());
       await host.startWithApi(api, [], self);
-      await host.waitFor(async () => (await host.readyz()).status === 200 && watchingDaemonSet());
+      await host.waitFor(async () => (await host.readyz()).status === 200 && api.watches.openNow("DaemonSet") > 0);
+    };
+
+    it("its ServiceAccounts deleted with its DaemonSet (every request 401 by its stop): the deletion seen on its watch, it uninstalls", async () => {
+      await startWatchingDaemonSet();
       api.deleteDaemonSet("meshcni", "meshcni");
       refuseEveryToken();
       await host.waitFor(() => host.logs.some((line) => line.msg.startsWith("the agent's DaemonSet is being deleted")));
@@ -130,11 +133,7 @@ describe("meshcni install: its API and its pod", () => {
     });
 
     it("every token refused and no deletion seen (a signing key rotated, the old one dropped): keeps everything", async () => {
-      api.addDaemonSet("meshcni", "meshcni");
-      host = new AgentHarness();
-      writeFileSync(host.path("10-calico.conflist"), calico());
-      await host.startWithApi(api, [], self);
-      await host.waitFor(async () => (await host.readyz()).status === 200 && watchingDaemonSet());
+      await startWatchingDaemonSet();
       refuseEveryToken();
       try {
         expect(await host.stop()).toBe(0);

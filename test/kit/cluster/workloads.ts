@@ -120,6 +120,12 @@ export function disruptionBudget(name: string, maxUnavailable: number, namespace
 /** Objects as one `kubectl apply -f -` input. */
 export const asList = (...items: Manifest[]) => JSON.stringify({ apiVersion: "v1", kind: "List", items });
 
+/** The pod `client` and a meshed Deployment `shop` (the proxy a native sidecar) of `replicas`, rolled out. */
+export async function startClientAndShop(cluster: RealCluster, replicas = 1): Promise<void> {
+  await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client"), meshedDeployment("shop", { sidecar: "native", replicas })));
+  await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=90s"]);
+}
+
 /** Every running pod `app=<app>` (not one being deleted) answers inbound through its proxy, from the pod `client`; how many there are. */
 export async function expectRunningPodsRedirected(cluster: RealCluster, app: string): Promise<number> {
   const client = await cluster.podIp("client");

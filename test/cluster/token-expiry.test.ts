@@ -1,0 +1,74 @@
+import { describe, expect, it } from "vitest";
+import { Meshcni } from "../kit/cluster/meshcni.js";
+import { chainedTypes } from "../kit/cluster/node.js";
+import { suiteCluster } from "../kit/cluster/suite.js";
+import { pluginTokenClaims } from "../kit/cluster/tokens.js";
+import { expectRunningPodsRedirected, startClientAndShop } from "../kit/cluster/workloads.js";
+import { sleep, until } from "../kit/common.js";
+import { describeAsRoot } from "../kit/root-suites.js";
+
+/** The shortest life the API server grants a token (TokenRequest refuses less than 10 minutes). */
+const tokenSeconds = 600;
+
+/** The agent's container args with `--plugin-token-seconds`, as an operator adds a flag to the DaemonSet. */
+const withTokenSeconds = (manifests: string) => {
+  const edited = manifests.replace(
+    /^( *)args:\n/m,
+    (line, indent: string) => `${line}${indent}  - --plugin-token-seconds\n${indent}  - "${tokenSeconds}"\n`,
+  );
+  if (edited === manifests) throw new Error("no args in the rendered DaemonSet");
+  return edited;
+};
+
+/**
+ * Its wait (the token's 10 minutes) is past what CI's run can spend: it runs in each leg of
+ * `npm run test:matrix`, which sets MESHCNI_LEG (by hand: MESHCNI_LEG=default).
+ */
+const inMatrix = process.env.MESHCNI_LEG !== undefined;
+
+/**
+ * The plugin's token outliving its agent: the DaemonSet rolled out to an image that cannot
+ * start (the old agent stopped, keeping everything; no new one) for longer than the token
+ * lives. Pods started then cannot be looked up: they fail closed, saying the token expired
+ * and who renews it, and start redirected once the agent is back.
+ */
+(inMatrix ? describeAsRoot : describe.skip)("the plugin's token expired while no agent runs, on a real cluster", () => {
+  const cluster = suiteCluster(async (up) => {
+    await new Meshcni(up).deploy([], withTokenSeconds);
+    await startClientAndShop(up);
+  });
+  const meshcni = new Meshcni(cluster);
+
+  it("fails closed past the token's expiry, naming it, and starts every pod redirected once the agent is back", async () => {
+    const expiresAt = (pluginTokenClaims().exp ?? 0) * 1000;
+    expect(expiresAt - Date.now()).toBeLessThanOrEqual(tokenSeconds * 1000);
+    // A rollout to an image the node does not have (and may not pull): the old agent stops (its DaemonSet stays), none replaces it.
+    const absent = [
+      { op: "replace", path: "/spec/template/spec/containers/0/image", value: "ghcr.io/meshcni/meshcni:absent" },
+      { op: "replace", path: "/spec/template/spec/containers/0/imagePullPolicy", value: "Never" },
+    ];
+    await cluster.kubectl(["-n", "meshcni", "patch", "daemonset", "meshcni", "--type=json", "-p", JSON.stringify(absent)]);
+    await until(
+      async () =>
+        (await cluster.get<{ items: unknown[] }>("pods", "-n", "meshcni", "--field-selector=status.phase=Running")).items.length === 0,
+      90_000,
+      500,
+    );
+    expect(chainedTypes().at(-1)).toBe("meshcni");
+    await sleep(Math.max(0, expiresAt - Date.now()) + 5000);
+    await cluster.kubectl(["scale", "deployment/shop", "--replicas=2"]);
+    const sandboxFailures = () =>
+      cluster.kubectl(["get", "events", "--field-selector", "reason=FailedCreatePodSandBox", "-o", "jsonpath={.items[*].message}"]);
+    await until(async () => (await sandboxFailures()).includes("token expired"), 90_000, 500);
+    expect(await sandboxFailures()).toMatch(
+      /plugin type="meshcni".*401 Unauthorized: the kubeconfig's token expired at \S+ \(\d+ s ago\): meshcni's agent renews it while it runs on this node; is it running\?/,
+    );
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(1);
+    // The agent back: it mints the plugin a token, and the waiting pod starts redirected.
+    await cluster.kubectl(["-n", "meshcni", "rollout", "undo", "daemonset/meshcni"]);
+    await meshcni.rolledOut();
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=180s"]);
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(2);
+    expect((pluginTokenClaims().exp ?? 0) * 1000).toBeGreaterThan(Date.now());
+  }, 1_200_000);
+});
