@@ -4,7 +4,7 @@ import { afterAll, expect, it } from "vitest";
 import { auditEvents, describeRequest } from "../kit/cluster/audit.js";
 import type { RealCluster } from "../kit/cluster/cluster.js";
 import { paths } from "../kit/cluster/layout.js";
-import { Meshcni } from "../kit/cluster/meshcni.js";
+import { agentAnswersReady, Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedTypes } from "../kit/cluster/node.js";
 import { rotateSigningKey } from "../kit/cluster/signing-key.js";
 import { suiteCluster } from "../kit/cluster/suite.js";
@@ -12,13 +12,6 @@ import { jwtHeader, pluginToken } from "../kit/cluster/tokens.js";
 import { expectRunningPodsRedirected, startClientAndShop } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
-
-/** Whether the agent answers ready on its own port (host network), as kubelet's probe asks. */
-const agentReady = () =>
-  fetch("http://127.0.0.1:9911/readyz", { signal: AbortSignal.timeout(2000) }).then(
-    (response) => response.ok,
-    () => false,
-  );
 
 /** How many shop pods are Ready. */
 async function readyShopPods(cluster: RealCluster): Promise<number> {
@@ -54,7 +47,7 @@ describeAsRoot("the ServiceAccount signing key rotated on a real cluster", () =>
     const since = new Date().toISOString();
     let notReady = 0;
     const probing = setInterval(async () => {
-      if (!(await agentReady())) notReady++;
+      if (!(await agentAnswersReady())) notReady++;
     }, 250);
     try {
       await rotateSigningKey(cluster, "kept");
@@ -75,7 +68,7 @@ describeAsRoot("the ServiceAccount signing key rotated on a real cluster", () =>
     const before = jwtHeader(pluginToken()).kid;
     // Every token out is refused now: the agent's (projected by kubelet) and the plugin's (minted by the agent).
     await rotateSigningKey(cluster, "dropped");
-    await until(async () => !(await agentReady()), 60_000, 250);
+    await until(async () => !(await agentAnswersReady()), 60_000, 250);
     const readyz = await fetch("http://127.0.0.1:9911/readyz").then((response) => response.text());
     expect(readyz).toMatch(/^not ready: Unauthorized/);
     // A pod started now fails closed, with the API's word in its event, and is retried: never started unmeshed.

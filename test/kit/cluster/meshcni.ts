@@ -37,6 +37,13 @@ interface PodList {
   }>;
 }
 
+/** Whether the agent answers ready on the node's port (it runs on the host network), as kubelet's probe asks. */
+export const agentAnswersReady = (): Promise<boolean> =>
+  fetch("http://127.0.0.1:9911/readyz", { signal: AbortSignal.timeout(5000) }).then(
+    (response) => response.ok,
+    () => false,
+  );
+
 /**
  * meshcni on the cluster as an operator installs it: the manifests applied with kubectl,
  * then the DaemonSet's rollout awaited (its pod ready: chained, kubeconfig written).

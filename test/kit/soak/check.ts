@@ -6,6 +6,7 @@
 import type { RealCluster } from "../cluster/cluster.js";
 import { hostPort } from "../cluster/families.js";
 import { nodeName, startupTaint } from "../cluster/layout.js";
+import { agentAnswersReady } from "../cluster/meshcni.js";
 import { chainedTypes } from "../cluster/node.js";
 import { proxyInbound } from "../cluster/workloads.js";
 import { soakLabel } from "./workload.js";
@@ -102,11 +103,7 @@ export async function notRecovered(cluster: RealCluster): Promise<string[]> {
     if (!node.status.conditions.some((condition) => condition.type === "Ready" && condition.status === "True")) left.push("node not Ready");
     if ((node.spec.taints ?? []).some((taint) => taint.key === startupTaint)) left.push("startup taint on the node");
     // Asked of the agent itself (host network, :9911), not of its pod's status, which may be from before the fault.
-    const agentReady = await fetch("http://127.0.0.1:9911/readyz", { signal: AbortSignal.timeout(5000) }).then(
-      (response) => response.ok,
-      () => false,
-    );
-    if (!agentReady) left.push("the agent not ready (/readyz)");
+    if (!(await agentAnswersReady())) left.push("the agent not ready (/readyz)");
     const client = await cluster.get<SoakPod>("pod", "client", "--request-timeout=10s");
     if (!ready(client) || (await cluster.connect("client", hostPort(client.status.podIP!, 8080))).startsWith("error:")) {
       left.push("the client pod not Ready or not answering");

@@ -17,6 +17,9 @@ export const faultKinds = [
   "config-sorting-first",
   "plugin-binary-removed",
   "startup-taint-readded",
+  "signing-key-rotated",
+  "signing-key-dropped",
+  "daemonset-rolled",
 ] as const;
 export type FaultKind = (typeof faultKinds)[number];
 

@@ -5,8 +5,10 @@ import { join } from "node:path";
 import type { RealCluster } from "../cluster/cluster.js";
 import { compactEtcd } from "../cluster/control-plane.js";
 import { nodeName, paths, startupTaint } from "../cluster/layout.js";
+import { agentAnswersReady } from "../cluster/meshcni.js";
 import { primaryConflist, rewritePrimaryConflist } from "../cluster/node.js";
 import { runningPid } from "../cluster/processes.js";
+import { rotateSigningKey } from "../cluster/signing-key.js";
 import { sleep, until } from "../common.js";
 import { processesOf, withDescendants } from "../proc.js";
 import { between, type FaultKind } from "./draw.js";
@@ -125,5 +127,28 @@ export const faults: Record<FaultKind, (context: FaultContext) => Promise<string
   "startup-taint-readded": async ({ cluster }) => {
     await cluster.kubectl(["taint", "node", nodeName, `${startupTaint}=true:NoSchedule`, "--overwrite"]);
     return "the startup taint added to the node again";
+  },
+  "signing-key-rotated": async ({ cluster }) => {
+    await rotateSigningKey(cluster, "kept");
+    return "the ServiceAccount signing key rotated, the old one kept";
+  },
+  "signing-key-dropped": async ({ cluster }) => {
+    await rotateSigningKey(cluster, "dropped");
+    // Every token out is refused until kubelet renews it (up to ~48 min): the remedy the docs give, meshcni's pods restarted.
+    await until(async () => !(await agentAnswersReady()), 60_000, 500);
+    await cluster.kubectl(["-n", "meshcni", "rollout", "restart", "daemonset/meshcni"]);
+    return "the ServiceAccount signing key rotated, the old one dropped; meshcni's DaemonSet restarted once its agent said not ready";
+  },
+  "daemonset-rolled": async ({ cluster }) => {
+    const image = (
+      await cluster.kubectl(["-n", "meshcni", "get", "daemonset", "meshcni", "-o", "jsonpath={.spec.template.spec.containers[0].image}"])
+    ).trim();
+    const other = `${image.replace(/:[^:/]+$/, "")}:soak-other`;
+    await cluster.ctr("images", "tag", "--force", image, other);
+    for (const to of [other, image]) {
+      await cluster.kubectl(["-n", "meshcni", "set", "image", "daemonset/meshcni", `install=${to}`]);
+      await cluster.kubectl(["-n", "meshcni", "rollout", "status", "daemonset/meshcni", "--timeout=120s"]);
+    }
+    return "meshcni's DaemonSet rolled out to another tag of its image, and back";
   },
 };
