@@ -1,3 +1,4 @@
+import { selectedName } from "./rbac.js";
 import { type ApiRequest, failure, jsonPatch, mergePatch, nodeStatusPatch, ok, type Reply } from "./replies.js";
 import type { FakeApiServer, MintedToken } from "./server.js";
 import type { KubeObject } from "./watch-hub.js";
@@ -11,13 +12,7 @@ import type { KubeObject } from "./watch-hub.js";
  */
 export function clusterRoutes(server: FakeApiServer, { method, path, query, body, res, who, contentType }: ApiRequest): Reply | undefined {
   const services = /^\/api\/v1\/namespaces\/([^/]+)\/services$/.exec(path);
-  if (services && method === "GET") {
-    const name = /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
-    const matches = (object: KubeObject) =>
-      object.metadata?.namespace === services[1] && (name === undefined || object.metadata?.name === name);
-    if (query.watch === "true") return server.watch("Service", path, query, res, matches);
-    return server.page("ServiceList", [...server.services.values()].filter(matches), query);
-  }
+  if (services && method === "GET") return namespacedCollection(server, { path, query, res }, services[1]!, "Service", server.services);
   const service = /^\/api\/v1\/namespaces\/([^/]+)\/services\/([^/]+)$/.exec(path);
   if (service && method === "GET") {
     const found = server.services.get(`${service[1]}/${service[2]}`);
@@ -38,13 +33,8 @@ export function clusterRoutes(server: FakeApiServer, { method, path, query, body
     return ok({ kind: "APIResourceList", apiVersion: "v1", groupVersion: "admissionregistration.k8s.io/v1", resources });
   }
   const daemonSets = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets$/.exec(path);
-  if (daemonSets && method === "GET") {
-    const name = /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
-    const matches = (object: KubeObject) =>
-      object.metadata?.namespace === daemonSets[1] && (name === undefined || object.metadata?.name === name);
-    if (query.watch === "true") return server.watch("DaemonSet", path, query, res, matches);
-    return server.page("DaemonSetList", [...server.daemonSets.values()].filter(matches), query);
-  }
+  if (daemonSets && method === "GET")
+    return namespacedCollection(server, { path, query, res }, daemonSets[1]!, "DaemonSet", server.daemonSets);
   const daemonSet = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets\/([^/]+)$/.exec(path);
   if (daemonSet && method === "GET") {
     const found = server.daemonSets.get(`${daemonSet[1]}/${daemonSet[2]}`);
@@ -86,7 +76,7 @@ export function clusterRoutes(server: FakeApiServer, { method, path, query, body
     return server.page("NamespaceList", [...server.namespaces.values()], query);
   }
   if (path === "/api/v1/nodes" && method === "GET") {
-    const name = /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
+    const name = selectedName(query);
     const named = (node: KubeObject) => name === undefined || node.metadata?.name === name;
     if (query.watch === "true") return server.watch("Node", path, query, res, named);
     return server.page("NodeList", [...server.nodes.values()].filter(named), query);
@@ -142,4 +132,19 @@ export function clusterRoutes(server: FakeApiServer, { method, path, query, body
   const namespace = /^\/api\/v1\/namespaces\/([^/]+)$/.exec(path);
   const found = method === "GET" && namespace ? server.namespaces.get(namespace[1]!) : undefined;
   return found ? ok(found) : failure(404, "NotFound", `${path} not found`);
+}
+
+/** A namespace's objects of one kind, listed (a page at a time) or watched, narrowed by a `metadata.name=` field selector. */
+function namespacedCollection(
+  server: FakeApiServer,
+  { path, query, res }: Pick<ApiRequest, "path" | "query" | "res">,
+  namespace: string,
+  kind: "Service" | "DaemonSet",
+  objects: Map<string, KubeObject>,
+): Reply | undefined {
+  const name = selectedName(query);
+  const matches = (object: KubeObject) =>
+    object.metadata?.namespace === namespace && (name === undefined || object.metadata?.name === name);
+  if (query.watch === "true") return server.watch(kind, path, query, res, matches);
+  return server.page(`${kind}List`, [...objects.values()].filter(matches), query);
 }

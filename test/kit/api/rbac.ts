@@ -18,6 +18,9 @@ export interface AuthorizationRequest {
   namespace: string | undefined;
 }
 
+/** The one object a `metadata.name=` field selector names (undefined: none named). */
+export const selectedName = (query: Record<string, string>) => /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
+
 /**
  * The RBAC attributes of a request, as k8s.io/apiserver's RequestInfoFactory makes them:
  * GET of a collection is list (watch with ?watch=true), of one object get; a list or watch
@@ -42,13 +45,13 @@ export function authorizationOf(method: string, path: string, query: Record<stri
           : "list"
         : "get"
       : ({ POST: "create", PATCH: "patch", PUT: "update", DELETE: "delete" }[method] ?? method.toLowerCase());
-  const selectedName = /(?:^|,)metadata\.name=([^,]+)/.exec(query.fieldSelector ?? "")?.[1];
+  const named = selectedName(query);
   return {
     verb,
     group,
     namespace,
     resource: subresource ? `${resource}/${subresource}` : resource,
-    name: verb === "list" || verb === "watch" ? selectedName : subresource || verb !== "create" ? name : undefined,
+    name: verb === "list" || verb === "watch" ? named : subresource || verb !== "create" ? name : undefined,
   };
 }
 
