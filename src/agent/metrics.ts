@@ -86,6 +86,12 @@ export function createAgentMetrics(node?: string) {
       labelNames: ["action", "result"],
       registers: [registry],
     }),
+    moves: new Counter({
+      name: "meshcni_redirect_moves_total",
+      help: "Running pods' redirects moved to the node's backend after its iptables-mode changed (from, to: legacy, nft, plain, nftables), by result (done, failed: the old backend's rules stay).",
+      labelNames: ["from", "to", "result"],
+      registers: [registry],
+    }),
     recordsRemoved: new Counter({
       name: "meshcni_records_removed_total",
       help: "ADD records removed because their pod left the node (podGone), their netns is gone (netnsGone) or the container runtime no longer has their sandbox (sandboxGone).",

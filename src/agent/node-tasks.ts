@@ -176,6 +176,7 @@ export class NodeTasks {
             this.metrics.unprotectedPods.set({ pod_namespace: pod.namespace, pod_name: pod.name, status: pod.status }, 1);
         },
         repaired: (action, result) => this.metrics.repairs.inc({ action, result }),
+        moved: (from, to, result) => this.metrics.moves.inc({ from, to, result }),
         recordsRemoved: (reason, count) => this.metrics.recordsRemoved.inc({ reason }, count),
         audited: (seconds) => this.metrics.auditDuration.observe(seconds),
       },

@@ -1,4 +1,5 @@
 import * as v from "valibot";
+import { backends } from "../redirect/redirector.js";
 import { describeIssuePath, issueMessage } from "../schema.js";
 import { podStatuses } from "./classify.js";
 import { repairPolicies } from "./repair.js";
@@ -82,6 +83,8 @@ const podReportSchema = v.object({
       v.object({ failed: v.string(), permanent: v.optional(v.literal(true)) }),
     ]),
   ),
+  /** A protected pod's redirect moved to the node's backend, or the move that failed. */
+  moved: v.optional(v.object({ from: v.picklist(backends), to: v.picklist(backends), failed: v.optional(v.string()) })),
   /** Why an unprotected pod was left alone. */
   skipped: v.optional(v.string()),
   /** Why its Event could not be created. */

@@ -77,6 +77,8 @@ export interface Expected {
   target: ScanTarget | undefined;
   /** How the record's plan differs from that one (a record changed by hand, or a netconf changed since ADD). */
   recordDrift: string[];
+  /** The backend meshcni's entry selects on this node now: where a redirect in another is moved to. */
+  nodeBackend?: Backend;
   /** Why no plan could be made. */
   problem?: string;
 }
@@ -126,7 +128,13 @@ export async function expectations(pods: V1Pod[], records: AttachmentRecord[], i
       const drift = record ? recordDrift(record.plans, plans) : [];
       const recordPlans = drift.length > 0 ? record?.plans : undefined;
       const backend = record?.backend ?? netconf.backend;
-      expected.push({ pod, record, target: { uid, recordedNetns: record?.netns, ips, plans, recordPlans, backend }, recordDrift: drift });
+      expected.push({
+        pod,
+        record,
+        target: { uid, recordedNetns: record?.netns, ips, plans, recordPlans, backend },
+        recordDrift: drift,
+        nodeBackend: netconf.backend,
+      });
     } catch (error) {
       expected.push({ pod, record, target: undefined, recordDrift: [], problem: `cannot compute meshcni's plan: ${errorMessage(error)}` });
     }

@@ -13,6 +13,7 @@ import { type Backend, inspectPlans } from "../redirect/redirector.js";
 import { defaultStateDir, fileRecordStore } from "../state/records.js";
 import type { SweepRequest } from "./contract.js";
 import { activeNetconf, entryNetconf } from "./expectation.js";
+import { moveRules } from "./move.js";
 import { scanNetns } from "./scan.js";
 import type { SweepIo } from "./sweep.js";
 
@@ -138,6 +139,19 @@ export function hostIo(
         await inNetns(onHost(netns), () => made.apply(plans));
       } finally {
         made.close();
+      }
+    },
+    async move(netns, from, to, plans) {
+      const writer = await redirector(to);
+      try {
+        const old = await redirector(from);
+        try {
+          await inNetns(onHost(netns), () => moveRules(plans, writer, old));
+        } finally {
+          old.close();
+        }
+      } finally {
+        writer.close();
       }
     },
     netnsExists: (netns) => existsSync(onHost(netns)),

@@ -9,6 +9,7 @@ import type { AttachmentRecord, RecordStore } from "../state/records.js";
 import { classify, isUnprotected, type Observation, type PodStatus, podStatuses, podsToAudit, sortAudits } from "./classify.js";
 import type { PodReport, SweepReport, SweepRequest } from "./contract.js";
 import { type ExpectationIo, type Expected, expectations } from "./expectation.js";
+import { moveAttachment, moveTarget, moveText } from "./move.js";
 import {
   eventActions,
   eventMessage,
@@ -31,6 +32,8 @@ export interface SweepIo extends ExpectationIo {
   scan(targets: ScanTarget[]): Promise<Map<string, Observation>>;
   /** Writes the plans into a netns (a host path), atomically per family. */
   redirect(netns: string, backend: Backend, plans: RulePlan[]): Promise<void>;
+  /** Moves the plans in a netns (a host path) from one backend to another, the new written before the old is removed. */
+  move(netns: string, from: Backend, to: Backend, plans: RulePlan[]): Promise<void>;
   netnsExists(netns: string): boolean;
   /** The ids of the sandboxes the container runtime has (any state); undefined when it cannot say (no socket, no answer). */
   sandboxIds(): Promise<ReadonlySet<string> | undefined>;
@@ -115,6 +118,21 @@ async function act(action: RepairAction, entry: Expected, target: ScanTarget, ne
   }
 }
 
+/** A protected pod whose redirect is in another backend than the node's: moved (when `act`), or said why not. */
+async function moveToNodeBackend(audit: PodReport, entry: Expected, act: boolean, io: SweepIo): Promise<void> {
+  const target = entry.nodeBackend && moveTarget(audit, entry.record, entry.nodeBackend);
+  if (!target || !entry.record) return;
+  if ("stays" in target) audit.details.push(target.stays);
+  else if (!act)
+    audit.details.push(
+      `its redirect is in the ${entry.record.backend} backend, the node's is ${target.to}: a sweep that repairs moves it in place`,
+    );
+  else {
+    audit.moved = await moveAttachment(io.records, entry.record, target.to, (...move) => io.move(...move));
+    if (audit.moved) audit.details.push(moveText(audit.moved));
+  }
+}
+
 /**
  * One pass over the node's meshed pods: classify each by what its netns holds; with a
  * policy, also record adopted pods, repair unprotected ones (an Event on each, saying
@@ -146,6 +164,8 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
       ? { uid: "", ...podKeyOf(entry.pod), status: "unknown", details: [entry.problem] }
       : classify(entry.pod, entry.record, observation, entry.recordDrift);
     reports.push(audit);
+    const movable = request.policy !== undefined && request.policy !== "none" && !limits.excludeNamespaces.has(audit.namespace);
+    await moveToNodeBackend(audit, entry, movable, io);
     if (!request.policy || !entry.target || !observation.found) continue;
     if (audit.status === "adopted")
       record(io, entry, entry.target, observation.netns, { containerId: `adopted-${audit.uid}`, ifname: "eth0" });

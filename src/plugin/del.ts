@@ -1,8 +1,10 @@
 import { CniError } from "../cni/errors.js";
 import { errorMessage } from "../errors.js";
 import { NetnsGoneError, OwnNetnsError } from "../netns/enter.js";
+import type { Backend } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
 import { swept } from "./apply.js";
-import { familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector } from "./request.js";
+import { familiesFor, inPodNetns, type PluginDeps, type PluginRequest, prepareRedirector, redirectorSettings } from "./request.js";
 
 /**
  * DEL: remove our chains and the jumps into them, without the API (it may be down, the
@@ -28,25 +30,46 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<und
     if (!env.netns) deps.log.info("no CNI_NETNS: the netns is gone, nothing to remove");
     else if (others.length > 0)
       deps.log.info("keeping the redirect: other attachments of this netns remain", { ifnames: others.map((record) => record.ifname) });
-    else await removeRules(request, deps);
+    else await removeRules(request, deps, records.read(attachment)?.backend);
     records.remove(attachment);
   } finally {
     release();
   }
 }
 
-async function removeRules(request: PluginRequest, deps: PluginDeps): Promise<void> {
+/** Removes the redirect with the netconf's backend, and with the one ADD recorded where that differs. */
+async function removeRules(request: PluginRequest, deps: PluginDeps, recorded: Backend | undefined): Promise<void> {
   try {
     await inPodNetns(request, deps, prepareRedirector(request, deps), async (redirector) => {
       const families = familiesFor(request.conf);
       const removed = await redirector.remove(families);
       for (const family of families)
         deps.log.info(removed.includes(family) ? "redirect removed" : "no redirect to remove", { family, backend: redirector.backend });
+      if (recorded !== undefined && recorded !== redirector.backend) await removeRecorded(request, deps, recorded, families);
     });
   } catch (error) {
     if (error instanceof NetnsGoneError) deps.log.info("netns is gone, nothing to remove", { reason: error.message });
     // Never touch the host's tables; failing would leave the pod stuck in teardown for nothing.
     else if (error instanceof OwnNetnsError) deps.log.warn("not removing rules", { reason: error.message });
     else throw error;
+  }
+}
+
+/**
+ * A pod ADDed before the node's iptables-mode changed, whose redirect the agent has not moved
+ * yet: its rules are in the backend its record names. Its netns is going away, so what cannot
+ * be removed there (that backend's binaries gone from the host) is said, not failed on.
+ */
+async function removeRecorded(request: PluginRequest, deps: PluginDeps, backend: Backend, families: Family[]): Promise<void> {
+  try {
+    const redirector = await deps.redirector({ ...redirectorSettings(request.conf), mode: backend });
+    try {
+      const removed = await redirector.remove(families);
+      for (const family of removed) deps.log.info("redirect removed from the backend ADD recorded", { family, backend });
+    } finally {
+      redirector.close();
+    }
+  } catch (error) {
+    deps.log.warn("could not remove the redirect from the backend ADD recorded", { backend, reason: errorMessage(error) });
   }
 }

@@ -17,6 +17,8 @@ export interface MonitorMetrics {
   /** The node's meshed pods by status, as the last sweeps found them, and those left unprotected. */
   statuses(counts: Record<PodStatus, number>, unprotected: UnprotectedPod[]): void;
   repaired(action: string, result: string): void;
+  /** A protected pod's redirect moved to the node's backend (done), or not (failed). */
+  moved(from: string, to: string, result: "done" | "failed"): void;
   recordsRemoved(reason: string, count: number): void;
   audited(seconds: number): void;
 }
@@ -177,6 +179,12 @@ export class AuditMonitor {
         this.log.info("adopted a pod whose redirect was set up without meshcni (recorded now)", { pod: formatPodKey(pod) });
       // Left alone (recently acted on, excluded…): the gauge shows it; the log would repeat it every sweep.
       if (pod.skipped) this.log.debug("leaving an unprotected pod alone", { ...fields, reason: pod.skipped });
+      if (pod.moved) {
+        const { from, to, failed } = pod.moved;
+        this.metrics.moved(from, to, failed === undefined ? "done" : "failed");
+        if (failed === undefined) this.log.info("moved a pod's redirect to the node's backend", { pod: formatPodKey(pod), from, to });
+        else this.log.warn("could not move a pod's redirect to the node's backend", { pod: formatPodKey(pod), from, to, failed });
+      }
       if (!pod.action) continue;
       const result = resultKind(pod.result);
       this.metrics.repaired(pod.action, result);

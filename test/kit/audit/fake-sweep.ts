@@ -3,7 +3,7 @@ import { scanNetns } from "../../../src/audit/scan.js";
 import type { SweepIo } from "../../../src/audit/sweep.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
-import { inspectPlans } from "../../../src/redirect/redirector.js";
+import { type Backend, inspectPlans } from "../../../src/redirect/redirector.js";
 import type { FakeNode } from "../plugin/fake-node.js";
 
 export const stateDir = "/state";
@@ -31,9 +31,13 @@ export function fakeSweepIo(
     netconf?: Record<string, unknown>;
     /** No container runtime to ask (no CRI socket): pods without a record are placed by IP only. */
     noRuntime?: boolean;
+    /** The backend meshcni's entry selects (nft, as ADD's auto finds it on a FakeNode). */
+    backend?: Backend;
   } = {},
 ) {
   const writes: ApiWrites = { events: [], labels: [], evictions: [] };
+  /** Redirects moved between backends (on the host, not through the API). */
+  const moves: Array<{ netns: string; from: Backend; to: Backend }> = [];
   const name = (pod: V1Pod) => `${pod.metadata?.namespace}/${pod.metadata?.name}`;
   const io: SweepIo = {
     api: {
@@ -64,7 +68,7 @@ export function fakeSweepIo(
     },
     records: node.recordStore(stateDir),
     netconf: () => parseNetConf(JSON.stringify({ cniVersion: "1.0.0", name: "k8s", type: "meshcni", ...options.netconf })),
-    backend: async () => "nft",
+    backend: async () => options.backend ?? "nft",
     scan: (targets) =>
       scanNetns(
         targets,
@@ -80,9 +84,14 @@ export function fakeSweepIo(
         },
       ),
     redirect: async (netns, backend, plans) => void (await node.enter(netns, () => node.redirector(backend).apply(plans))),
+    // The FakeNode keeps one nat table per netns for every backend: the move writes it anew and removes nothing.
+    move: async (netns, from, to, plans) => {
+      await node.enter(netns, () => node.redirector(to).apply(plans));
+      moves.push({ netns, from, to });
+    },
     netnsExists: (netns) => node.netns.has(netns),
     sandboxIds: async () => (options.noRuntime ? undefined : node.sandboxIds()),
     now: options.now ?? (() => Date.now()),
   };
-  return { io, writes };
+  return { io, writes, moves };
 }

@@ -45,6 +45,32 @@ describe("DEL", () => {
     expect(node.openRunners).toBe(0);
   });
 
+  it("removes the redirect from the backend ADD recorded too where the node's changed since (a pod not moved yet); failing there only warns", async () => {
+    const key = { containerID: "c1", ifname: "eth0" };
+    const store = node.recordStore("/state");
+    const added = store.read(key)!;
+    const { version: _version, time: _time, ...kept } = added;
+    store.write({ ...kept, backend: "legacy" });
+    const made: string[] = [];
+    const deps = node.deps();
+    const withLegacyGone = {
+      ...deps,
+      redirector: async (settings: Parameters<typeof deps.redirector>[0]) => {
+        made.push(settings.mode);
+        if (settings.mode === "legacy") throw new Error("iptables-legacy-restore is not on the host");
+        return deps.redirector(settings);
+      },
+    };
+    await del(pluginRequest("DEL", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), withLegacyGone);
+    expect(made).toEqual(["auto", "legacy"]);
+    expect(node.table(netns).chains.has("PROXY_INIT_REDIRECT")).toBe(false);
+    expect(node.records.size).toBe(0);
+    expect(node.logs.find((entry) => entry.message === "could not remove the redirect from the backend ADD recorded")?.fields).toEqual({
+      backend: "legacy",
+      reason: "iptables-legacy-restore is not on the host",
+    });
+  });
+
   it("fails when iptables does, so the runtime retries", async () => {
     node.failRestore.ipv4 = "iptables-restore: line 3 failed";
     await expect(del(pluginRequest("DEL", { pod: ["shop", "web"] }), node.deps())).rejects.toThrow("line 3 failed");

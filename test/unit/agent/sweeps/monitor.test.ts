@@ -37,7 +37,13 @@ describe("the agent's sweeps on pod events", () => {
         view: () => undefined,
       },
       memoryLogger([]),
-      { statuses: () => undefined, repaired: () => undefined, recordsRemoved: () => undefined, audited: () => undefined },
+      {
+        statuses: () => undefined,
+        repaired: () => undefined,
+        moved: () => undefined,
+        recordsRemoved: () => undefined,
+        audited: () => undefined,
+      },
       async (_binary, input) => {
         sweeps.push({ at: performance.now(), pods: input.request.pods });
         entries.push(input.request.entry);
