@@ -61,9 +61,10 @@ export function familiesFor(conf: NetConf): Family[] {
 /**
  * Starts getting a redirector (loading its backend's code, detecting the backend) in the
  * host netns, so that it overlaps the API lookup; its failure surfaces only when it is used.
+ * `backend`: the one ADD recorded, where that, not the netconf's, holds the rules.
  */
-export function prepareRedirector(request: PluginRequest, deps: PluginDeps): Promise<Redirector> {
-  const preparing = deps.redirector(redirectorSettings(request.conf));
+export function prepareRedirector(request: PluginRequest, deps: PluginDeps, backend?: Backend): Promise<Redirector> {
+  const preparing = deps.redirector({ ...redirectorSettings(request.conf), ...(backend ? { mode: backend } : {}) });
   preparing.catch(() => undefined);
   return preparing;
 }

@@ -1,7 +1,8 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Verb } from "../../../src/cni/env.js";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
-import type { PluginRequest } from "../../../src/plugin/request.js";
+import type { PluginDeps, PluginRequest } from "../../../src/plugin/request.js";
+import type { Backend } from "../../../src/redirect/redirector.js";
 import { podObject } from "../api/server.js";
 import { podArgs } from "../common.js";
 import { FakeNode } from "./fake-node.js";
@@ -34,4 +35,28 @@ export function nodeWithPods(): FakeNode {
   node.addPod(podObject("shop", "web", { proxy: "container" }) as V1Pod);
   node.addPod(podObject("shop", "batch") as V1Pod);
   return node;
+}
+
+/** Makes the record of ADD's attachment (c1/eth0) name another backend: a pod ADDed before the node's iptables-mode changed. */
+export function recordBackend(node: FakeNode, backend: Backend): void {
+  const store = node.recordStore("/state");
+  const { version: _version, time: _time, ...kept } = store.read({ containerID: "c1", ifname: "eth0" })!;
+  store.write({ ...kept, backend });
+}
+
+/** The node's deps, noting the mode of every redirector a verb asks for; `refused` modes fail with that message. */
+export function depsNotingModes(node: FakeNode, refused: Record<string, string> = {}): { deps: PluginDeps; modes: string[] } {
+  const modes: string[] = [];
+  const deps = node.deps();
+  return {
+    modes,
+    deps: {
+      ...deps,
+      redirector: async (settings) => {
+        modes.push(settings.mode);
+        if (refused[settings.mode]) throw new Error(refused[settings.mode]);
+        return deps.redirector(settings);
+      },
+    },
+  };
 }

@@ -3,7 +3,7 @@ import { CniError } from "../../../src/cni/errors.js";
 import { add } from "../../../src/plugin/add.js";
 import { check } from "../../../src/plugin/check.js";
 import type { FakeNode } from "../../kit/plugin/fake-node.js";
-import { nodeWithPods, pluginRequest, podNetns } from "../../kit/plugin/requests.js";
+import { depsNotingModes, nodeWithPods, pluginRequest, podNetns, recordBackend } from "../../kit/plugin/requests.js";
 
 const netns = podNetns;
 
@@ -32,6 +32,14 @@ describe("CHECK", () => {
       check(pluginRequest("CHECK", { pod: ["shop", "batch"], netns: "/var/run/netns/batch" }), node.deps()),
     ).resolves.toBeUndefined();
     expect(node.openRunners).toBe(0);
+  });
+
+  it("inspects with the backend ADD recorded, where the node's changed since (a pod the agent has not moved yet)", async () => {
+    await add(pluginRequest("ADD", { pod: ["shop", "web"] }), node.deps());
+    recordBackend(node, "legacy");
+    const { deps, modes } = depsNotingModes(node);
+    await expect(check(pluginRequest("CHECK", { pod: ["shop", "web"] }), deps)).resolves.toBeUndefined();
+    expect(modes).toEqual(["legacy"]);
   });
 
   it("fails with code 100, the differences in the details, when a rule is gone", async () => {

@@ -3,7 +3,7 @@ import { add } from "../../../src/plugin/add.js";
 import { check } from "../../../src/plugin/check.js";
 import { del } from "../../../src/plugin/del.js";
 import { FakeNode } from "../../kit/plugin/fake-node.js";
-import { nodeWithPods, pluginRequest, podNetns } from "../../kit/plugin/requests.js";
+import { depsNotingModes, nodeWithPods, pluginRequest, podNetns, recordBackend } from "../../kit/plugin/requests.js";
 
 const netns = podNetns;
 
@@ -46,23 +46,10 @@ describe("DEL", () => {
   });
 
   it("removes the redirect from the backend ADD recorded too where the node's changed since (a pod not moved yet); failing there only warns", async () => {
-    const key = { containerID: "c1", ifname: "eth0" };
-    const store = node.recordStore("/state");
-    const added = store.read(key)!;
-    const { version: _version, time: _time, ...kept } = added;
-    store.write({ ...kept, backend: "legacy" });
-    const made: string[] = [];
-    const deps = node.deps();
-    const withLegacyGone = {
-      ...deps,
-      redirector: async (settings: Parameters<typeof deps.redirector>[0]) => {
-        made.push(settings.mode);
-        if (settings.mode === "legacy") throw new Error("iptables-legacy-restore is not on the host");
-        return deps.redirector(settings);
-      },
-    };
-    await del(pluginRequest("DEL", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), withLegacyGone);
-    expect(made).toEqual(["auto", "legacy"]);
+    recordBackend(node, "legacy");
+    const { deps, modes } = depsNotingModes(node, { legacy: "iptables-legacy-restore is not on the host" });
+    await del(pluginRequest("DEL", { pod: ["shop", "web"], conf: { linkerd: { ipv6: true } } }), deps);
+    expect(modes).toEqual(["auto", "legacy"]);
     expect(node.table(netns).chains.has("PROXY_INIT_REDIRECT")).toBe(false);
     expect(node.records.size).toBe(0);
     expect(node.logs.find((entry) => entry.message === "could not remove the redirect from the backend ADD recorded")?.fields).toEqual({
