@@ -20,6 +20,7 @@ export const faultKinds = [
   "signing-key-rotated",
   "signing-key-dropped",
   "daemonset-rolled",
+  "backend-switched",
 ] as const;
 export type FaultKind = (typeof faultKinds)[number];
 

@@ -1,10 +1,10 @@
 // Each fault the soak draws, done for real to the cluster of test/kit/cluster, as the field
 // meets it: what it did is returned in words (with what was drawn for it), for the report.
-import { existsSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { RealCluster } from "../cluster/cluster.js";
 import { compactEtcd } from "../cluster/control-plane.js";
-import { nodeName, paths, startupTaint } from "../cluster/layout.js";
+import { agentStateDir, nodeName, paths, startupTaint } from "../cluster/layout.js";
 import { agentAnswersReady } from "../cluster/meshcni.js";
 import { primaryConflist, rewritePrimaryConflist } from "../cluster/node.js";
 import { runningPid } from "../cluster/processes.js";
@@ -151,4 +151,38 @@ export const faults: Record<FaultKind, (context: FaultContext) => Promise<string
     }
     return "meshcni's DaemonSet rolled out to another tag of its image, and back";
   },
+  "backend-switched": async ({ cluster }) => {
+    const { data } = await cluster.get<{ data: { cni_network_config: string } }>("-n", "meshcni", "configmap", "meshcni-config");
+    const entry = JSON.parse(data.cni_network_config) as { linkerd: Record<string, unknown> };
+    const from = String(entry.linkerd["iptables-mode"]);
+    const to = from === "nftables" ? "auto" : "nftables";
+    entry.linkerd["iptables-mode"] = to;
+    const patch = JSON.stringify({ data: { cni_network_config: JSON.stringify(entry, null, 2) } });
+    await cluster.kubectl(["-n", "meshcni", "patch", "configmap", "meshcni-config", "--type=merge", "-p", patch]);
+    // As an operator changes it: the entry is the agent's environment, taken at its start.
+    await cluster.kubectl(["-n", "meshcni", "rollout", "restart", "daemonset/meshcni"]);
+    await cluster.kubectl(["-n", "meshcni", "rollout", "status", "daemonset/meshcni", "--timeout=120s"]);
+    const rolled = performance.now();
+    const moved = () => recordedBackends().every((backend) => (to === "nftables") === (backend === "nftables"));
+    await until(moved, 180_000, 500).catch(() => {
+      throw new Error(`running pods' redirects not moved to ${to} within 180 s: ${recordedBackends().join(", ")}`);
+    });
+    const seconds = ((performance.now() - rolled) / 1000).toFixed(1);
+    return `meshcni's iptables-mode changed from ${from} to ${to} and its DaemonSet restarted: ${recordedBackends().length} records in the new backend ${seconds} s after the rollout`;
+  },
 };
+
+/** The backend each of the node's ADD records names (the agent's state dir on the host). */
+function recordedBackends(): string[] {
+  const dir = join(agentStateDir, "attachments");
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((file) => file.endsWith(".json"))
+    .flatMap((file) => {
+      try {
+        return [(JSON.parse(readFileSync(join(dir, file), "utf8")) as { backend: string }).backend];
+      } catch {
+        return []; // removed meanwhile
+      }
+    });
+}
