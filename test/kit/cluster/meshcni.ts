@@ -6,6 +6,7 @@ import { meshcniBinary } from "../paths.js";
 import type { RealCluster } from "./cluster.js";
 import { agentStateDir, nodeName, paths } from "./layout.js";
 import { chainedTypes, primaryNetDirFiles, primaryTypes } from "./node.js";
+import { identities, kubeconfigOf } from "./pki.js";
 import { primaryPlugins } from "./teardown.js";
 
 /** The flags an operator of this node gives `meshcni manifests`: the node's CNI dirs, netns dir and CRI socket. */
@@ -17,6 +18,30 @@ export const nodeFlags = [
 /** `meshcni manifests` with the node's flags and these. */
 export async function renderManifests(flags: string[] = []): Promise<string> {
   return (await execa(meshcniBinary, ["manifests", ...nodeFlags, ...flags])).stdout;
+}
+
+/** One pod's verdict in `meshcni audit --output json`. */
+export interface AuditedPod {
+  namespace: string;
+  name: string;
+  uid: string;
+  status: string;
+  details: string[];
+}
+
+/** `meshcni audit` run on the node as an operator runs it (the admin's kubeconfig, the node's dirs): its verdicts, or undefined when it could not say. */
+export async function auditNode(): Promise<AuditedPod[] | undefined> {
+  const dirs = ["--net-dir", paths.cniConfDir, "--netns-dir", paths.netnsDir, "--cri-socket", paths.containerdSocket];
+  const result = await execa(
+    meshcniBinary,
+    ["audit", "--node", nodeName, "--kubeconfig", kubeconfigOf(identities.admin), ...dirs, "--output", "json", "--timeout", "10"],
+    { reject: false },
+  );
+  try {
+    return (JSON.parse(String(result.stdout)) as { pods: AuditedPod[] }).pods;
+  } catch {
+    return undefined; // the API or the runtime did not answer (exit 2, said on stderr)
+  }
 }
 
 /** The netconf template of rendered manifests with the plugin logging every invocation (debug) to `file` on the host. */

@@ -6,7 +6,7 @@
 import type { RealCluster } from "../cluster/cluster.js";
 import { hostPort } from "../cluster/families.js";
 import { nodeName, startupTaint } from "../cluster/layout.js";
-import { agentAnswersReady } from "../cluster/meshcni.js";
+import { type AuditedPod, agentAnswersReady } from "../cluster/meshcni.js";
 import { chainedTypes } from "../cluster/node.js";
 import { proxyInbound } from "../cluster/workloads.js";
 import { soakLabel } from "./workload.js";
@@ -43,6 +43,8 @@ async function soakPods(cluster: RealCluster): Promise<SoakPod[] | undefined> {
 export class RedirectWatch {
   /** Unmeshed pods seen answering through a proxy, since when (by uid). */
   private readonly redirectedSince = new Map<string, number>();
+  /** Who answered each meshed pod's connection at the last pass (by uid): its proxy, or its own app. */
+  readonly answered = new Map<string, "proxy" | "app">();
   private readonly reported = new Set<string>();
   checks = 0;
   connections = 0;
@@ -58,6 +60,7 @@ export class RedirectWatch {
     const pods = await soakPods(this.cluster);
     if (!pods) return;
     this.checks++;
+    this.answered.clear();
     const holders = new Map<string, number>();
     for (const { status } of pods) if (status.podIP) holders.set(status.podIP, (holders.get(status.podIP) ?? 0) + 1);
     // An address two pods hold (an IPAM fault, not a redirect's) answers for either: it proves nothing.
@@ -69,6 +72,7 @@ export class RedirectWatch {
       this.connections++;
       const redirected = answer.startsWith(proxyInbound);
       if (labels[soakLabel] !== "unmeshed") {
+        if (redirected || answer.startsWith(`${name} `)) this.answered.set(uid, redirected ? "proxy" : "app");
         // Its own app answering (not another pod now at a stale address): it runs without its redirect.
         if (!redirected && answer.startsWith(`${name} `))
           this.report(uid, `meshed pod ${namespace}/${name} Ready, answered by its app: ${answer}`);
@@ -124,4 +128,37 @@ export async function notRecovered(cluster: RealCluster): Promise<string[]> {
     if (answer.startsWith("error:")) left.push(`${pod.metadata.namespace}/${pod.metadata.name} not answering: ${answer.split("\n")[0]}`);
   }
   return left;
+}
+
+/**
+ * `meshcni audit`'s verdicts against real TCP: protected or adopted while its own app
+ * answered, or missing while its proxy did, at two audits in a row (one may fall between a
+ * change and its record: a move, a repair), is a violation, said once per pod. Drifted
+ * claims nothing about inbound (an outbound rule may be what differs); unknown, nothing.
+ */
+export class AuditAgreement {
+  private readonly disagreed = new Map<string, number>();
+  private readonly reported = new Set<string>();
+  audits = 0;
+
+  compare(audited: AuditedPod[], answered: ReadonlyMap<string, "proxy" | "app">): string[] {
+    this.audits++;
+    const found: string[] = [];
+    for (const pod of audited) {
+      const heard = answered.get(pod.uid);
+      const claims = pod.status === "protected" || pod.status === "adopted" ? "proxy" : pod.status === "missing" ? "app" : undefined;
+      if (!heard || !claims || claims === heard) {
+        this.disagreed.delete(pod.uid);
+        continue;
+      }
+      const times = (this.disagreed.get(pod.uid) ?? 0) + 1;
+      this.disagreed.set(pod.uid, times);
+      if (times < 2 || this.reported.has(pod.uid)) continue;
+      this.reported.add(pod.uid);
+      found.push(
+        `meshcni audit said ${pod.namespace}/${pod.name} ${pod.status} (${pod.details.join("; ")}) while its ${heard} answered, twice in a row`,
+      );
+    }
+    return found;
+  }
 }

@@ -4,11 +4,11 @@
 
 import { agentUser, auditEvents } from "../cluster/audit.js";
 import type { RealCluster } from "../cluster/cluster.js";
-import { leftOnNode, Meshcni } from "../cluster/meshcni.js";
+import { auditNode, leftOnNode, Meshcni } from "../cluster/meshcni.js";
 import { asList, plainPod } from "../cluster/workloads.js";
 import { sleep } from "../common.js";
 import { openFds, processesOf, rssMb } from "../proc.js";
-import { notRecovered, RedirectWatch } from "./check.js";
+import { AuditAgreement, notRecovered, RedirectWatch } from "./check.js";
 import { between, drawFaults, type FaultKind, type Recovery, type RecoverySummary, seededRandom, summarizeRecoveries } from "./draw.js";
 import { faults } from "./faults.js";
 import { SoakWorkload } from "./workload.js";
@@ -39,7 +39,7 @@ export interface SoakReport {
   agent: Array<{ index: number; pid: number; rssMb: number; fds: number }>;
   agentRequestsPerMinuteMax: number;
   workload: { created: number; deleted: number; refused: number };
-  checks: { passes: number; connections: number };
+  checks: { passes: number; connections: number; audits: number };
 }
 
 const recoveryTimeoutMs = 300_000;
@@ -101,7 +101,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     agent: [],
     agentRequestsPerMinuteMax: 0,
     workload: { created: 0, deleted: 0, refused: 0 },
-    checks: { passes: 0, connections: 0 },
+    checks: { passes: 0, connections: 0, audits: 0 },
   };
   let under: { index: number; kind: Violation["kind"] } = { index: -1, kind: "setup" };
   const violation = (what: string) => {
@@ -116,10 +116,14 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
   await workload.prepare();
   workload.start();
   const watch = new RedirectWatch(cluster, violation);
+  const agreement = new AuditAgreement();
   let watching = true;
   const checking = (async () => {
     while (watching) {
       await watch.check();
+      // Every third pass, the operator's view beside it: what meshcni audit says of each pod just connected to.
+      const audited = watch.checks % 3 === 0 ? await auditNode() : undefined;
+      for (const what of audited ? agreement.compare(audited, watch.answered) : []) violation(what);
       await sleep(2000);
     }
   })();
@@ -156,6 +160,6 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
   for (const left of await leftOnNode(cluster)) violation(`left on the node after the uninstall: ${left}`);
   report.recoveries = summarizeRecoveries(recoveries);
   report.workload = { created: workload.created, deleted: workload.deleted, refused: workload.refused };
-  report.checks = { passes: watch.checks, connections: watch.connections };
+  report.checks = { passes: watch.checks, connections: watch.connections, audits: agreement.audits };
   return report;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RealCluster } from "../../kit/cluster/cluster.js";
-import { RedirectWatch } from "../../kit/soak/check.js";
+import { AuditAgreement, RedirectWatch } from "../../kit/soak/check.js";
 import { soakLabel } from "../../kit/soak/workload.js";
 
 interface FakePod {
@@ -70,5 +70,37 @@ describe("the soak's redirect watch", () => {
     for (let pass = 0; pass < 3; pass++, advance(5000)) await redirects.check();
     expect(violations).toEqual([]);
     expect(redirects.connections).toBe(0);
+  });
+});
+
+describe("the soak's audit agreement", () => {
+  const audited = (status: string) => [{ namespace: "soak-a", name: "m", uid: "m", status, details: ["why"] }];
+  const heard = (who: "proxy" | "app") => new Map([["m", who]]);
+
+  it("a pod said protected (or adopted) while its app answered, at two audits in a row, is a violation, said once", () => {
+    const agreement = new AuditAgreement();
+    expect(agreement.compare(audited("protected"), heard("app"))).toEqual([]);
+    expect(agreement.compare(audited("adopted"), heard("app"))).toEqual([
+      "meshcni audit said soak-a/m adopted (why) while its app answered, twice in a row",
+    ]);
+    expect(agreement.compare(audited("protected"), heard("app"))).toEqual([]);
+    expect(agreement.audits).toBe(3);
+  });
+
+  it("a pod said missing while its proxy answered is one too; one disagreement between agreements is not", () => {
+    const agreement = new AuditAgreement();
+    expect(agreement.compare(audited("missing"), heard("proxy"))).toEqual([]);
+    expect(agreement.compare(audited("protected"), heard("proxy"))).toEqual([]);
+    expect(agreement.compare(audited("missing"), heard("proxy"))).toEqual([]);
+    expect(agreement.compare(audited("missing"), heard("proxy"))).toHaveLength(1);
+  });
+
+  it("drifted and unknown claim nothing about inbound; a pod not connected to is not judged", () => {
+    const agreement = new AuditAgreement();
+    for (let pass = 0; pass < 3; pass++) {
+      expect(agreement.compare(audited("drifted"), heard("proxy"))).toEqual([]);
+      expect(agreement.compare(audited("unknown"), heard("app"))).toEqual([]);
+      expect(agreement.compare(audited("protected"), new Map())).toEqual([]);
+    }
   });
 });
