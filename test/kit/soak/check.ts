@@ -9,6 +9,7 @@ import { nodeName, startupTaint } from "../cluster/layout.js";
 import { type AuditedPod, agentAnswersReady } from "../cluster/meshcni.js";
 import { chainedTypes } from "../cluster/node.js";
 import { proxyInbound } from "../cluster/workloads.js";
+import type { SeenRedirected } from "./repairs.js";
 import { soakLabel } from "./workload.js";
 
 /** How long a pod of the load may take to start before the node counts as not recovered (they start in ~3 s here). */
@@ -23,7 +24,27 @@ interface SoakPod {
     deletionTimestamp?: string;
     labels: Record<string, string>;
   };
-  status: { podIP?: string; phase?: string; conditions?: Array<{ type: string; status: string }> };
+  status: {
+    podIP?: string;
+    phase?: string;
+    conditions?: Array<{ type: string; status: string }>;
+    containerStatuses?: Array<{ restartCount: number }>;
+    initContainerStatuses?: Array<{ restartCount: number }>;
+  };
+}
+
+/** A pod's sandbox as the API lists it: its IP and its containers' restarts (a new sandbox restarts them). */
+const sandboxOf = (pod: SoakPod) => ({
+  ip: pod.status.podIP ?? "",
+  restarts: [...(pod.status.containerStatuses ?? []), ...(pod.status.initContainerStatuses ?? [])].reduce(
+    (sum, status) => sum + status.restartCount,
+    0,
+  ),
+});
+
+/** The soak pods' sandboxes now, by uid (empty when the API does not answer). */
+export async function soakSandboxes(cluster: RealCluster): Promise<Map<string, { ip: string; restarts: number }>> {
+  return new Map(((await soakPods(cluster)) ?? []).map((pod) => [pod.metadata.uid, sandboxOf(pod)]));
 }
 
 const ready = (pod: SoakPod) =>
@@ -45,6 +66,8 @@ export class RedirectWatch {
   private readonly redirectedSince = new Map<string, number>();
   /** Who answered each meshed pod's connection at the last pass (by uid): its proxy, or its own app. */
   readonly answered = new Map<string, "proxy" | "app">();
+  /** Each meshed pod's sandbox when its proxy first answered there (by uid). */
+  readonly redirected = new Map<string, SeenRedirected>();
   private readonly reported = new Set<string>();
   checks = 0;
   connections = 0;
@@ -73,6 +96,10 @@ export class RedirectWatch {
       const redirected = answer.startsWith(proxyInbound);
       if (labels[soakLabel] !== "unmeshed") {
         if (redirected || answer.startsWith(`${name} `)) this.answered.set(uid, redirected ? "proxy" : "app");
+        const sandbox = sandboxOf(pod);
+        const earlier = this.redirected.get(uid);
+        if (redirected && (earlier?.ip !== sandbox.ip || earlier.restarts !== sandbox.restarts))
+          this.redirected.set(uid, { ...sandbox, at: Date.now() });
         // Its own app answering (not another pod now at a stale address): it runs without its redirect.
         if (!redirected && answer.startsWith(`${name} `))
           this.report(uid, `meshed pod ${namespace}/${name} Ready, answered by its app: ${answer}`);

@@ -7,7 +7,7 @@ export function formatReport(report: SoakReport): string {
   const lines = [
     `soak, seed ${report.seed}: ${report.run.length} of ${report.drawn.length} faults run; ${report.violations.length} invariant violations`,
     `load: ${report.workload.created} pods created, ${report.workload.deleted} deleted, ${report.workload.refused} requests the API did not answer`,
-    `checks: ${report.checks.passes} passes over the Ready pods, ${report.checks.connections} real connections answered, ${report.checks.audits} meshcni audits compared with them`,
+    `checks: ${report.checks.passes} passes over the Ready pods, ${report.checks.connections} real connections answered, ${report.checks.audits} meshcni audits compared with them; ${report.checks.repairs} repair Events on its pods`,
     `the agent's API requests, the most in one minute: ${report.agentRequestsPerMinuteMax}`,
     "",
     `${"fault".padEnd(26)}${"runs".padStart(6)}${"recovery p50 s".padStart(16)}${"p99 s".padStart(8)}${"max s".padStart(8)}`,

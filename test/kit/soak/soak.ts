@@ -8,9 +8,10 @@ import { auditNode, leftOnNode, Meshcni } from "../cluster/meshcni.js";
 import { asList, plainPod } from "../cluster/workloads.js";
 import { sleep } from "../common.js";
 import { openFds, processesOf, rssMb } from "../proc.js";
-import { AuditAgreement, notRecovered, RedirectWatch } from "./check.js";
+import { AuditAgreement, notRecovered, RedirectWatch, soakSandboxes } from "./check.js";
 import { between, drawFaults, type FaultKind, type Recovery, type RecoverySummary, seededRandom, summarizeRecoveries } from "./draw.js";
 import { faults } from "./faults.js";
+import { RepairWatch } from "./repairs.js";
 import { SoakWorkload } from "./workload.js";
 
 export interface SoakOptions {
@@ -39,7 +40,7 @@ export interface SoakReport {
   agent: Array<{ index: number; pid: number; rssMb: number; fds: number }>;
   agentRequestsPerMinuteMax: number;
   workload: { created: number; deleted: number; refused: number };
-  checks: { passes: number; connections: number; audits: number };
+  checks: { passes: number; connections: number; audits: number; repairs: number };
 }
 
 const recoveryTimeoutMs = 300_000;
@@ -101,7 +102,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     agent: [],
     agentRequestsPerMinuteMax: 0,
     workload: { created: 0, deleted: 0, refused: 0 },
-    checks: { passes: 0, connections: 0, audits: 0 },
+    checks: { passes: 0, connections: 0, audits: 0, repairs: 0 },
   };
   let under: { index: number; kind: Violation["kind"] } = { index: -1, kind: "setup" };
   const violation = (what: string) => {
@@ -117,6 +118,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
   workload.start();
   const watch = new RedirectWatch(cluster, violation);
   const agreement = new AuditAgreement();
+  const repairs = new RepairWatch(cluster);
   let watching = true;
   const checking = (async () => {
     while (watching) {
@@ -142,6 +144,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     options.log(`[${index}] ${did}: ${"ms" in recovered ? `recovered in ${(recovered.ms / 1000).toFixed(1)} s` : "NOT recovered"}`);
     if ("ms" in recovered) recoveries.push({ kind, ms: recovered.ms });
     else violation(`not recovered within ${recoveryTimeoutMs / 1000} s: ${recovered.left.join("; ")}`);
+    for (const what of await repairs.check(watch.redirected, () => soakSandboxes(cluster), since)) violation(what);
     const sample = agentSample(index);
     if (sample) report.agent.push(sample);
     await sleep(between(random, 2000, 8000));
@@ -151,6 +154,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
   watching = false;
   await checking;
   await watch.check();
+  for (const what of await repairs.check(watch.redirected, () => soakSandboxes(cluster), since)) violation(what);
   for (const grown of growth(report.agent)) violation(grown);
   report.agentRequestsPerMinuteMax = requestsPerMinuteMax(since);
   if (report.agentRequestsPerMinuteMax > requestsPerMinuteBound) {
@@ -160,6 +164,6 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
   for (const left of await leftOnNode(cluster)) violation(`left on the node after the uninstall: ${left}`);
   report.recoveries = summarizeRecoveries(recoveries);
   report.workload = { created: workload.created, deleted: workload.deleted, refused: workload.refused };
-  report.checks = { passes: watch.checks, connections: watch.connections, audits: agreement.audits };
+  report.checks = { passes: watch.checks, connections: watch.connections, audits: agreement.audits, repairs: repairs.repairs };
   return report;
 }
