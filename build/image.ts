@@ -61,7 +61,13 @@ async function lockedPackages(arch: ImageArch, updateLock: boolean) {
   return resolved;
 }
 
-async function platform(arch: ImageArch, updateLock: boolean) {
+/** The commit a build names (meshcni --version, meshcni_build_info): git's, unless another build is asked for. */
+async function commitOf(asked: string | undefined): Promise<string> {
+  if (asked) return asked;
+  return (await execa("git", ["describe", "--always", "--dirty", "--abbrev=12"], { cwd: root, reject: false })).stdout || "unknown";
+}
+
+async function platform(arch: ImageArch, updateLock: boolean, commit?: string) {
   const work = join(root, ".cache/image", arch);
   rmSync(join(work, "rootfs"), { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
@@ -81,7 +87,7 @@ async function platform(arch: ImageArch, updateLock: boolean) {
       "--outfile",
       binary,
       "--define",
-      `MESHCNI_COMMIT="${(await execa("git", ["describe", "--always", "--dirty", "--abbrev=12"], { cwd: root, reject: false })).stdout || "unknown"}"`,
+      `MESHCNI_COMMIT="${await commitOf(commit)}"`,
     ],
     { cwd: root, preferLocal: true },
   );
@@ -113,13 +119,22 @@ async function platform(arch: ImageArch, updateLock: boolean) {
   };
 }
 
-/** Builds the image for these architectures into `archive`; prints and returns what is in it. */
-export async function buildImage(archs: ImageArch[], archive = imageArchive, updateLock = false): Promise<Record<string, number>> {
+/**
+ * Builds the image for these architectures into `archive`; prints and returns what is in it.
+ * `other`: another build (the tests' second version to roll out to): its tag and the commit its binary names.
+ */
+export async function buildImage(
+  archs: ImageArch[],
+  archive = imageArchive,
+  updateLock = false,
+  other?: { tag: string; commit: string },
+): Promise<Record<string, number>> {
   const platforms = [];
-  for (const arch of archs) platforms.push(await platform(arch, updateLock));
-  const { sizes, digest } = await writeOciArchive(archive, imageName, platforms);
-  console.log(`${imageName} -> ${archive} (${(lstatSync(archive).size / 2 ** 20).toFixed(1)} MB archive)`);
-  console.log(`  digest: ${imageName}@${digest}`);
+  for (const arch of archs) platforms.push(await platform(arch, updateLock, other?.commit));
+  const name = other ? `${imageRepository}:${other.tag}` : imageName;
+  const { sizes, digest } = await writeOciArchive(archive, name, platforms);
+  console.log(`${name} -> ${archive} (${(lstatSync(archive).size / 2 ** 20).toFixed(1)} MB archive)`);
+  console.log(`  digest: ${name}@${digest}`);
   for (const { architecture, packages } of platforms) {
     const mb = (key: string) => (sizes[key]! / 2 ** 20).toFixed(1);
     console.log(

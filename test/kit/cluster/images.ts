@@ -58,3 +58,14 @@ export async function imageArchives(): Promise<string[]> {
   if (!newer(meshcni, meshcniBinary)) await buildImage([architecture], meshcni);
   return [pause, probe, meshcni];
 }
+
+/** A second build of meshcni (its binary names another commit): what rollouts to another version roll to. */
+export const otherBuild = { tag: "other-build", commit: "other-build" };
+
+/** The other build's image archive, built once per build of meshcni's binary. */
+export async function otherBuildArchive(): Promise<string> {
+  mkdirSync(cache, { recursive: true });
+  const archive = join(cache, "meshcni-other-image.tar");
+  if (!newer(archive, meshcniBinary)) await buildImage([architecture], archive, false, otherBuild);
+  return archive;
+}

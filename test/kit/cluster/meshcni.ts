@@ -69,6 +69,15 @@ export const agentAnswersReady = (): Promise<boolean> =>
     () => false,
   );
 
+/** The commit of the agent's build answering on the node's port (meshcni_build_info), or undefined when it does not answer. */
+export async function agentCommit(): Promise<string | undefined> {
+  const metrics = await fetch("http://127.0.0.1:9911/metrics", { signal: AbortSignal.timeout(5000) }).then(
+    (response) => response.text(),
+    () => "",
+  );
+  return /^meshcni_build_info\{[^}]*commit="([^"]*)"/m.exec(metrics)?.[1];
+}
+
 /**
  * meshcni on the cluster as an operator installs it: the manifests applied with kubectl,
  * then the DaemonSet's rollout awaited (its pod ready: chained, kubeconfig written).

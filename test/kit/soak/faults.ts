@@ -2,10 +2,12 @@
 // meets it: what it did is returned in words (with what was drawn for it), for the report.
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { imageRepository } from "../../../src/build-info.js";
 import type { RealCluster } from "../cluster/cluster.js";
 import { compactEtcd } from "../cluster/control-plane.js";
+import { otherBuild, otherBuildArchive } from "../cluster/images.js";
 import { agentStateDir, nodeName, paths, startupTaint } from "../cluster/layout.js";
-import { agentAnswersReady } from "../cluster/meshcni.js";
+import { agentAnswersReady, agentCommit } from "../cluster/meshcni.js";
 import { primaryConflist, rewritePrimaryConflist } from "../cluster/node.js";
 import { runningPid } from "../cluster/processes.js";
 import { rotateSigningKey } from "../cluster/signing-key.js";
@@ -143,13 +145,16 @@ export const faults: Record<FaultKind, (context: FaultContext) => Promise<string
     const image = (
       await cluster.kubectl(["-n", "meshcni", "get", "daemonset", "meshcni", "-o", "jsonpath={.spec.template.spec.containers[0].image}"])
     ).trim();
-    const other = `${image.replace(/:[^:/]+$/, "")}:soak-other`;
-    await cluster.ctr("images", "tag", "--force", image, other);
+    await cluster.ctr("images", "import", "--all-platforms", await otherBuildArchive());
+    const other = `${imageRepository}:${otherBuild.tag}`;
+    const commits: Array<string | undefined> = [];
     for (const to of [other, image]) {
       await cluster.kubectl(["-n", "meshcni", "set", "image", "daemonset/meshcni", `install=${to}`]);
       await cluster.kubectl(["-n", "meshcni", "rollout", "status", "daemonset/meshcni", "--timeout=120s"]);
+      commits.push(await agentCommit());
     }
-    return "meshcni's DaemonSet rolled out to another tag of its image, and back";
+    if (commits[0] !== otherBuild.commit) throw new Error(`rolled out to ${other}, the agent runs commit ${commits[0]}`);
+    return `meshcni's DaemonSet rolled out to another build (${other}, commit ${commits[0]}) and back (commit ${commits[1]})`;
   },
   "backend-switched": async ({ cluster }) => {
     const { data } = await cluster.get<{ data: { cni_network_config: string } }>("-n", "meshcni", "configmap", "meshcni-config");
