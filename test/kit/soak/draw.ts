@@ -21,6 +21,7 @@ export const faultKinds = [
   "signing-key-dropped",
   "daemonset-rolled",
   "backend-switched",
+  "annotation-flipped",
 ] as const;
 export type FaultKind = (typeof faultKinds)[number];
 

@@ -14,6 +14,7 @@ import { rotateSigningKey } from "../cluster/signing-key.js";
 import { sleep, until } from "../common.js";
 import { processesOf, withDescendants } from "../proc.js";
 import { between, type FaultKind } from "./draw.js";
+import { soakLabel, soakNamespaces } from "./workload.js";
 
 export interface FaultContext {
   cluster: RealCluster;
@@ -155,6 +156,27 @@ export const faults: Record<FaultKind, (context: FaultContext) => Promise<string
     }
     if (commits[0] !== otherBuild.commit) throw new Error(`rolled out to ${other}, the agent runs commit ${commits[0]}`);
     return `meshcni's DaemonSet rolled out to another build (${other}, commit ${commits[0]}) and back (commit ${commits[1]})`;
+  },
+  "annotation-flipped": async ({ cluster, random }) => {
+    const forMs = between(random, 5000, 20_000);
+    // A port no check connects to: running pods keep the plan they started with, new ones take the changed one,
+    // and no answer on 8080 changes (the checks' expectations hold whichever plan a pod runs).
+    const [key, on] = [
+      ["config.linkerd.io/skip-inbound-ports", "config.linkerd.io/skip-outbound-ports"][between(random, 0, 1)]!,
+      soakNamespaces[between(random, 0, soakNamespaces.length - 1)]!,
+    ];
+    const pods = (await cluster.kubectl(["-n", on, "get", "pods", "-l", `${soakLabel}!=unmeshed`, "-o", "name"]))
+      .split("\n")
+      .filter(Boolean);
+    let target = random() < 0.5 || pods.length === 0 ? ["namespace", on] : ["-n", on, pods[between(random, 0, pods.length - 1)]!];
+    await cluster.kubectl(["annotate", ...target, `${key}=9999`, "--overwrite"]).catch(async () => {
+      target = ["namespace", on]; // the pod went meanwhile
+      await cluster.kubectl(["annotate", ...target, `${key}=9999`, "--overwrite"]);
+    });
+    await sleep(forMs);
+    // The pod may be gone by now (the load deletes pods all along): nothing to take back then.
+    await cluster.kubectl(["annotate", ...target, `${key}-`]).catch(() => undefined);
+    return `${key}=9999 on ${target.join(" ")} for ${forMs} ms, then removed`;
   },
   "backend-switched": async ({ cluster }) => {
     const { data } = await cluster.get<{ data: { cni_network_config: string } }>("-n", "meshcni", "configmap", "meshcni-config");
