@@ -48,13 +48,15 @@ const recoveryTimeoutMs = 300_000;
 const requestsPerMinuteBound = 600;
 
 /** Waits for the node to recover from a fault: how long it took, or what was still missing at the timeout. */
-async function recovery(cluster: RealCluster): Promise<{ ms: number } | { left: string[] }> {
+async function recovery(cluster: RealCluster): Promise<{ ms: number; waitedOn: string[] } | { left: string[] }> {
   const started = performance.now();
+  let waitedOn: string[] = [];
   for (;;) {
     // A pass takes seconds (a connection to each pod): recovered from the start of the pass that found it so.
     const passStarted = performance.now();
     const left = await notRecovered(cluster);
-    if (left.length === 0) return { ms: passStarted - started };
+    if (left.length === 0) return { ms: passStarted - started, waitedOn };
+    waitedOn = left;
     if (performance.now() - started > recoveryTimeoutMs) return { left };
     await sleep(1000);
   }
@@ -141,7 +143,9 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     const recovered = await recovery(cluster);
     const entry = { index, kind, did, ...("ms" in recovered ? { recoveredMs: Math.round(recovered.ms) } : {}) };
     report.run.push(entry);
-    options.log(`[${index}] ${did}: ${"ms" in recovered ? `recovered in ${(recovered.ms / 1000).toFixed(1)} s` : "NOT recovered"}`);
+    // What a slow recovery waited on last: what to look into.
+    const slow = "ms" in recovered && recovered.ms > 30_000 ? ` (last waiting on: ${recovered.waitedOn.join("; ")})` : "";
+    options.log(`[${index}] ${did}: ${"ms" in recovered ? `recovered in ${(recovered.ms / 1000).toFixed(1)} s${slow}` : "NOT recovered"}`);
     if ("ms" in recovered) recoveries.push({ kind, ms: recovered.ms });
     else violation(`not recovered within ${recoveryTimeoutMs / 1000} s: ${recovered.left.join("; ")}`);
     for (const what of await repairs.check(watch.redirected, () => soakSandboxes(cluster), since)) violation(what);
