@@ -1,6 +1,7 @@
 import { expect, it } from "vitest";
 import { suiteCluster } from "../kit/cluster/suite.js";
 import { describeAsRoot } from "../kit/root-suites.js";
+import { faultKinds } from "../kit/soak/draw.js";
 import { formatReport } from "../kit/soak/report.js";
 import { soak } from "../kit/soak/soak.js";
 
@@ -14,7 +15,9 @@ describeAsRoot("the short soak on the real cluster", () => {
   const seed = process.env.MESHCNI_SOAK_SEED ? Number(process.env.MESHCNI_SOAK_SEED) : Math.floor(Math.random() * 2 ** 31);
 
   it("holds every invariant through faults drawn at random (the seed is in the report)", async () => {
-    const report = await soak(cluster, { faults: 20, minutes: 4, seed, log: (line) => console.log(line) });
+    // Not the plugin token's expiry: its wait (10 minutes and more) is past what CI's run can spend (the matrix's legs run it as a suite).
+    const kinds = faultKinds.filter((kind) => kind !== "plugin-token-expired");
+    const report = await soak(cluster, { faults: 20, minutes: 4, seed, kinds, log: (line) => console.log(line) });
     console.log(formatReport(report));
     expect(report.run.length, `seed ${seed}`).toBeGreaterThanOrEqual(3);
     expect(report.checks.connections, `seed ${seed}`).toBeGreaterThan(0);

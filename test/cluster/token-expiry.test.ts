@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Meshcni } from "../kit/cluster/meshcni.js";
+import { Meshcni, sandboxFailures, stopAgentKeepingDaemonSet, withPluginTokenSeconds } from "../kit/cluster/meshcni.js";
 import { chainedTypes } from "../kit/cluster/node.js";
 import { suiteCluster } from "../kit/cluster/suite.js";
 import { pluginTokenClaims } from "../kit/cluster/tokens.js";
@@ -9,16 +9,6 @@ import { describeAsRoot } from "../kit/root-suites.js";
 
 /** The shortest life the API server grants a token (TokenRequest refuses less than 10 minutes). */
 const tokenSeconds = 600;
-
-/** The agent's container args with `--plugin-token-seconds`, as an operator adds a flag to the DaemonSet. */
-const withTokenSeconds = (manifests: string) => {
-  const edited = manifests.replace(
-    /^( *)args:\n/m,
-    (line, indent: string) => `${line}${indent}  - --plugin-token-seconds\n${indent}  - "${tokenSeconds}"\n`,
-  );
-  if (edited === manifests) throw new Error("no args in the rendered DaemonSet");
-  return edited;
-};
 
 /**
  * Its wait (the token's 10 minutes) is past what CI's run can spend: it runs in each leg of
@@ -34,7 +24,7 @@ const inMatrix = process.env.MESHCNI_LEG !== undefined;
  */
 (inMatrix ? describeAsRoot : describe.skip)("the plugin's token expired while no agent runs, on a real cluster", () => {
   const cluster = suiteCluster(async (up) => {
-    await new Meshcni(up).deploy([], withTokenSeconds);
+    await new Meshcni(up).deploy([], withPluginTokenSeconds(tokenSeconds));
     await startClientAndShop(up);
   });
   const meshcni = new Meshcni(cluster);
@@ -42,29 +32,17 @@ const inMatrix = process.env.MESHCNI_LEG !== undefined;
   it("fails closed past the token's expiry, naming it, and starts every pod redirected once the agent is back", async () => {
     const expiresAt = (pluginTokenClaims().exp ?? 0) * 1000;
     expect(expiresAt - Date.now()).toBeLessThanOrEqual(tokenSeconds * 1000);
-    // A rollout to an image the node does not have (and may not pull): the old agent stops (its DaemonSet stays), none replaces it.
-    const absent = [
-      { op: "replace", path: "/spec/template/spec/containers/0/image", value: "ghcr.io/meshcni/meshcni:absent" },
-      { op: "replace", path: "/spec/template/spec/containers/0/imagePullPolicy", value: "Never" },
-    ];
-    await cluster.kubectl(["-n", "meshcni", "patch", "daemonset", "meshcni", "--type=json", "-p", JSON.stringify(absent)]);
-    await until(
-      async () =>
-        (await cluster.get<{ items: unknown[] }>("pods", "-n", "meshcni", "--field-selector=status.phase=Running")).items.length === 0,
-      90_000,
-      500,
-    );
+    await stopAgentKeepingDaemonSet(cluster);
     expect(chainedTypes().at(-1)).toBe("meshcni");
     // Past its exp and the minute of leeway the API server gives a token's times.
     await sleep(Math.max(0, expiresAt - Date.now()) + 65_000);
     await cluster.kubectl(["scale", "deployment/shop", "--replicas=2"]);
-    const sandboxFailures = () =>
-      cluster.kubectl(["get", "events", "--field-selector", "reason=FailedCreatePodSandBox", "-o", "jsonpath={.items[*].message}"]);
-    await until(async () => (await sandboxFailures()).includes("token expired"), 90_000, 500).catch(async (error: Error) => {
+    const failures = () => sandboxFailures(cluster);
+    await until(async () => (await failures()).includes("token expired"), 90_000, 500).catch(async (error: Error) => {
       const pods = await cluster.kubectl(["get", "pods", "-A", "-o", "wide"]);
-      throw new Error(`${error.message}; sandbox failures: ${(await sandboxFailures()).slice(-2000)}\n${pods}`);
+      throw new Error(`${error.message}; sandbox failures: ${(await failures()).slice(-2000)}\n${pods}`);
     });
-    expect(await sandboxFailures()).toMatch(
+    expect(await failures()).toMatch(
       /plugin type="meshcni".*401 Unauthorized: the kubeconfig's token expired at \S+ \(\d+ s ago\): meshcni's agent renews it while it runs on this node; is it running\?/,
     );
     expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(1);

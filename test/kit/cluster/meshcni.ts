@@ -69,6 +69,41 @@ export const agentAnswersReady = (): Promise<boolean> =>
     () => false,
   );
 
+/** The agent's container args with `--plugin-token-seconds`, as an operator adds a flag to the DaemonSet. */
+export const withPluginTokenSeconds =
+  (seconds: number) =>
+  (manifests: string): string => {
+    const edited = manifests.replace(
+      /^( *)args:\n/m,
+      (line, indent: string) => `${line}${indent}  - --plugin-token-seconds\n${indent}  - "${seconds}"\n`,
+    );
+    if (edited === manifests) throw new Error("no args in the rendered DaemonSet");
+    return edited;
+  };
+
+/**
+ * The agent stopped with its DaemonSet kept: rolled out to an image the node does not have
+ * (and may not pull), so the old agent stops (keeping everything) and none replaces it.
+ * `kubectl rollout undo` brings it back.
+ */
+export async function stopAgentKeepingDaemonSet(cluster: RealCluster): Promise<void> {
+  const absent = [
+    { op: "replace", path: "/spec/template/spec/containers/0/image", value: "ghcr.io/meshcni/meshcni:absent" },
+    { op: "replace", path: "/spec/template/spec/containers/0/imagePullPolicy", value: "Never" },
+  ];
+  await cluster.kubectl(["-n", "meshcni", "patch", "daemonset", "meshcni", "--type=json", "-p", JSON.stringify(absent)]);
+  await until(
+    async () =>
+      (await cluster.get<{ items: unknown[] }>("pods", "-n", "meshcni", "--field-selector=status.phase=Running")).items.length === 0,
+    90_000,
+    500,
+  );
+}
+
+/** The messages of the sandbox failures kubelet reported (its FailedCreatePodSandBox Events), in every namespace. */
+export const sandboxFailures = (cluster: RealCluster): Promise<string> =>
+  cluster.kubectl(["get", "events", "-A", "--field-selector", "reason=FailedCreatePodSandBox", "-o", "jsonpath={.items[*].message}"]);
+
 /** The commit of the agent's build answering on the node's port (meshcni_build_info), or undefined when it does not answer. */
 export async function agentCommit(): Promise<string | undefined> {
   const metrics = await fetch("http://127.0.0.1:9911/metrics", { signal: AbortSignal.timeout(5000) }).then(

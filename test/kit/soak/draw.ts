@@ -22,8 +22,17 @@ export const faultKinds = [
   "daemonset-rolled",
   "backend-switched",
   "annotation-flipped",
+  "plugin-token-expired",
 ] as const;
 export type FaultKind = (typeof faultKinds)[number];
+
+/**
+ * How often a kind is drawn beside the others (1 unless said): the plugin's token outliving
+ * its agent waits out the token's life (up to its 10 minutes and the API's minute of leeway),
+ * as long as a dozen other faults.
+ */
+export const faultWeights: Partial<Record<FaultKind, number>> = { "plugin-token-expired": 0.1 };
+const weightOf = (kind: FaultKind) => faultWeights[kind] ?? 1;
 
 /** A seeded generator of numbers in [0, 1) (mulberry32): small, fast, and the same everywhere. */
 export function seededRandom(seed: number): () => number {
@@ -37,9 +46,13 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-/** `count` faults drawn from `kinds` with `random`: one at a time, each as likely as any other. */
+/** `count` faults drawn from `kinds` with `random`: one at a time, each kind as likely as its weight says. */
 export function drawFaults(random: () => number, count: number, kinds: readonly FaultKind[] = faultKinds): FaultKind[] {
-  return Array.from({ length: count }, () => kinds[Math.floor(random() * kinds.length)]!);
+  const total = kinds.reduce((sum, kind) => sum + weightOf(kind), 0);
+  return Array.from({ length: count }, () => {
+    let left = random() * total;
+    return kinds.find((kind) => (left -= weightOf(kind)) < 0) ?? kinds.at(-1)!;
+  });
 }
 
 /** An integer in [low, high], drawn with `random`. */

@@ -1,20 +1,18 @@
 // Each fault the soak draws, done for real to the cluster of test/kit/cluster, as the field
 // meets it: what it did is returned in words (with what was drawn for it), for the report.
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { imageRepository } from "../../../src/build-info.js";
 import type { RealCluster } from "../cluster/cluster.js";
 import { compactEtcd } from "../cluster/control-plane.js";
-import { otherBuild, otherBuildArchive } from "../cluster/images.js";
-import { agentStateDir, nodeName, paths, startupTaint } from "../cluster/layout.js";
-import { agentAnswersReady, agentCommit } from "../cluster/meshcni.js";
+import { nodeName, paths, startupTaint } from "../cluster/layout.js";
+import { agentAnswersReady } from "../cluster/meshcni.js";
 import { primaryConflist, rewritePrimaryConflist } from "../cluster/node.js";
 import { runningPid } from "../cluster/processes.js";
 import { rotateSigningKey } from "../cluster/signing-key.js";
 import { sleep, until } from "../common.js";
 import { processesOf, withDescendants } from "../proc.js";
 import { between, type FaultKind } from "./draw.js";
-import { soakLabel, soakNamespaces } from "./workload.js";
+import { meshcniFaults } from "./meshcni-faults.js";
 
 export interface FaultContext {
   cluster: RealCluster;
@@ -142,74 +140,5 @@ export const faults: Record<FaultKind, (context: FaultContext) => Promise<string
     await cluster.kubectl(["-n", "meshcni", "rollout", "restart", "daemonset/meshcni"]);
     return "the ServiceAccount signing key rotated, the old one dropped; meshcni's DaemonSet restarted once its agent said not ready";
   },
-  "daemonset-rolled": async ({ cluster }) => {
-    const image = (
-      await cluster.kubectl(["-n", "meshcni", "get", "daemonset", "meshcni", "-o", "jsonpath={.spec.template.spec.containers[0].image}"])
-    ).trim();
-    await cluster.ctr("images", "import", "--all-platforms", await otherBuildArchive());
-    const other = `${imageRepository}:${otherBuild.tag}`;
-    const commits: Array<string | undefined> = [];
-    for (const to of [other, image]) {
-      await cluster.kubectl(["-n", "meshcni", "set", "image", "daemonset/meshcni", `install=${to}`]);
-      await cluster.kubectl(["-n", "meshcni", "rollout", "status", "daemonset/meshcni", "--timeout=120s"]);
-      commits.push(await agentCommit());
-    }
-    if (commits[0] !== otherBuild.commit) throw new Error(`rolled out to ${other}, the agent runs commit ${commits[0]}`);
-    return `meshcni's DaemonSet rolled out to another build (${other}, commit ${commits[0]}) and back (commit ${commits[1]})`;
-  },
-  "annotation-flipped": async ({ cluster, random }) => {
-    const forMs = between(random, 5000, 20_000);
-    // A port no check connects to: running pods keep the plan they started with, new ones take the changed one,
-    // and no answer on 8080 changes (the checks' expectations hold whichever plan a pod runs).
-    const [key, on] = [
-      ["config.linkerd.io/skip-inbound-ports", "config.linkerd.io/skip-outbound-ports"][between(random, 0, 1)]!,
-      soakNamespaces[between(random, 0, soakNamespaces.length - 1)]!,
-    ];
-    const pods = (await cluster.kubectl(["-n", on, "get", "pods", "-l", `${soakLabel}!=unmeshed`, "-o", "name"]))
-      .split("\n")
-      .filter(Boolean);
-    let target = random() < 0.5 || pods.length === 0 ? ["namespace", on] : ["-n", on, pods[between(random, 0, pods.length - 1)]!];
-    await cluster.kubectl(["annotate", ...target, `${key}=9999`, "--overwrite"]).catch(async () => {
-      target = ["namespace", on]; // the pod went meanwhile
-      await cluster.kubectl(["annotate", ...target, `${key}=9999`, "--overwrite"]);
-    });
-    await sleep(forMs);
-    // The pod may be gone by now (the load deletes pods all along): nothing to take back then.
-    await cluster.kubectl(["annotate", ...target, `${key}-`]).catch(() => undefined);
-    return `${key}=9999 on ${target.join(" ")} for ${forMs} ms, then removed`;
-  },
-  "backend-switched": async ({ cluster }) => {
-    const { data } = await cluster.get<{ data: { cni_network_config: string } }>("-n", "meshcni", "configmap", "meshcni-config");
-    const entry = JSON.parse(data.cni_network_config) as { linkerd: Record<string, unknown> };
-    const from = String(entry.linkerd["iptables-mode"]);
-    const to = from === "nftables" ? "auto" : "nftables";
-    entry.linkerd["iptables-mode"] = to;
-    const patch = JSON.stringify({ data: { cni_network_config: JSON.stringify(entry, null, 2) } });
-    await cluster.kubectl(["-n", "meshcni", "patch", "configmap", "meshcni-config", "--type=merge", "-p", patch]);
-    // As an operator changes it: the entry is the agent's environment, taken at its start.
-    await cluster.kubectl(["-n", "meshcni", "rollout", "restart", "daemonset/meshcni"]);
-    await cluster.kubectl(["-n", "meshcni", "rollout", "status", "daemonset/meshcni", "--timeout=120s"]);
-    const rolled = performance.now();
-    const moved = () => recordedBackends().every((backend) => (to === "nftables") === (backend === "nftables"));
-    await until(moved, 180_000, 500).catch(() => {
-      throw new Error(`running pods' redirects not moved to ${to} within 180 s: ${recordedBackends().join(", ")}`);
-    });
-    const seconds = ((performance.now() - rolled) / 1000).toFixed(1);
-    return `meshcni's iptables-mode changed from ${from} to ${to} and its DaemonSet restarted: ${recordedBackends().length} records in the new backend ${seconds} s after the rollout`;
-  },
+  ...meshcniFaults,
 };
-
-/** The backend each of the node's ADD records names (the agent's state dir on the host). */
-function recordedBackends(): string[] {
-  const dir = join(agentStateDir, "attachments");
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((file) => file.endsWith(".json"))
-    .flatMap((file) => {
-      try {
-        return [(JSON.parse(readFileSync(join(dir, file), "utf8")) as { backend: string }).backend];
-      } catch {
-        return []; // removed meanwhile
-      }
-    });
-}

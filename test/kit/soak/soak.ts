@@ -4,7 +4,7 @@
 
 import { agentUser, auditEvents } from "../cluster/audit.js";
 import type { RealCluster } from "../cluster/cluster.js";
-import { auditNode, leftOnNode, Meshcni } from "../cluster/meshcni.js";
+import { auditNode, leftOnNode, Meshcni, withPluginTokenSeconds } from "../cluster/meshcni.js";
 import { asList, plainPod } from "../cluster/workloads.js";
 import { sleep } from "../common.js";
 import { openFds, processesOf, rssMb } from "../proc.js";
@@ -44,6 +44,7 @@ export interface SoakReport {
 }
 
 const recoveryTimeoutMs = 300_000;
+const pluginTokenSeconds = 600;
 /** An agent asking more than this in any minute is in a loop. */
 const requestsPerMinuteBound = 600;
 
@@ -112,7 +113,8 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     report.violations.push({ ...under, what });
   };
   const since = new Date().toISOString();
-  await new Meshcni(cluster).deploy();
+  // The plugin's token lives the API's shortest (10 minutes), so a fault can outlive it.
+  await new Meshcni(cluster).deploy([], withPluginTokenSeconds(pluginTokenSeconds));
   await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client")));
   await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=90s"]);
   const workload = new SoakWorkload(cluster, seededRandom(options.seed + 1));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { between, drawFaults, faultKinds, seededRandom, summarizeRecoveries } from "../../kit/soak/draw.js";
+import { between, drawFaults, faultKinds, faultWeights, seededRandom, summarizeRecoveries } from "../../kit/soak/draw.js";
 
 describe("the soak's draw", () => {
   it("draws the same faults, in the same order, from the same seed, and others from another", () => {
@@ -8,11 +8,15 @@ describe("the soak's draw", () => {
     expect(draw(42)).not.toEqual(draw(43));
   });
 
-  it("draws every kind over many faults, none far more often than the others", () => {
-    const drawn = drawFaults(seededRandom(7), 1000 * faultKinds.length);
-    const counts = faultKinds.map((kind) => drawn.filter((fault) => fault === kind).length);
-    for (const count of counts) expect(count).toBeGreaterThan(800);
-    for (const count of counts) expect(count).toBeLessThan(1200);
+  it("draws every kind over many faults, each as often as its weight says", () => {
+    const weight = (kind: (typeof faultKinds)[number]) => faultWeights[kind] ?? 1;
+    const drawn = drawFaults(seededRandom(7), 1000 * faultKinds.reduce((sum, kind) => sum + weight(kind), 0));
+    for (const kind of faultKinds) {
+      const perWeight = drawn.filter((fault) => fault === kind).length / weight(kind);
+      expect(perWeight, kind).toBeGreaterThan(800);
+      expect(perWeight, kind).toBeLessThan(1200);
+    }
+    expect(drawn.filter((fault) => fault === "plugin-token-expired").length).toBeLessThan(150);
   });
 
   it("draws only the kinds asked for, and numbers within the bounds given, both ends reached", () => {
