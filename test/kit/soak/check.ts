@@ -152,7 +152,9 @@ export async function notRecovered(cluster: RealCluster): Promise<string[]> {
   // The API's Ready may be from before the fault (kubelet has not yet seen its containers die): each pod must answer.
   for (const pod of pods) {
     const answer = await cluster.connect("client", hostPort(pod.status.podIP!, 8080));
-    if (answer.startsWith("error:")) left.push(`${pod.metadata.namespace}/${pod.metadata.name} not answering: ${answer.split("\n")[0]}`);
+    // The load deletes pods all along: one deleted since the list (its containers stopping) is not the fault's.
+    if (answer.startsWith("error:") && !(await goneOrLeaving(cluster, pod)))
+      left.push(`${pod.metadata.namespace}/${pod.metadata.name} not answering: ${answer.split("\n")[0]}`);
   }
   return left;
 }
@@ -188,4 +190,21 @@ export class AuditAgreement {
     }
     return found;
   }
+}
+
+/** Whether a pod is gone or being deleted now (a pod the API cannot say of counts as neither). */
+async function goneOrLeaving(cluster: RealCluster, pod: SoakPod): Promise<boolean> {
+  const listed = await cluster
+    .get<{ items: SoakPod[] }>(
+      "pods",
+      "-n",
+      pod.metadata.namespace,
+      "--field-selector",
+      `metadata.name=${pod.metadata.name}`,
+      "--request-timeout=10s",
+    )
+    .catch(() => undefined);
+  if (!listed) return false;
+  const now = listed.items[0];
+  return !now || now.metadata.uid !== pod.metadata.uid || Boolean(now.metadata.deletionTimestamp);
 }
