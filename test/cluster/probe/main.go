@@ -3,6 +3,8 @@
 //	probe serve :8080=app :4143=proxy-inbound ...   answers each connection with one line:
 //	                                                 "<banner> dst=<original destination> src=<peer's address>"
 //	probe connect HOST:PORT                          (an IPv6 HOST in brackets) prints the line the server answered, or fails (exit 1)
+//	probe connect-each HOST:PORT...                  connects to all at once; prints "HOST:PORT<tab>answer" per target, in
+//	                                                 the order given, the answer "error: ..." for a target that did not answer
 //
 // The original destination is what the kernel's REDIRECT rewrote (SO_ORIGINAL_DST): a
 // connection to the app's port that a proxy listener answers, naming the app's address, is
@@ -15,6 +17,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -24,7 +27,7 @@ const soOriginalDst = 80
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR=BANNER... | probe connect HOST:PORT")
+		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR=BANNER... | probe connect HOST:PORT | probe connect-each HOST:PORT...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -44,22 +47,46 @@ func main() {
 		}
 		select {}
 	case "connect":
-		conn, err := net.DialTimeout("tcp", os.Args[2], 3*time.Second)
-		if err != nil {
-			fmt.Println("error:", err)
-			os.Exit(1)
-		}
-		_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
-		line, err := bufio.NewReader(conn).ReadString('\n')
+		line, err := dial(os.Args[2])
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
 		}
 		fmt.Print(line)
+	case "connect-each":
+		targets := os.Args[2:]
+		answers := make([]string, len(targets))
+		var wg sync.WaitGroup
+		for i, target := range targets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				line, err := dial(target)
+				if err != nil {
+					line = fmt.Sprint("error: ", err)
+				}
+				answers[i] = strings.TrimRight(line, "\n")
+			}()
+		}
+		wg.Wait()
+		for i, target := range targets {
+			fmt.Printf("%s\t%s\n", target, answers[i])
+		}
 	default:
 		fmt.Fprintf(os.Stderr, "probe: unknown command %q\n", os.Args[1])
 		os.Exit(2)
 	}
+}
+
+// dial connects to target and returns the line its server answered.
+func dial(target string) (string, error) {
+	conn, err := net.DialTimeout("tcp", target, 3*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	return bufio.NewReader(conn).ReadString('\n')
 }
 
 func serve(listener net.Listener, banner string) {

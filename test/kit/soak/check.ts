@@ -9,6 +9,7 @@ import { nodeName, startupTaint } from "../cluster/layout.js";
 import { type AuditedPod, agentAnswersReady } from "../cluster/meshcni.js";
 import { chainedTypes } from "../cluster/node.js";
 import { proxyInbound } from "../cluster/workloads.js";
+import { answersFrom } from "./connect.js";
 import type { SeenRedirected } from "./repairs.js";
 import { soakLabel } from "./workload.js";
 
@@ -87,9 +88,14 @@ export class RedirectWatch {
     const holders = new Map<string, number>();
     for (const { status } of pods) if (status.podIP) holders.set(status.podIP, (holders.get(status.podIP) ?? 0) + 1);
     // An address two pods hold (an IPAM fault, not a redirect's) answers for either: it proves nothing.
-    for (const pod of pods.filter((candidate) => ready(candidate) && holders.get(candidate.status.podIP ?? "") === 1)) {
+    const judged = pods.filter((candidate) => ready(candidate) && holders.get(candidate.status.podIP ?? "") === 1);
+    const answers = await answersFrom(
+      this.cluster,
+      judged.map((pod) => pod.status.podIP!),
+    );
+    for (const pod of judged) {
       const { name, namespace, uid, labels } = pod.metadata;
-      const answer = await this.cluster.connect("client", hostPort(pod.status.podIP!, 8080));
+      const answer = answers.get(pod.status.podIP!)!;
       // No answer (the exec failed, the pod went): proves nothing either way.
       if (answer.startsWith("error:")) continue;
       this.connections++;
@@ -150,8 +156,12 @@ export async function notRecovered(cluster: RealCluster): Promise<string[]> {
   if (waiting.length > 0) left.push(`pods not Ready: ${waiting.map((pod) => `${pod.metadata.namespace}/${pod.metadata.name}`).join(", ")}`);
   if (left.length > 0) return left;
   // The API's Ready may be from before the fault (kubelet has not yet seen its containers die): each pod must answer.
+  const answers = await answersFrom(
+    cluster,
+    pods.map((pod) => pod.status.podIP!),
+  );
   for (const pod of pods) {
-    const answer = await cluster.connect("client", hostPort(pod.status.podIP!, 8080));
+    const answer = answers.get(pod.status.podIP!)!;
     // The load deletes pods all along: one deleted since the list (its containers stopping) is not the fault's.
     if (answer.startsWith("error:") && !(await goneOrLeaving(cluster, pod)))
       left.push(`${pod.metadata.namespace}/${pod.metadata.name} not answering: ${answer.split("\n")[0]}`);

@@ -127,8 +127,8 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
   const checking = (async () => {
     while (watching) {
       await watch.check();
-      // Every third pass, the operator's view beside it: what meshcni audit says of each pod just connected to.
-      const audited = watch.checks % 3 === 0 ? await auditNode() : undefined;
+      // Every fifth pass, the operator's view beside it: what meshcni audit says of each pod just connected to.
+      const audited = watch.checks % 5 === 0 ? await auditNode() : undefined;
       for (const what of audited ? agreement.compare(audited, watch.answered) : []) violation(what);
       await sleep(2000);
     }
@@ -153,7 +153,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     for (const what of await repairs.check(watch.redirected, () => soakSandboxes(cluster), since)) violation(what);
     const sample = agentSample(index);
     if (sample) report.agent.push(sample);
-    await sleep(between(random, 2000, 8000));
+    await sleep(between(random, 2000, 5000));
   }
   under = { index: report.run.length, kind: "end" };
   await workload.stop();

@@ -18,7 +18,12 @@ function fakeCluster(pods: FakePod[], answers: Record<string, string>): RealClus
         status: { podIP: pod.ip, phase: "Running", conditions: [{ type: "Ready", status: "True" }] },
       })),
     }),
-    connect: async (_pod: string, target: string) => answers[target.split(":")[0]!] ?? "error: no route",
+    // `probe connect-each` in the client pod: a line per target.
+    kubectl: async (args: string[]) =>
+      args
+        .slice(args.indexOf("connect-each") + 1)
+        .map((target) => `${target}\t${answers[target.split(":")[0]!] ?? "error: no route"}\n`)
+        .join(""),
   } as unknown as RealCluster;
 }
 
