@@ -50,8 +50,13 @@ export function seededRandom(seed: number): () => number {
 export function drawFaults(random: () => number, count: number, kinds: readonly FaultKind[] = faultKinds): FaultKind[] {
   const total = kinds.reduce((sum, kind) => sum + weightOf(kind), 0);
   return Array.from({ length: count }, () => {
-    let left = random() * total;
-    return kinds.find((kind) => (left -= weightOf(kind)) < 0) ?? kinds.at(-1)!;
+    const at = random() * total;
+    let below = 0;
+    for (const kind of kinds) {
+      below += weightOf(kind);
+      if (at < below) return kind;
+    }
+    return kinds.at(-1)!;
   });
 }
 
