@@ -26,11 +26,12 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<und
     return () => undefined;
   });
   try {
-    const others = records.forContainer(env.containerId).filter((record) => record.ifname !== env.ifname && record.netns === env.netns);
+    const container = records.forContainer(env.containerId);
+    const others = container.filter((record) => record.ifname !== env.ifname && record.netns === env.netns);
     if (!env.netns) deps.log.info("no CNI_NETNS: the netns is gone, nothing to remove");
     else if (others.length > 0)
       deps.log.info("keeping the redirect: other attachments of this netns remain", { ifnames: others.map((record) => record.ifname) });
-    else await removeRules(request, deps, records.read(attachment)?.backend);
+    else await removeRules(request, deps, container.find((record) => record.ifname === env.ifname)?.backend);
     records.remove(attachment);
   } finally {
     release();
