@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
-import { accessSync, constants, mkdirSync } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
 import { processFileName, removeFile } from "../files.js";
@@ -95,14 +96,16 @@ export class IptablesError extends Error {
  * Runs iptables-save/-restore of one backend. Legacy restore takes the host-wide xtables
  * lock, though each pod netns has its own tables; a lock file private to this process
  * (XTABLES_LOCKFILE, iptables >= 1.8.6) keeps pods from queueing behind each other; it
- * lives in lockDir, named by pid, so one a killed plugin left is swept later.
+ * lives in lockDir, named by pid, so one a killed plugin left is swept later. The runner
+ * never makes lockDir (a DEL after an uninstall must not put back the state dir it emptied):
+ * without it, the lock file goes in the OS's temp dir.
  * `-w` is passed only when the netconf asks (use-wait-flag): with a private lock there
  * is nothing to wait for. nft commits through netlink and takes no lock.
  */
 export async function createIptablesRunner(backend: IptablesBackend, options: { wait: boolean; lockDir: string }): Promise<IptablesRunner> {
-  const lockFile = backend === "nft" ? undefined : processFileName(options.lockDir, "xtables");
-  const env = { PATH: searchPath, ...(lockFile ? { XTABLES_LOCKFILE: lockFile } : {}) };
+  let lockFile: string | undefined;
   const runChecked = async (binary: string, args: string[], input?: string) => {
+    const env = { PATH: searchPath, ...(lockFile ? { XTABLES_LOCKFILE: lockFile } : {}) };
     const ran = await run(binary, args, env, input);
     if (ran.exitCode !== 0 || ran.failure) throw new IptablesError(binary, args, ran.exitCode, ran.stderr, ran.failure);
     return ran.stdout;
@@ -111,8 +114,8 @@ export async function createIptablesRunner(backend: IptablesBackend, options: { 
     backend,
     save: (family) => runChecked(binaryName(backend, family, "save"), ["-t", "nat"]),
     async restore(family, text) {
-      // Only restore takes the lock; made here, so a runner that only saves writes nothing.
-      if (lockFile) mkdirSync(options.lockDir, { recursive: true, mode: 0o755 });
+      // Only restore takes the lock; named here, so a runner that only saves writes nothing.
+      if (backend !== "nft") lockFile ??= processFileName(existsSync(options.lockDir) ? options.lockDir : tmpdir(), "xtables");
       await runChecked(binaryName(backend, family, "restore"), ["--noflush", ...(options.wait ? ["-w"] : [])], text);
     },
     close() {

@@ -18,8 +18,9 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<und
   const records = deps.records(conf.state_dir);
   swept(records.sweep(), deps);
   const attachment = { containerID: env.containerId, ifname: env.ifname };
-  // After any write of this attachment still in hand (an agent's writer the plugin stopped waiting for).
-  const release = await records.lock(attachment).catch((error: unknown) => {
+  // After any write of this attachment still in hand (an agent's writer the plugin stopped waiting for); a DEL
+  // after an uninstall (the state dir emptied) has none to wait for and must not put the locks dir back.
+  const release = await records.lock(attachment, { createDir: false }).catch((error: unknown) => {
     // Held past its bound: the runtime tries again. A lock file that cannot be had at all must not keep a pod in teardown.
     if (error instanceof CniError) throw error;
     deps.log.warn("removing without the attachment's lock", { reason: errorMessage(error) });

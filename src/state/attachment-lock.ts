@@ -1,4 +1,4 @@
-import { closeSync, constants, mkdirSync, openSync } from "node:fs";
+import { closeSync, constants, existsSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { CniError, ErrorCode } from "../cni/errors.js";
 import { sha256 } from "../files.js";
@@ -19,10 +19,14 @@ const pollMs = 5;
  * for the write in hand to end (and undo itself if it fails) before it writes; the lock is
  * the kernel's (flock), so a writer killed midway holds it no longer. Held past `waitMs`:
  * code 11, the runtime tries again. Returns what releases it.
+ *
+ * `createDir: false` (DEL) takes no lock when locksDir is not there: every writer makes it
+ * before it locks, so none holds one, and a DEL after an uninstall puts back nothing.
  */
-export async function lockAttachment(locksDir: string, key: string, waitMs: number): Promise<() => void> {
+export async function lockAttachment(locksDir: string, key: string, waitMs: number, createDir = true): Promise<() => void> {
   const { tryLock } = await libc();
-  mkdirSync(locksDir, { recursive: true, mode: 0o700 });
+  if (createDir) mkdirSync(locksDir, { recursive: true, mode: 0o700 });
+  else if (!existsSync(locksDir)) return () => undefined;
   const slot = Number.parseInt(sha256(key).slice(0, 8), 16) % slots;
   const path = join(locksDir, `attachment-${slot}.lock`);
   const fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);

@@ -54,8 +54,11 @@ export interface RecordStore {
   sweep(): string[];
   /** The attachment's record, if it has a readable one. */
   read(attachment: Attachment): AttachmentRecord | undefined;
-  /** Holds the attachment for one writer of its rules and record (see lockAttachment); returns what releases it. */
-  lock(attachment: Attachment): Promise<() => void>;
+  /**
+   * Holds the attachment for one writer of its rules and record (see lockAttachment); returns
+   * what releases it. `createDir: false`: no lock where no writer has ever made the locks dir.
+   */
+  lock(attachment: Attachment, options?: { createDir: boolean }): Promise<() => void>;
 }
 
 /** How long a write waits for another of the same attachment: past the agent's writer's own limit (15 s), which kills it. */
@@ -140,6 +143,7 @@ export function fileRecordStore(stateDir: string): RecordStore {
     },
     sweep: () => [...sweepAbandoned(dir), ...sweepAbandoned(locksDir(stateDir))],
     read: (attachment) => read(fileName(attachment))[0],
-    lock: (attachment) => lockAttachment(locksDir(stateDir), fileName(attachment), attachmentLockWaitMs),
+    lock: (attachment, options) =>
+      lockAttachment(locksDir(stateDir), fileName(attachment), attachmentLockWaitMs, options?.createDir ?? true),
   };
 }

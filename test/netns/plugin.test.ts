@@ -1,3 +1,5 @@
+import { readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FakeApiServer, podObject } from "../kit/api/server.js";
 import { deleteLoopbackRule, iptables, meshcniNetconf, podArgs } from "../kit/common.js";
@@ -168,6 +170,19 @@ for (const backend of ["nft", "legacy"] as const) {
         await net.removeNetns(gone);
         const deleted = await net.cnitool("del", "mesh", gone, webArgs);
         expect(deleted.exitCode, deleted.stdout + deleted.stderr).toBe(0);
+      });
+
+      it("DEL after an uninstall emptied the state dir removes the rules and puts nothing back in it", async () => {
+        const late = await net.addNetns("late");
+        expect((await net.cnitool("add", "mesh", late, webArgs)).exitCode).toBe(0);
+        expect(readdirSync(net.stateDir)).toContain("locks");
+        // What the agent's uninstall leaves: the dir (its hostPath mount) with nothing in it.
+        for (const name of readdirSync(net.stateDir)) rmSync(join(net.stateDir, name), { recursive: true });
+        const deleted = await net.cnitool("del", "mesh", late, webArgs);
+        expect(deleted.exitCode, deleted.stdout + deleted.stderr).toBe(0);
+        expect(await natRules(late, backend)).toEqual([]);
+        expect(readdirSync(net.stateDir)).toEqual([]);
+        await net.removeNetns(late);
       });
     });
 
