@@ -105,12 +105,15 @@ async function removeCgroupTree(path: string): Promise<void> {
   }
 }
 
-/** Kills what runs in the node's cgroups (containers whose shim is gone) and removes them. */
-export async function removeNodeCgroups(): Promise<void> {
+/** Kills what runs under a cgroup root in every hierarchy (containers whose shim is gone) and removes it. */
+export async function removeCgroups(root: string): Promise<void> {
   for (const controller of existsSync("/sys/fs/cgroup") ? readdirSync("/sys/fs/cgroup") : []) {
-    await removeCgroupTree(join("/sys/fs/cgroup", controller, cgroupRoot));
+    await removeCgroupTree(join("/sys/fs/cgroup", controller, root));
   }
 }
+
+/** The node's cgroups (every node's, with several). */
+export const removeNodeCgroups = () => removeCgroups(cgroupRoot);
 
 /**
  * Removes every KUBE-* chain and the rules jumping to them (kube-proxy's, and the canaries

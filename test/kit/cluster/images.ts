@@ -39,19 +39,26 @@ async function probeBinary(): Promise<string> {
   return binary;
 }
 
+const single = (entry: string, source: string, name: string, archive: string) =>
+  writeOciArchive(archive, name, [
+    { os: "linux", architecture, entries: [{ path: entry, source, mode: 0o755 }], config: { Entrypoint: [`/${entry}`] } },
+  ]);
+
+/** The sandbox's image alone: all a node's runtime needs to run a pod's network. */
+export async function pauseArchive(): Promise<string> {
+  mkdirSync(cache, { recursive: true });
+  const pause = join(cache, "pause.tar");
+  await single("pause", await pauseBinary(), pauseImage, pause);
+  return pause;
+}
+
 /**
  * The image archives a node imports (nothing is pulled): the sandbox's pause, the probe,
  * and meshcni's own as `npm run image` builds it, for this machine's architecture only;
  * each rebuilt only when what it holds changed.
  */
 export async function imageArchives(): Promise<string[]> {
-  mkdirSync(cache, { recursive: true });
-  const single = (entry: string, source: string, name: string, archive: string) =>
-    writeOciArchive(archive, name, [
-      { os: "linux", architecture, entries: [{ path: entry, source, mode: 0o755 }], config: { Entrypoint: [`/${entry}`] } },
-    ]);
-  const pause = join(cache, "pause.tar");
-  await single("pause", await pauseBinary(), pauseImage, pause);
+  const pause = await pauseArchive();
   const probe = join(cache, "probe.tar");
   await single("probe", await probeBinary(), probeImage, probe);
   const meshcni = join(cache, "meshcni-image.tar");

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import type { ContainerdSite } from "./containerd.js";
 import { cgroupRoot, clusterDir } from "./layout.js";
 
 /**
@@ -37,9 +38,11 @@ export interface NodesSite {
   nodesNet: string;
   /** The pods' /16 (its first two octets): node i's pods in its .i.0/24. */
   podsNet: string;
+  /** Where every node's cgroups go, so removal finds them. */
+  cgroupRoot: string;
 }
 
-export const clusterNodesSite: NodesSite = { dir: clusterDir, prefix: "mcl", nodesNet: "10.254.0", podsNet: "10.252" };
+export const clusterNodesSite: NodesSite = { dir: clusterDir, prefix: "mcl", nodesNet: "10.254.0", podsNet: "10.252", cgroupRoot };
 
 /** The nodes' bridge, and the control plane's address on it. */
 export const nodesBridge = (site: NodesSite) => `${site.prefix}-nodes`;
@@ -72,7 +75,7 @@ export function nodeLayout(index: number, site: NodesSite = clusterNodesSite): N
     veth: `${site.prefix}-n${index}`,
     dir,
     mountNs: join(mountNsDir(site), `${name}.mnt`),
-    cgroupRoot: `${cgroupRoot}/${name}`,
+    cgroupRoot: `${site.cgroupRoot}/${name}`,
     binds: Object.entries(boundPaths).map(([path, source]) => ({ path, source: join(dir, source) })),
   };
 }
@@ -92,3 +95,19 @@ export const inNode = (layout: NodeLayout, argv: string[]) => [
 ];
 
 export const nodeAddress = (layout: NodeLayout) => `${layout.ip}/${nodesPrefixLength}`;
+
+/** The node's containerd, as it sees its paths: its dir on the host's disk, the rest on the standard paths. */
+export const nodeContainerd = (layout: NodeLayout): ContainerdSite => ({
+  dir: join(layout.dir, "containerd"),
+  socket: "/run/containerd/containerd.sock",
+  cniBinDir: "/opt/cni/bin",
+  cniConfDir: "/etc/cni/net.d",
+  netnsUnderState: false,
+});
+
+/** Where the host finds a path the node sees on one of its bound dirs (its containerd's socket, its CNI config). */
+export function onHost(layout: NodeLayout, path: string): string {
+  const bind = layout.binds.find((candidate) => path === candidate.path || path.startsWith(`${candidate.path}/`));
+  if (!bind) throw new Error(`${path} is not on a dir of ${layout.name}'s own`);
+  return join(bind.source, path.slice(bind.path.length));
+}

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSy
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import { sleep } from "../common.js";
+import { removeCgroups } from "./host.js";
 import {
   controlPlaneIp,
   inNode,
@@ -142,6 +143,8 @@ export async function removeNodes(site: NodesSite): Promise<void> {
     ),
   );
   await killNodeProcesses(inodes);
+  // Containers whose shim was killed with them are in no node namespace any more: found by their cgroups.
+  await removeCgroups(site.cgroupRoot);
   for (const name of mountFiles) {
     await execa("umount", [join(nsDir, name)], { reject: false });
     rmSync(join(nsDir, name), { force: true });

@@ -90,7 +90,7 @@ conntrack: {maxPerCore: 0}
  * The primary CNI's conflist, as a cluster's network add-on writes it: bridge (the pods'
  * gateway, no masquerade), host-local, portmap.
  */
-export function primaryConflist(cniVersion = "1.0.0"): Record<string, unknown> {
+export function primaryConflist(cniVersion = "1.0.0", pods = { cidrs: podCidrs(), ipamDir: paths.ipamDir }): Record<string, unknown> {
   return {
     cniVersion,
     name: primaryNetwork,
@@ -103,7 +103,7 @@ export function primaryConflist(cniVersion = "1.0.0"): Record<string, unknown> {
         ipMasq: false,
         hairpinMode: true,
         // One range set per family: host-local gives the pod one address of each.
-        ipam: { type: "host-local", ranges: podCidrs().map((subnet) => [{ subnet }]), dataDir: paths.ipamDir },
+        ipam: { type: "host-local", ranges: pods.cidrs.map((subnet) => [{ subnet }]), dataDir: pods.ipamDir },
       },
       { type: "portmap", capabilities: { portMappings: true } },
     ],
