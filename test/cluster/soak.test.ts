@@ -1,5 +1,7 @@
+import { join } from "node:path";
 import { expect, it } from "vitest";
 import { suiteCluster } from "../kit/cluster/suite.js";
+import { projectRoot } from "../kit/paths.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 import { faultKinds } from "../kit/soak/draw.js";
 import { formatReport } from "../kit/soak/report.js";
@@ -17,7 +19,8 @@ describeAsRoot("the short soak on the real cluster", () => {
   it("holds every invariant through faults drawn at random (the seed is in the report)", async () => {
     // Not the plugin token's expiry: its wait (10 minutes and more) is past what CI's run can spend (the matrix's legs run it as a suite).
     const kinds = faultKinds.filter((kind) => kind !== "plugin-token-expired");
-    const report = await soak(cluster, { faults: 20, minutes: 4, seed, kinds, log: (line) => console.log(line) });
+    const logsDir = join(projectRoot, "bench/results");
+    const report = await soak(cluster, { faults: 20, minutes: 4, seed, kinds, logsDir, log: (line) => console.log(line) });
     console.log(formatReport(report));
     expect(report.run.length, `seed ${seed}`).toBeGreaterThanOrEqual(3);
     expect(report.checks.connections, `seed ${seed}`).toBeGreaterThan(0);

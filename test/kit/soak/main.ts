@@ -29,9 +29,11 @@ const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : n
 console.log(`soak: seed ${seed}`);
 
 const cluster = new RealCluster();
+const results = join(projectRoot, "bench/results");
 await cluster.up((line) => console.log(line));
 try {
   const report = await soak(cluster, {
+    logsDir: results,
     faults: number("faults", values.faults),
     seed,
     ...(values.minutes ? { minutes: number("minutes", values.minutes) } : {}),
@@ -39,7 +41,6 @@ try {
     log: (line) => console.log(`${new Date().toISOString().slice(11, 19)} ${line}`),
   });
   console.log(`\n${formatReport(report)}`);
-  const results = join(projectRoot, "bench/results");
   mkdirSync(results, { recursive: true });
   writeFileSync(join(results, `soak-${seed}.json`), `${JSON.stringify(report, null, 2)}\n`);
   process.exitCode = report.violations.length === 0 ? 0 : 1;

@@ -2,6 +2,7 @@
 // deleted all along, and faults drawn from a seed one at a time; the invariants checked all
 // the while (test/kit/soak/check.ts) and after each fault's recovery; a report at the end.
 
+import { join } from "node:path";
 import { agentUser, auditEvents } from "../cluster/audit.js";
 import type { RealCluster } from "../cluster/cluster.js";
 import { auditNode, leftOnNode, Meshcni, withPluginTokenSeconds } from "../cluster/meshcni.js";
@@ -12,6 +13,7 @@ import { AuditAgreement, notRecovered, RedirectWatch, soakSandboxes } from "./ch
 import { between, drawFaults, type FaultKind, type Recovery, type RecoverySummary, seededRandom, summarizeRecoveries } from "./draw.js";
 import { faults } from "./faults.js";
 import { RepairWatch } from "./repairs.js";
+import { keepLogs, logMarks } from "./slow-logs.js";
 import { SoakWorkload } from "./workload.js";
 
 export interface SoakOptions {
@@ -21,6 +23,8 @@ export interface SoakOptions {
   minutes?: number;
   kinds?: FaultKind[];
   log(line: string): void;
+  /** Where the cluster's logs of a slow recovery are kept (the cluster's own go with it). */
+  logsDir: string;
 }
 
 export interface Violation {
@@ -44,6 +48,8 @@ export interface SoakReport {
 }
 
 const recoveryTimeoutMs = 300_000;
+/** A recovery slower than this keeps the cluster's logs of it. */
+const keepLogsAfterMs = 60_000;
 const pluginTokenSeconds = 600;
 /** An agent asking more than this in any minute is in a loop. */
 const requestsPerMinuteBound = 600;
@@ -138,6 +144,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
   for (const [index, kind] of drawn.entries()) {
     if (performance.now() > deadline) break;
     under = { index, kind };
+    const marks = logMarks();
     const did = await faults[kind]({ cluster, random }).catch((error: Error) => {
       violation(`the fault itself failed: ${error.message.split("\n")[0]}`);
       return "failed";
@@ -148,6 +155,11 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     // What a slow recovery waited on last: what to look into.
     const slow = "ms" in recovered && recovered.ms > 30_000 ? ` (last waiting on: ${recovered.waitedOn.join("; ")})` : "";
     options.log(`[${index}] ${did}: ${"ms" in recovered ? `recovered in ${(recovered.ms / 1000).toFixed(1)} s${slow}` : "NOT recovered"}`);
+    if (!("ms" in recovered) || recovered.ms > keepLogsAfterMs) {
+      const kept = join(options.logsDir, `soak-${options.seed}-fault-${index}`);
+      await keepLogs(cluster, marks, kept);
+      options.log(`[${index}] the cluster's logs since the fault kept in ${kept}`);
+    }
     if ("ms" in recovered) recoveries.push({ kind, ms: recovered.ms });
     else violation(`not recovered within ${recoveryTimeoutMs / 1000} s: ${recovered.left.join("; ")}`);
     for (const what of await repairs.check(watch.redirected, () => soakSandboxes(cluster), since)) violation(what);
