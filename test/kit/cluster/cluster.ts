@@ -10,6 +10,7 @@ import { imageArchives } from "./images.js";
 import { nodeName, paths } from "./layout.js";
 import { currentLeg } from "./leg.js";
 import { kubeletSpec, kubeProxySpec, writePrimaryConflist } from "./node.js";
+import { nodeIdentity, prepareNodes, severalNodes, upNodes } from "./nodes.js";
 import { identities, kubeconfigOf, makePki } from "./pki.js";
 import { daemonLog, daemonSpec, runningPid, startDaemon, stopDaemon } from "./processes.js";
 import { Steps } from "./steps.js";
@@ -25,6 +26,8 @@ export interface PodObject {
 export interface ClusterOptions extends ControlPlaneOptions {
   /** The primary conflist's cniVersion (1.0.0). */
   cniVersion?: string;
+  /** More than one: each node in namespaces of its own (nodes.ts), the bridge primary, IPv4. */
+  nodes?: number;
 }
 
 /**
@@ -46,19 +49,25 @@ export class RealCluster {
     this.bin = await steps.run("components built (build/cluster/components.sh)", [], components);
     await steps.run("what an earlier run left removed", [], () => tearDown(this.bin));
     for (const dir of [paths.dir, paths.cniBinDir, paths.cniConfDir]) mkdirSync(dir, { recursive: true });
-    await steps.run("PKI (openssl)", [], makePki);
-    await steps.run("host prepared (links, routes, sysctls, nftables)", [], prepareHost);
-    await steps.run("CNI plugins and the primary conflist", [], async () => {
-      if (this.leg.primary === "calico") {
-        prepareCalicoInstaller(this.bin);
-        await runCalicoInstaller(this.options.cniVersion);
-        return;
-      }
-      for (const plugin of primaryPlugins(this.bin)) {
-        copyFileSync(join(this.bin["cni-plugins"], plugin), join(paths.cniBinDir, plugin));
-      }
-      writePrimaryConflist(this.options.cniVersion);
+    const layouts = severalNodes(this.options.nodes ?? 1, this.leg);
+    const several = layouts.length > 0;
+    await steps.run("PKI (openssl)", [], () => makePki(layouts.map(nodeIdentity)));
+    await steps.run("host prepared (links, routes, sysctls, nftables)", [], async () => {
+      await prepareHost();
+      if (several) await prepareNodes();
     });
+    if (!several)
+      await steps.run("CNI plugins and the primary conflist", [], async () => {
+        if (this.leg.primary === "calico") {
+          prepareCalicoInstaller(this.bin);
+          await runCalicoInstaller(this.options.cniVersion);
+          return;
+        }
+        for (const plugin of primaryPlugins(this.bin)) {
+          copyFileSync(join(this.bin["cni-plugins"], plugin), join(paths.cniBinDir, plugin));
+        }
+        writePrimaryConflist(this.options.cniVersion);
+      });
     const k8s = (command: string) => join(this.bin.kubernetes, command);
     // waitApiserver and waitNodeReady add the apiserver's and kubelet's own lines to their errors.
     await steps.run("etcd and kube-apiserver ready", ["etcd"], async () => {
@@ -71,30 +80,28 @@ export class RealCluster {
       startDaemon(controllerManagerSpec(k8s("kube-controller-manager"), this.options));
       startDaemon(schedulerSpec(k8s("kube-scheduler"), this.options));
     });
-    await steps.run("containerd answering on its socket", ["containerd"], async () => {
-      startDaemon(containerdSpec(this.bin.containerd, this.leg.containerd));
-      await until(() => existsSync(paths.containerdSocket), 30_000, 50);
-    });
-    await steps.run("images imported (pause, the probe, meshcni)", ["containerd"], async () => {
-      for (const archive of await imageArchives()) await this.ctr("images", "import", "--all-platforms", archive);
-    });
-    await steps.run("kubelet and kube-proxy: the node Ready", ["kube-proxy", "containerd"], async () => {
-      startDaemon(kubeletSpec(k8s("kubelet"), this.leg.kubernetes));
-      startDaemon(kubeProxySpec(k8s("kube-proxy")));
-      await this.waitNodeReady();
-    });
+    if (several) await upNodes(this, steps, layouts);
+    else {
+      await steps.run("containerd answering on its socket", ["containerd"], async () => {
+        startDaemon(containerdSpec(this.bin.containerd, this.leg.containerd));
+        await until(() => existsSync(paths.containerdSocket), 30_000, 50);
+      });
+      await steps.run("images imported (pause, the probe, meshcni)", ["containerd"], async () => {
+        for (const archive of await imageArchives()) await this.ctr("images", "import", "--all-platforms", archive);
+      });
+      await steps.run("kubelet and kube-proxy: the node Ready", ["kube-proxy", "containerd"], async () => {
+        startDaemon(kubeletSpec(k8s("kubelet"), this.leg.kubernetes));
+        startDaemon(kubeProxySpec(k8s("kube-proxy")));
+        await this.waitNodeReady();
+      });
+    }
     // The controller manager makes each namespace's default ServiceAccount: no pod is admitted before it.
-    await steps.run("the default ServiceAccount made", ["kube-controller-manager"], () =>
-      until(
-        () =>
-          this.kubectl(["get", "serviceaccount", "default"]).then(
-            () => true,
-            () => false,
-          ),
-        60_000,
-        250,
-      ),
-    );
+    const defaultServiceAccount = () =>
+      this.kubectl(["get", "serviceaccount", "default"]).then(
+        () => true,
+        () => false,
+      );
+    await steps.run("the default ServiceAccount made", ["kube-controller-manager"], () => until(defaultServiceAccount, 60_000, 250));
     say?.(`up in ${steps.total()}`);
   }
 
@@ -175,11 +182,11 @@ export class RealCluster {
     });
   }
 
-  async waitNodeReady(timeoutMs = 90_000): Promise<void> {
+  async waitNodeReady(timeoutMs = 90_000, name = nodeName, kubelet = "kubelet"): Promise<void> {
     await until(
       async () => {
-        if (!runningPid("kubelet")) throw new Error("kubelet exited");
-        const node = await this.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>("node", nodeName).catch(
+        if (!runningPid(kubelet)) throw new Error(`${kubelet} exited`);
+        const node = await this.get<{ status?: { conditions?: Array<{ type: string; status: string }> } }>("node", name).catch(
           () => undefined,
         );
         return node?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
@@ -187,7 +194,7 @@ export class RealCluster {
       timeoutMs,
       500,
     ).catch((error: unknown) => {
-      throw new Error(`node ${nodeName} not Ready: ${error}\n${daemonLog("kubelet")}`);
+      throw new Error(`node ${name} not Ready: ${error}\n${daemonLog(kubelet)}`);
     });
   }
 

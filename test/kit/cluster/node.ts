@@ -1,21 +1,61 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { calicoConflistName, calicoKubeconfigPath, runCalicoInstaller } from "./calico.js";
-import { nodeIps, podCidrs, primaryNodeIp } from "./families.js";
+import { nodeIps, podCidrs } from "./families.js";
 import { cgroupRoot, nodeName, paths, podBridge, primaryNetwork, startupTaint } from "./layout.js";
 import { currentLeg, minorOf } from "./leg.js";
-import { identities, kubeconfigOf } from "./pki.js";
+import { type Identity, identities, kubeconfigOf } from "./pki.js";
 import type { DaemonSpec } from "./processes.js";
 
-/** kubelet's cgroup root in every hierarchy (kubelet wants it there); a new cpuset gets its parent's CPUs and memory nodes. */
-function makeCgroupRoot(): void {
+/** kubelet's cgroup root in every hierarchy, each level of it (kubelet wants it there); a new cpuset gets its parent's CPUs and memory nodes. */
+function makeCgroupRoot(root: string): void {
+  const levels = root.split("/").filter(Boolean);
   for (const controller of readdirSync("/sys/fs/cgroup")) {
-    const dir = join("/sys/fs/cgroup", controller, cgroupRoot);
     if (!existsSync(join("/sys/fs/cgroup", controller, "cgroup.procs"))) continue;
-    mkdirSync(dir, { recursive: true });
-    if (controller === "cpuset")
-      for (const file of ["cpuset.cpus", "cpuset.mems"]) writeFileSync(join(dir, file), readFileSync(join(dir, "..", file)));
+    levels.forEach((_, depth) => {
+      const dir = join("/sys/fs/cgroup", controller, ...levels.slice(0, depth + 1));
+      mkdirSync(dir, { recursive: true });
+      if (controller === "cpuset")
+        for (const file of ["cpuset.cpus", "cpuset.mems"]) writeFileSync(join(dir, file), readFileSync(join(dir, "..", file)));
+    });
   }
+}
+
+/** What sets one node's kubelet and kube-proxy apart: the single node's, or one of several (node-layout.ts). */
+export interface NodeSite {
+  name: string;
+  ips: string[];
+  cgroupRoot: string;
+  /** kubelet's identity: its client and serving certificate. */
+  kubelet: Identity;
+  runtimeEndpoint: string;
+  /** kubelet's --root-dir as the node sees it. */
+  kubeletRoot: string;
+  /** Where the node's config files go. */
+  dir: string;
+  /** The pods of every node, which kube-proxy does not masquerade. */
+  clusterCidrs: string[];
+  /** The argv that runs a command on the node, and the daemon's name suffix ("" for the single node). */
+  wrap: (argv: string[]) => string[];
+  suffix: string;
+}
+
+export const singleNode = (): NodeSite => ({
+  name: nodeName,
+  ips: nodeIps(),
+  cgroupRoot,
+  kubelet: identities.kubelet,
+  runtimeEndpoint: `unix://${paths.containerdSocket}`,
+  kubeletRoot: paths.kubeletRoot,
+  dir: paths.dir,
+  clusterCidrs: podCidrs(),
+  wrap: (argv) => argv,
+  suffix: "",
+});
+
+function daemon(name: string, argv: string[], node: NodeSite): DaemonSpec {
+  const [command, ...args] = node.wrap(argv);
+  return { name: `${name}${node.suffix}`, command: command!, args };
 }
 
 /**
@@ -23,26 +63,26 @@ function makeCgroupRoot(): void {
  * root of its own, cgroup v1 allowed (this machine's hierarchy; the setting came with 1.31), no eviction or image GC
  * (a test machine's disk is no signal), webhook authentication and authorization.
  */
-export function kubeletSpec(binary: string, version: string): DaemonSpec {
-  makeCgroupRoot();
+export function kubeletSpec(binary: string, version: string, node = singleNode()): DaemonSpec {
+  makeCgroupRoot(node.cgroupRoot);
   const pki = paths.pki;
-  const config = join(paths.dir, "kubelet.yaml");
+  const config = join(node.dir, "kubelet.yaml");
   writeFileSync(
     config,
     `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: ${primaryNodeIp()}
+address: ${node.ips[0]}
 healthzBindAddress: 127.0.0.1
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: "${pki}/ca.crt"}
 authorization: {mode: Webhook}
-tlsCertFile: "${pki}/${identities.kubelet.stem}.crt"
-tlsPrivateKeyFile: "${pki}/${identities.kubelet.stem}.key"
-containerRuntimeEndpoint: "unix://${paths.containerdSocket}"
+tlsCertFile: "${pki}/${node.kubelet.stem}.crt"
+tlsPrivateKeyFile: "${pki}/${node.kubelet.stem}.key"
+containerRuntimeEndpoint: "${node.runtimeEndpoint}"
 cgroupDriver: cgroupfs
-cgroupRoot: ${cgroupRoot}
+cgroupRoot: ${node.cgroupRoot}
 ${minorOf(version) >= 31 ? "failCgroupV1: false\n" : ""}failSwapOn: false
 resolvConf: ""
 registerWithTaints:
@@ -52,38 +92,35 @@ imageGCHighThresholdPercent: 100
 serializeImagePulls: false
 `,
   );
-  return {
-    name: "kubelet",
-    command: binary,
-    args: [
-      `--config=${config}`,
-      `--kubeconfig=${kubeconfigOf(identities.kubelet)}`,
-      `--root-dir=${paths.kubeletRoot}`,
-      `--hostname-override=${nodeName}`,
-      `--node-ip=${nodeIps().join(",")}`,
-    ],
-  };
+  const args = [
+    `--config=${config}`,
+    `--kubeconfig=${kubeconfigOf(node.kubelet)}`,
+    `--root-dir=${node.kubeletRoot}`,
+    `--hostname-override=${node.name}`,
+    `--node-ip=${node.ips.join(",")}`,
+  ];
+  return daemon("kubelet", [binary, ...args], node);
 }
 
 /** kube-proxy in iptables mode: the `kubernetes` Service reachable at its ClusterIP from the host network. */
-export function kubeProxySpec(binary: string): DaemonSpec {
-  const config = join(paths.dir, "kube-proxy.yaml");
+export function kubeProxySpec(binary: string, node = singleNode()): DaemonSpec {
+  const config = join(node.dir, "kube-proxy.yaml");
   writeFileSync(
     config,
     `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: "${kubeconfigOf(identities.proxy)}"}
 mode: iptables
-clusterCIDR: ${podCidrs().join(",")}
-hostnameOverride: ${nodeName}
-bindAddress: ${primaryNodeIp()}
-nodePortAddresses: ${JSON.stringify(nodeIps().map((ip) => `${ip}/${ip.includes(":") ? 128 : 32}`))}
+clusterCIDR: ${node.clusterCidrs.join(",")}
+hostnameOverride: ${node.name}
+bindAddress: ${node.ips[0]}
+nodePortAddresses: ${JSON.stringify(node.ips.map((ip) => `${ip}/${ip.includes(":") ? 128 : 32}`))}
 healthzBindAddress: 127.0.0.1:10256
 metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0}
 `,
   );
-  return { name: "kube-proxy", command: binary, args: [`--config=${config}`] };
+  return daemon("kube-proxy", [binary, `--config=${config}`], node);
 }
 
 /**

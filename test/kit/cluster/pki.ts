@@ -51,9 +51,10 @@ async function certificate(stem: string, subject: string, extensions: string, ca
 /**
  * The cluster's PKI, made with openssl once per cluster dir: a CA; the API server's serving
  * certificate (its Service names, the node's address, the `kubernetes` ClusterIP); a client
- * certificate and kubeconfig per identity; the service-account signing key pair.
+ * certificate and kubeconfig per identity (and per kubelet of `nodes`, with several); the
+ * service-account signing key pair.
  */
-export async function makePki(): Promise<void> {
+export async function makePki(nodes: Identity[] = []): Promise<void> {
   if (existsSync(join(paths.pki, "sa.pub"))) return;
   mkdirSync(paths.pki, { recursive: true });
   await certificate("ca", "/CN=meshcni-cluster-ca", "");
@@ -72,7 +73,7 @@ export async function makePki(): Promise<void> {
     `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature`,
     "ca",
   );
-  for (const identity of Object.values(identities) as Identity[]) {
+  for (const identity of [...(Object.values(identities) as Identity[]), ...nodes]) {
     const usage = identity.serving
       ? `subjectAltName=${identity.serving}\nextendedKeyUsage=clientAuth,serverAuth`
       : "extendedKeyUsage=clientAuth";

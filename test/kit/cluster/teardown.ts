@@ -7,6 +7,8 @@ import { calicoImagePlugins } from "./calico.js";
 import { removeNodeCgroups, restoreHost, unmountUnder } from "./host.js";
 import { paths } from "./layout.js";
 import { currentLeg, legEnv } from "./leg.js";
+import { clusterNodesSite, nodeContainerd, nodeLayout, onHost } from "./node-layout.js";
+import { removeNodes } from "./node-namespaces.js";
 import { recordedDaemons, runningPid, stopDaemon } from "./processes.js";
 
 /** Where components.sh put each component's binaries. */
@@ -40,10 +42,10 @@ export const primaryPlugins = (bin: Components) =>
 /** The order daemons stop in: kubelet first (it would restart what is removed), etcd last. */
 const stopOrder = ["kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager", "containerd", "kube-apiserver", "etcd"];
 
-/** Removes every sandbox through the CRI, as kubelet would (each DEL runs through the chain), while containerd still runs. */
-async function removeSandboxes(): Promise<void> {
-  if (!runningPid("containerd")) return;
-  const client = new CriClient(paths.containerdSocket);
+/** Removes every sandbox through a containerd's CRI, as kubelet would (each DEL runs through the chain), while it still runs. */
+async function removeSandboxes(daemon: string, socket: string): Promise<void> {
+  if (!runningPid(daemon)) return;
+  const client = new CriClient(socket);
   try {
     for (const { id } of await client.listPodSandbox()) {
       await client.stopPodSandbox(id).catch(() => undefined);
@@ -62,11 +64,16 @@ async function removeSandboxes(): Promise<void> {
  * drop, and its directory. Safe to run when nothing is there.
  */
 export async function tearDown(bin?: Components): Promise<void> {
-  await stopDaemon("kubelet");
-  await removeSandboxes();
-  for (const name of [...stopOrder, ...recordedDaemons()]) await stopDaemon(name);
-  // Shims outlive containerd: find them by the address they were given.
+  // With several nodes, each node's daemons are named <daemon>@<node> (nodes.ts).
+  const recorded = recordedDaemons();
+  for (const name of ["kubelet", ...recorded.filter((name) => name.startsWith("kubelet@"))]) await stopDaemon(name);
+  await removeSandboxes("containerd", paths.containerdSocket);
+  const nodes = recorded.flatMap((name) => /^containerd@node-(\d+)$/.exec(name)?.slice(1) ?? []).map((index) => nodeLayout(Number(index)));
+  for (const layout of nodes) await removeSandboxes(`containerd@${layout.name}`, onHost(layout, nodeContainerd(layout).socket));
+  for (const name of [...stopOrder, ...recorded]) await stopDaemon(name);
+  // Shims outlive containerd: find them by the address they were given (a node's, by its namespaces).
   await execa("pkill", ["-9", "-f", `containerd-shim-runc-v2 .*-address ${paths.containerdSocket}`], { reject: false });
+  await removeNodes(clusterNodesSite);
   await removeNodeCgroups();
   await unmountUnder(paths.dir);
   if (bin) await execa(join(bin.kubernetes, "kube-proxy"), ["--cleanup"], { reject: false });
