@@ -1,7 +1,9 @@
 // probe is what the real cluster's pods run, so that a redirect is proven with real TCP:
 //
 //	probe serve :8080=app :4143=proxy-inbound ...   answers each connection with one line:
-//	                                                 "<banner> dst=<original destination> src=<peer's address>"
+//	                                                 "<banner> dst=<original destination> src=<peer's address>";
+//	                                                 a banner ending in ">" (a proxy that forwards) connects on to the
+//	                                                 original destination and appends " > <what that answered>"
 //	probe connect HOST:PORT                          (an IPv6 HOST in brackets) prints the line the server answered, or fails (exit 1)
 //	probe connect-each HOST:PORT...                  connects to all at once; prints "HOST:PORT<tab>answer" per target, in
 //	                                                 the order given, the answer "error: ..." for a target that did not answer
@@ -90,15 +92,33 @@ func dial(target string) (string, error) {
 }
 
 func serve(listener net.Listener, banner string) {
+	name, forwards := strings.CutSuffix(banner, ">")
 	for {
 		conn, err := listener.Accept()
 		if err != nil {
 			continue
 		}
-		peer, _, _ := net.SplitHostPort(conn.RemoteAddr().String())
-		fmt.Fprintf(conn, "%s dst=%s src=%s\n", banner, originalDst(conn.(*net.TCPConn)), peer)
-		_ = conn.Close()
+		go answer(conn.(*net.TCPConn), name, forwards)
 	}
+}
+
+// answer writes the listener's line; a forwarding one (a proxy) first connects on to the
+// connection's original destination, as a proxy does, and appends what that answered:
+// "<banner> dst=… src=… > <the next hop's line>". A connection that was not redirected to it
+// (its original destination is the listener itself) has nowhere to go on to.
+func answer(conn *net.TCPConn, banner string, forwards bool) {
+	defer conn.Close()
+	peer, _, _ := net.SplitHostPort(conn.RemoteAddr().String())
+	dst := originalDst(conn)
+	line := fmt.Sprintf("%s dst=%s src=%s", banner, dst, peer)
+	if forwards && dst != conn.LocalAddr().String() {
+		next, err := dial(dst)
+		if err != nil {
+			next = fmt.Sprint("error: ", err)
+		}
+		line += " > " + strings.TrimRight(next, "\n")
+	}
+	fmt.Fprintln(conn, line)
 }
 
 // originalDst is the destination the connection was sent to before any REDIRECT or DNAT

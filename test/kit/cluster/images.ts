@@ -26,8 +26,8 @@ async function pauseBinary(): Promise<string> {
   return binary;
 }
 
-/** The probe (test/cluster/probe): the test pods' app, proxy stand-in and client. */
-async function probeBinary(): Promise<string> {
+/** The probe (test/cluster/probe): the test pods' app, proxy stand-in and client; built here when its source changed. */
+export async function probeBinary(): Promise<string> {
   const source = join(projectRoot, "test/cluster/probe");
   const binary = join(cache, "probe");
   if (!newer(binary, join(source, "main.go"))) {
