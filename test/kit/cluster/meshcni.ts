@@ -15,9 +15,9 @@ export const nodeFlags = [
   ...["--netns-dir", paths.netnsDir, "--cri-socket", paths.containerdSocket],
 ];
 
-/** `meshcni manifests` with the node's flags and these. */
-export async function renderManifests(flags: string[] = []): Promise<string> {
-  return (await execa(meshcniBinary, ["manifests", ...nodeFlags, ...flags])).stdout;
+/** `meshcni manifests` with the node's flags (none with several nodes: theirs are the standard paths) and these. */
+export async function renderManifests(flags: string[] = [], node = nodeFlags): Promise<string> {
+  return (await execa(meshcniBinary, ["manifests", ...node, ...flags])).stdout;
 }
 
 /** One pod's verdict in `meshcni audit --output json`. */
@@ -126,7 +126,11 @@ export class Meshcni {
   /** Applies the manifests rendered with these flags (and the leg's backend), after `edit` (an operator's change to them), and awaits the rollout. */
   async deploy(flags: string[] = [], edit: (manifests: string) => string = (manifests) => manifests): Promise<void> {
     const backend = this.cluster.leg.backend === "auto" ? [] : ["--netconf", `iptables-mode=${this.cluster.leg.backend}`];
-    await this.cluster.kubectl(["apply", "-f", "-"], edit(await renderManifests(["--namespace", this.namespace, ...backend, ...flags])));
+    const node = (this.cluster.options.nodes ?? 1) > 1 ? [] : nodeFlags;
+    await this.cluster.kubectl(
+      ["apply", "-f", "-"],
+      edit(await renderManifests(["--namespace", this.namespace, ...backend, ...flags], node)),
+    );
     await this.rolledOut();
   }
 

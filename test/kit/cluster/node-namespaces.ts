@@ -78,7 +78,8 @@ export async function createNode(site: NodesSite, layout: NodeLayout, all: NodeL
   // The host reaches the node's pods through it (the API server's webhooks and exec); no route leaves the machine.
   await run(["ip", "route", "replace", layout.podCidr, "via", layout.ip]);
   // Inherited from the host when the netns was made: say it outright.
-  await run(inNode(layout, ["sysctl", "-qw", "net.ipv4.ip_forward=1"]));
+  // Bridged pod traffic through the node's iptables: kube-proxy's Services between pods of one node.
+  await run(inNode(layout, ["sysctl", "-qw", "net.ipv4.ip_forward=1", "net.bridge.bridge-nf-call-iptables=1"]));
   const inMounts = (...argv: string[]) => run(inNode(layout, argv));
   await inMounts("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/run");
   await inMounts("mount", "--make-rshared", "/run");

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll } from "vitest";
-import { RealCluster } from "./cluster.js";
+import { type ClusterOptions, RealCluster } from "./cluster.js";
 
 /** The real cluster of one suite: up before its tests (then `prepare`, if any), down after them. */
-export function suiteCluster(prepare?: (cluster: RealCluster) => Promise<void>): RealCluster {
-  const cluster = new RealCluster();
+export function suiteCluster(prepare?: (cluster: RealCluster) => Promise<void>, options: ClusterOptions = {}): RealCluster {
+  const cluster = new RealCluster(options);
   beforeAll(async () => {
     await cluster.up();
     await prepare?.(cluster);

@@ -19,9 +19,18 @@ const probe = (name: string, listeners: Record<number, string>, extra: Manifest 
   ...extra,
 });
 
-/** The proxy as Linkerd's injector writes it: `linkerd-proxy`, UID 2102, listening on 4143 (inbound) and 4140 (outbound). */
-const proxyContainer = () =>
-  probe("linkerd-proxy", { 4143: proxyInbound, 4140: proxyOutbound }, { securityContext: { runAsUser: proxyUid } });
+/**
+ * The proxy as Linkerd's injector writes it: `linkerd-proxy`, UID 2102, listening on 4143
+ * (inbound) and 4140 (outbound); answering alone, or forwarding as a proxy does (the probe's ">").
+ */
+const proxyContainer = (forwards = false) => {
+  const on = forwards ? ">" : "";
+  return probe(
+    "linkerd-proxy",
+    { 4143: `${proxyInbound}${on}`, 4140: `${proxyOutbound}${on}` },
+    { securityContext: { runAsUser: proxyUid } },
+  );
+};
 
 export interface MeshedOptions {
   namespace?: string;
@@ -34,12 +43,16 @@ export interface MeshedOptions {
   early?: boolean;
   /** A readiness gate: each pod is Ready only once the test sets this condition (releaseGate). */
   readinessGate?: string;
+  /** The proxy forwards each connection on, so an answer names every hop: "proxy-outbound … > proxy-inbound … > app …". */
+  forwards?: boolean;
+  /** The node the pods run on (with several). */
+  nodeName?: string;
 }
 
 /** The pod template of a meshed workload: an app answering `<name>` on 8080 and `<name>-9090` on 9090, and the proxy. */
 export function meshedTemplate(name: string, options: MeshedOptions): Manifest {
   const app = probe("app", { 8080: name, 9090: `${name}-9090` });
-  const proxy = proxyContainer();
+  const proxy = proxyContainer(options.forwards);
   return {
     metadata: {
       labels: { app: name, ...options.labels },
@@ -47,6 +60,7 @@ export function meshedTemplate(name: string, options: MeshedOptions): Manifest {
     },
     spec: {
       terminationGracePeriodSeconds: 1,
+      ...(options.nodeName ? { nodeName: options.nodeName } : {}),
       ...(options.early ? { tolerations: [{ key: startupTaint, operator: "Exists" }] } : {}),
       ...(options.readinessGate ? { readinessGates: [{ conditionType: options.readinessGate }] } : {}),
       ...(options.sidecar === "native"
