@@ -31,8 +31,8 @@ export interface DetectionCache {
   write(backend: "legacy" | "nft"): void;
 }
 
-/** The auto-detected backend, kept in the plugin's state dir (tmpfs: gone at reboot). */
-function fileDetectionCache(stateDir: string): DetectionCache {
+/** The auto-detected backend, kept in the plugin's state dir (tmpfs: gone at reboot); read alone where nothing may be written there. */
+function fileDetectionCache(stateDir: string, writes = true): DetectionCache {
   const path = join(stateDir, "iptables-backend");
   return {
     read() {
@@ -44,6 +44,7 @@ function fileDetectionCache(stateDir: string): DetectionCache {
       }
     },
     write(backend) {
+      if (!writes) return;
       try {
         mkdirSync(stateDir, { recursive: true, mode: 0o755 });
         writeAtomic(path, `${backend}\n`);
@@ -84,18 +85,19 @@ export function hostBackend(conf: NetConf, hostRoot = ""): Promise<Backend> {
 }
 
 /** The backend for an iptables-mode and a state dir (what the netconf says), on this host. */
-export function backendFor(mode: IptablesMode, stateDir: string, hostRoot = ""): Promise<Backend> {
-  return resolveBackend(mode, hostSaveProbe, fileDetectionCache(hostPaths(hostRoot)(stateDir)), binaryAvailable);
+export function backendFor(mode: IptablesMode, stateDir: string, hostRoot = "", cacheWrites = true): Promise<Backend> {
+  return resolveBackend(mode, hostSaveProbe, fileDetectionCache(hostPaths(hostRoot)(stateDir), cacheWrites), binaryAvailable);
 }
 
 /** The redirector a plugin writes with, for what its netconf says; says so when auto finds no iptables. */
 export async function pluginRedirector(
-  settings: { mode: IptablesMode; stateDir: string; wait: boolean },
+  settings: { mode: IptablesMode; stateDir: string; wait: boolean; leaveStateDir?: boolean },
   log: Logger,
 ): Promise<Redirector> {
-  const backend = await backendFor(settings.mode, settings.stateDir);
+  const writes = !settings.leaveStateDir;
+  const backend = await backendFor(settings.mode, settings.stateDir, "", writes);
   if (backend === "nftables" && settings.mode === "auto") log.info("no iptables binaries on this host: using nftables over netlink");
-  return createRedirector(backend, { stateDir: settings.stateDir, wait: settings.wait });
+  return createRedirector(backend, { stateDir: settings.stateDir, wait: settings.wait, makeLocksDir: writes });
 }
 
 /** The node's iptables backend as kubelet's chains tell it (what auto would pick where iptables is installed). */
@@ -123,11 +125,18 @@ export function restoreBinaries(backend: IptablesBackend, families: Family[]): s
  * lock files go in the state dir's locks dir, where a sweep finds those a killed process left.
  * iptables-nft writes and reads with its binaries, and removes over netlink.
  */
-export async function createRedirector(backend: Backend, options: { stateDir: string; wait?: boolean }): Promise<Redirector> {
+export async function createRedirector(
+  backend: Backend,
+  options: { stateDir: string; wait?: boolean; makeLocksDir?: boolean },
+): Promise<Redirector> {
   if (backend === "nftables") return (await import("./nftables/redirector.js")).nftablesRedirector();
   const { iptablesRedirector } = await import("./iptables/redirector.js");
   const redirector = iptablesRedirector(
-    await createIptablesRunner(backend, { wait: options.wait ?? false, lockDir: locksDir(options.stateDir) }),
+    await createIptablesRunner(backend, {
+      wait: options.wait ?? false,
+      lockDir: locksDir(options.stateDir),
+      makeLockDir: options.makeLocksDir ?? true,
+    }),
   );
   if (backend !== "nft") return redirector;
   // iptables-nft's chains are nf_tables objects: removed in one netlink batch, not a save and a restore (two processes).

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { accessSync, constants, existsSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
@@ -96,16 +96,27 @@ export class IptablesError extends Error {
  * Runs iptables-save/-restore of one backend. Legacy restore takes the host-wide xtables
  * lock, though each pod netns has its own tables; a lock file private to this process
  * (XTABLES_LOCKFILE, iptables >= 1.8.6) keeps pods from queueing behind each other; it
- * lives in lockDir, named by pid, so one a killed plugin left is swept later. The runner
- * never makes lockDir (a DEL after an uninstall must not put back the state dir it emptied):
- * without it, the lock file goes in the OS's temp dir.
+ * lives in lockDir, named by pid, so one a killed plugin left is swept later. `makeLockDir:
+ * false` (DEL: after an uninstall it must not put back the state dir's locks dir) puts it in
+ * the OS's temp dir when lockDir is not there. Looked at for each restore: an uninstall may
+ * empty the state dir between two.
  * `-w` is passed only when the netconf asks (use-wait-flag): with a private lock there
  * is nothing to wait for. nft commits through netlink and takes no lock.
  */
-export async function createIptablesRunner(backend: IptablesBackend, options: { wait: boolean; lockDir: string }): Promise<IptablesRunner> {
-  let lockFile: string | undefined;
-  const runChecked = async (binary: string, args: string[], input?: string) => {
-    const env = { PATH: searchPath, ...(lockFile ? { XTABLES_LOCKFILE: lockFile } : {}) };
+export async function createIptablesRunner(
+  backend: IptablesBackend,
+  options: { wait: boolean; lockDir: string; makeLockDir: boolean },
+): Promise<IptablesRunner> {
+  // This process's lock file in each dir it used, removed at close.
+  const lockFiles = new Map<string, string>();
+  const lockFile = () => {
+    if (options.makeLockDir) mkdirSync(options.lockDir, { recursive: true, mode: 0o755 });
+    const dir = existsSync(options.lockDir) ? options.lockDir : tmpdir();
+    if (!lockFiles.has(dir)) lockFiles.set(dir, processFileName(dir, "xtables"));
+    return lockFiles.get(dir)!;
+  };
+  const runChecked = async (binary: string, args: string[], input?: string, lock?: string) => {
+    const env = { PATH: searchPath, ...(lock ? { XTABLES_LOCKFILE: lock } : {}) };
     const ran = await run(binary, args, env, input);
     if (ran.exitCode !== 0 || ran.failure) throw new IptablesError(binary, args, ran.exitCode, ran.stderr, ran.failure);
     return ran.stdout;
@@ -115,11 +126,11 @@ export async function createIptablesRunner(backend: IptablesBackend, options: { 
     save: (family) => runChecked(binaryName(backend, family, "save"), ["-t", "nat"]),
     async restore(family, text) {
       // Only restore takes the lock; named here, so a runner that only saves writes nothing.
-      if (backend !== "nft") lockFile ??= processFileName(existsSync(options.lockDir) ? options.lockDir : tmpdir(), "xtables");
-      await runChecked(binaryName(backend, family, "restore"), ["--noflush", ...(options.wait ? ["-w"] : [])], text);
+      const lock = backend === "nft" ? undefined : lockFile();
+      await runChecked(binaryName(backend, family, "restore"), ["--noflush", ...(options.wait ? ["-w"] : [])], text, lock);
     },
     close() {
-      if (lockFile) removeFile(lockFile);
+      for (const file of lockFiles.values()) removeFile(file);
     },
   };
 }

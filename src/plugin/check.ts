@@ -30,7 +30,7 @@ export async function check(request: PluginRequest, deps: PluginDeps): Promise<u
   }
   // A pod ADDed before the node's iptables-mode changed holds its rules in the backend its record names until the agent moves them.
   const recorded = deps.records(request.conf.state_dir).read({ containerID: request.env.containerId, ifname: request.env.ifname });
-  const preparing = prepareRedirector(request, deps, recorded?.backend);
+  const preparing = prepareRedirector(request, deps, { backend: recorded?.backend });
   let decision: Decision | undefined;
   try {
     decision = named ? await lookupPod(request, deps, named) : undefined;

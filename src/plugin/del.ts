@@ -18,9 +18,10 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<und
   const records = deps.records(conf.state_dir);
   swept(records.sweep(), deps);
   const attachment = { containerID: env.containerId, ifname: env.ifname };
-  // After any write of this attachment still in hand (an agent's writer the plugin stopped waiting for); a DEL
-  // after an uninstall (the state dir emptied) has none to wait for and must not put the locks dir back.
-  const release = await records.lock(attachment, { createDir: false }).catch((error: unknown) => {
+  // After any write of this attachment still in hand (an agent's writer the plugin stopped waiting for). A DEL
+  // after an uninstall (the state dir emptied: no record, no locks dir) has none to wait for and puts nothing back.
+  const createDir = records.forContainer(env.containerId).length > 0;
+  const release = await records.lock(attachment, { createDir }).catch((error: unknown) => {
     // Held past its bound: the runtime tries again. A lock file that cannot be had at all must not keep a pod in teardown.
     if (error instanceof CniError) throw error;
     deps.log.warn("removing without the attachment's lock", { reason: errorMessage(error) });
@@ -42,7 +43,7 @@ export async function del(request: PluginRequest, deps: PluginDeps): Promise<und
 /** Removes the redirect with the netconf's backend, and with the one ADD recorded where that differs. */
 async function removeRules(request: PluginRequest, deps: PluginDeps, recorded: Backend | undefined): Promise<void> {
   try {
-    await inPodNetns(request, deps, prepareRedirector(request, deps), async (redirector) => {
+    await inPodNetns(request, deps, prepareRedirector(request, deps, { leaveStateDir: true }), async (redirector) => {
       const families = familiesFor(request.conf);
       const removed = await redirector.remove(families);
       for (const family of families)
@@ -64,7 +65,7 @@ async function removeRules(request: PluginRequest, deps: PluginDeps, recorded: B
  */
 async function removeRecorded(request: PluginRequest, deps: PluginDeps, backend: Backend, families: Family[]): Promise<void> {
   try {
-    const redirector = await deps.redirector({ ...redirectorSettings(request.conf), mode: backend });
+    const redirector = await deps.redirector({ ...redirectorSettings(request.conf), mode: backend, leaveStateDir: true });
     try {
       const removed = await redirector.remove(families);
       for (const family of removed) deps.log.info("redirect removed from the backend ADD recorded", { family, backend });

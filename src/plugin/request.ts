@@ -13,6 +13,11 @@ export interface RedirectorSettings {
   mode: IptablesMode;
   stateDir: string;
   wait: boolean;
+  /**
+   * DEL: write nothing in the state dir (no detection cache, no locks dir): a DEL after an
+   * uninstall must leave the dir the agent emptied as it is.
+   */
+  leaveStateDir?: boolean;
 }
 
 export const redirectorSettings = (conf: NetConf): RedirectorSettings => ({
@@ -63,8 +68,18 @@ export function familiesFor(conf: NetConf): Family[] {
  * host netns, so that it overlaps the API lookup; its failure surfaces only when it is used.
  * `backend`: the one ADD recorded, where that, not the netconf's, holds the rules.
  */
-export function prepareRedirector(request: PluginRequest, deps: PluginDeps, backend?: Backend): Promise<Redirector> {
-  const preparing = deps.redirector({ ...redirectorSettings(request.conf), ...(backend ? { mode: backend } : {}) });
+export function prepareRedirector(
+  request: PluginRequest,
+  deps: PluginDeps,
+  options: { backend?: Backend | undefined; leaveStateDir?: boolean } = {},
+): Promise<Redirector> {
+  const { backend, leaveStateDir } = options;
+  const settings = {
+    ...redirectorSettings(request.conf),
+    ...(backend ? { mode: backend } : {}),
+    ...(leaveStateDir ? { leaveStateDir } : {}),
+  };
+  const preparing = deps.redirector(settings);
   preparing.catch(() => undefined);
   return preparing;
 }

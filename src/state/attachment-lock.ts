@@ -20,8 +20,10 @@ const pollMs = 5;
  * the kernel's (flock), so a writer killed midway holds it no longer. Held past `waitMs`:
  * code 11, the runtime tries again. Returns what releases it.
  *
- * `createDir: false` (DEL) takes no lock when locksDir is not there: every writer makes it
- * before it locks, so none holds one, and a DEL after an uninstall puts back nothing.
+ * `createDir: false` (a DEL finding no record) takes no lock when locksDir is not there:
+ * every writer makes it before it locks, so none holds one now, and a DEL after an
+ * uninstall puts back nothing. A writer starting after this runs beside the DEL, as one
+ * starting after the DEL's lock would run after it.
  */
 export async function lockAttachment(locksDir: string, key: string, waitMs: number, createDir = true): Promise<() => void> {
   const { tryLock } = await libc();

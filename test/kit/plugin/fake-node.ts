@@ -30,6 +30,7 @@ export class FakeNode {
   readonly records = new Map<string, AttachmentRecord>();
   /** The attachments' locks: each the promise its last taker resolves on release. */
   readonly locks = new Map<string, Promise<void>>();
+  readonly lockMakesDir: boolean[] = [];
   readonly logs: LogEntry[] = [];
   /** Each API read, as `pod ns/name` or `namespace name`. */
   readonly apiReads: string[] = [];

@@ -5,6 +5,8 @@ export interface FakeRecordState {
   readonly records: Map<string, AttachmentRecord>;
   /** The attachments' locks: each the promise its last taker resolves on release. */
   readonly locks: Map<string, Promise<void>>;
+  /** Whether each lock taken might make the locks dir (a DEL finding no record might not). */
+  readonly lockMakesDir: boolean[];
   readonly events: string[];
   failRecordWrites: boolean;
   /** Record removals fail with this errno name. */
@@ -30,7 +32,8 @@ export function fakeRecordStore(node: FakeRecordState, stateDir: string): Record
     forContainer: (containerID) => mine().flatMap(([, record]) => (record.containerId === containerID ? [record] : [])),
     sweep: () => [],
     read: ({ containerID, ifname }) => node.records.get(key(containerID, ifname)),
-    lock: async ({ containerID, ifname }) => {
+    lock: async ({ containerID, ifname }, options) => {
+      node.lockMakesDir.push(options?.createDir ?? true);
       // One holder per attachment, the next waiting for it: the flock of the state dir's lock files.
       const name = key(containerID, ifname);
       const held = node.locks.get(name) ?? Promise.resolve();

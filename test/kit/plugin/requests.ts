@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Verb } from "../../../src/cni/env.js";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
-import type { PluginDeps, PluginRequest } from "../../../src/plugin/request.js";
+import type { PluginDeps, PluginRequest, RedirectorSettings } from "../../../src/plugin/request.js";
 import type { Backend } from "../../../src/redirect/redirector.js";
 import { podObject } from "../api/server.js";
 import { podArgs } from "../common.js";
@@ -44,16 +44,22 @@ export function recordBackend(node: FakeNode, backend: Backend): void {
   store.write({ ...kept, backend });
 }
 
-/** The node's deps, noting the mode of every redirector a verb asks for; `refused` modes fail with that message. */
-export function depsNotingModes(node: FakeNode, refused: Record<string, string> = {}): { deps: PluginDeps; modes: string[] } {
+/** The node's deps, noting every redirector a verb asks for (and its mode); `refused` modes fail with that message. */
+export function depsNotingModes(
+  node: FakeNode,
+  refused: Record<string, string> = {},
+): { deps: PluginDeps; modes: string[]; settings: RedirectorSettings[] } {
   const modes: string[] = [];
+  const asked: RedirectorSettings[] = [];
   const deps = node.deps();
   return {
     modes,
+    settings: asked,
     deps: {
       ...deps,
       redirector: async (settings) => {
         modes.push(settings.mode);
+        asked.push(settings);
         if (refused[settings.mode]) throw new Error(refused[settings.mode]);
         return deps.redirector(settings);
       },

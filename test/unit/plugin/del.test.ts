@@ -58,6 +58,21 @@ describe("DEL", () => {
     });
   });
 
+  it("writes nothing in the state dir of its own accord: no detection cache or locks dir for its redirectors, no locks dir without a record", async () => {
+    recordBackend(node, "legacy");
+    const { deps, settings } = depsNotingModes(node);
+    await del(pluginRequest("DEL", { pod: ["shop", "web"] }), deps);
+    expect(settings.map((asked) => asked.leaveStateDir)).toEqual([true, true]);
+    // Its record was there: the lock may make the dir (a state dir from before it had one); a second DEL finds none.
+    await del(pluginRequest("DEL", { pod: ["shop", "web"] }), deps);
+    expect(node.lockMakesDir.slice(-2)).toEqual([true, false]);
+    // ADD and CHECK keep the cache and the locks as before.
+    const added = depsNotingModes(node);
+    await add(pluginRequest("ADD", { pod: ["shop", "web"] }), added.deps);
+    await check(pluginRequest("CHECK", { pod: ["shop", "web"] }), added.deps);
+    expect(added.settings.map((asked) => asked.leaveStateDir ?? false)).toEqual([false, false]);
+  });
+
   it("fails when iptables does, so the runtime retries", async () => {
     node.failRestore.ipv4 = "iptables-restore: line 3 failed";
     await expect(del(pluginRequest("DEL", { pod: ["shop", "web"] }), node.deps())).rejects.toThrow("line 3 failed");
