@@ -31,8 +31,8 @@ describeAsRoot("the probe's forwarding proxies, through two meshed pods", () => 
   const serve = async (netns: string, listeners: string[], uid?: number) => {
     const [command, ...args] = inPod(netns, ["serve", ...listeners], uid);
     servers.push(spawn(command!, args, { stdio: "ignore" }));
-    const port = listeners[0]!.split("=")[0]!.slice(1);
-    await until(async () => (await execa("ip", ["netns", "exec", netns, "ss", "-ltnH", `sport = :${port}`])).stdout !== "", 10_000, 50);
+    for (const port of listeners.map((listener) => listener.split("=")[0]!.slice(1)))
+      await until(async () => (await execa("ip", ["netns", "exec", netns, "ss", "-ltnH", `sport = :${port}`])).stdout !== "", 10_000, 50);
   };
   const connect = async (from: string, target: string, uid?: number) => {
     const [command, ...args] = inPod(from, ["connect", target], uid);

@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -112,13 +113,37 @@ func answer(conn *net.TCPConn, banner string, forwards bool) {
 	dst := originalDst(conn)
 	line := fmt.Sprintf("%s dst=%s src=%s", banner, dst, peer)
 	if forwards && dst != conn.LocalAddr().String() {
-		next, err := dial(dst)
-		if err != nil {
-			next = fmt.Sprint("error: ", err)
-		}
-		line += " > " + strings.TrimRight(next, "\n")
+		line += " > " + forward(dst)
 	}
 	fmt.Fprintln(conn, line)
+}
+
+// forwarding counts the onward connections in hand. A proxy whose own connections are
+// redirected back to it (its UID not exempt) would forward each to itself again: past
+// maxForwarding at once it says so instead, rather than using up the process's descriptors.
+var forwarding atomic.Int32
+
+const maxForwarding = 64
+
+// forward connects on to dst and returns its line, within a shorter time than the client
+// gives the whole chain, so an inner failure still reaches the client.
+func forward(dst string) string {
+	if forwarding.Add(1) > maxForwarding {
+		forwarding.Add(-1)
+		return "error: too many connections forwarded at once (a loop?)"
+	}
+	defer forwarding.Add(-1)
+	conn, err := net.DialTimeout("tcp", dst, 2*time.Second)
+	if err != nil {
+		return fmt.Sprint("error: ", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return fmt.Sprint("error: ", err)
+	}
+	return strings.TrimRight(line, "\n")
 }
 
 // originalDst is the destination the connection was sent to before any REDIRECT or DNAT

@@ -27,6 +27,11 @@ export function severalNodes(count: number, leg: Leg): NodeLayout[] {
   if (count <= 1) return [];
   if (leg.primary !== "bridge" || leg.families !== "ipv4")
     throw new Error(`several nodes run the bridge primary on IPv4 alone, not the leg's ${leg.primary} on ${leg.families}`);
+  // A node has /tmp and /run of its own: the cluster's files there would be out of its sight.
+  if (/^\/(tmp|run)(\/|$)/.test(clusterNodesSite.dir))
+    throw new Error(
+      `several nodes cannot see a cluster dir under /tmp or /run (${clusterNodesSite.dir}): set MESHCNI_CLUSTER_DIR elsewhere`,
+    );
   return Array.from({ length: count }, (_, i) => nodeLayout(i + 1));
 }
 

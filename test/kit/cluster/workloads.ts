@@ -45,8 +45,8 @@ export interface MeshedOptions {
   readinessGate?: string;
   /** The proxy forwards each connection on, so an answer names every hop: "proxy-outbound … > proxy-inbound … > app …". */
   forwards?: boolean;
-  /** The node the pods run on (with several). */
-  nodeName?: string;
+  /** The node the pods are scheduled to (with several), as a selector: the scheduler still heeds its taints. */
+  node?: string;
 }
 
 /** The pod template of a meshed workload: an app answering `<name>` on 8080 and `<name>-9090` on 9090, and the proxy. */
@@ -60,7 +60,7 @@ export function meshedTemplate(name: string, options: MeshedOptions): Manifest {
     },
     spec: {
       terminationGracePeriodSeconds: 1,
-      ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+      ...(options.node ? { nodeSelector: { "kubernetes.io/hostname": options.node } } : {}),
       ...(options.early ? { tolerations: [{ key: startupTaint, operator: "Exists" }] } : {}),
       ...(options.readinessGate ? { readinessGates: [{ conditionType: options.readinessGate }] } : {}),
       ...(options.sidecar === "native"

@@ -9,19 +9,17 @@ export function logMarks(): Map<string, number> {
   return new Map(existsSync(dir) ? readdirSync(dir).map((name) => [name, statSync(join(dir, name)).size]) : []);
 }
 
-/** What a log gained since its mark (all of it for a log made since, or begun again shorter), up to 16 MiB. */
+/** What a log gained since its mark (all of it for a log made since, or begun again shorter): its last 16 MiB at most. */
 export function logSince(path: string, from: number): Buffer {
   const size = statSync(path).size;
-  const start = from <= size ? from : 0;
-  const length = Math.min(size - start, 16 << 20);
-  const buffer = Buffer.alloc(length);
+  const start = Math.max(from <= size ? from : 0, size - (16 << 20));
+  const buffer = Buffer.alloc(size - start);
   const fd = openSync(path, "r");
   try {
-    readSync(fd, buffer, 0, length, start);
+    return buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, start));
   } finally {
     closeSync(fd);
   }
-  return buffer;
 }
 
 /**

@@ -157,8 +157,10 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     options.log(`[${index}] ${did}: ${"ms" in recovered ? `recovered in ${(recovered.ms / 1000).toFixed(1)} s${slow}` : "NOT recovered"}`);
     if (!("ms" in recovered) || recovered.ms > keepLogsAfterMs) {
       const kept = join(options.logsDir, `soak-${options.seed}-fault-${index}`);
-      await keepLogs(cluster, marks, kept);
-      options.log(`[${index}] the cluster's logs since the fault kept in ${kept}`);
+      await keepLogs(cluster, marks, kept).then(
+        () => options.log(`[${index}] the cluster's logs since the fault kept in ${kept}`),
+        (error: Error) => options.log(`[${index}] could not keep the cluster's logs in ${kept}: ${error.message}`),
+      );
     }
     if ("ms" in recovered) recoveries.push({ kind, ms: recovered.ms });
     else violation(`not recovered within ${recoveryTimeoutMs / 1000} s: ${recovered.left.join("; ")}`);

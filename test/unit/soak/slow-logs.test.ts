@@ -18,4 +18,13 @@ describe("a slow recovery's logs", () => {
     expect(logSince(log, mark).toString()).toBe("new\n");
     expect(logSince(log, 0).toString()).toBe("new\n");
   });
+
+  it("keeps a log's last 16 MiB at most: where a slow recovery ends", () => {
+    const log = join(dir, "containerd.log");
+    writeFileSync(log, Buffer.alloc(17 << 20, "a"));
+    appendFileSync(log, "the end\n");
+    const kept = logSince(log, 0);
+    expect(kept.length).toBe(16 << 20);
+    expect(kept.subarray(-8).toString()).toBe("the end\n");
+  });
 });
