@@ -33,3 +33,6 @@ export function auditEvents(username?: string): AuditEvent[] {
 /** A short form for assertions and failure messages: "create pods/eviction 429". */
 export const describeRequest = (event: AuditEvent) =>
   `${event.verb} ${event.objectRef?.resource ?? event.requestURI}${event.objectRef?.subresource ? `/${event.objectRef.subresource}` : ""} ${event.responseStatus?.code ?? ""}`.trim();
+
+/** The node a request's ServiceAccount token is bound to (a pod's token names its pod's node), if any: which node's agent asked. */
+export const requestNode = (event: AuditEvent) => event.user.extra?.["authentication.kubernetes.io/node-name"]?.[0];

@@ -62,9 +62,9 @@ interface PodList {
   }>;
 }
 
-/** Whether the agent answers ready on the node's port (it runs on the host network), as kubelet's probe asks. */
-export const agentAnswersReady = (): Promise<boolean> =>
-  fetch("http://127.0.0.1:9911/readyz", { signal: AbortSignal.timeout(5000) }).then(
+/** Whether the agent answers ready on the node's port (it runs on the host network), as kubelet's probe asks; with several nodes, at a node's address. */
+export const agentAnswersReady = (host = "127.0.0.1"): Promise<boolean> =>
+  fetch(`http://${host}:9911/readyz`, { signal: AbortSignal.timeout(5000) }).then(
     (response) => response.ok,
     () => false,
   );
@@ -105,8 +105,8 @@ export const sandboxFailures = (cluster: RealCluster): Promise<string> =>
   cluster.kubectl(["get", "events", "-A", "--field-selector", "reason=FailedCreatePodSandBox", "-o", "jsonpath={.items[*].message}"]);
 
 /** The commit of the agent's build answering on the node's port (meshcni_build_info), or undefined when it does not answer. */
-export async function agentCommit(): Promise<string | undefined> {
-  const metrics = await fetch("http://127.0.0.1:9911/metrics", { signal: AbortSignal.timeout(5000) }).then(
+export async function agentCommit(host = "127.0.0.1"): Promise<string | undefined> {
+  const metrics = await fetch(`http://${host}:9911/metrics`, { signal: AbortSignal.timeout(5000) }).then(
     (response) => response.text(),
     () => "",
   );
@@ -138,13 +138,13 @@ export class Meshcni {
     await this.cluster.kubectl(["-n", this.namespace, "rollout", "status", "daemonset/meshcni", `--timeout=${timeoutSeconds}s`]);
   }
 
-  /** The agent's pod on the node, once one runs (not one being deleted). */
-  async agentPod(): Promise<PodList["items"][number]> {
+  /** The agent's pod on the node (or on `node`, with several), once one runs (not one being deleted). */
+  async agentPod(node = nodeName): Promise<PodList["items"][number]> {
     let pod: PodList["items"][number] | undefined;
     await until(
       async () => {
         const list = await this.cluster.get<PodList>("pods", "-n", this.namespace, "-l", "app.kubernetes.io/name=meshcni");
-        pod = list.items.find((item) => !item.metadata.deletionTimestamp && item.spec.nodeName === nodeName);
+        pod = list.items.find((item) => !item.metadata.deletionTimestamp && item.spec.nodeName === node);
         return pod !== undefined;
       },
       60_000,

@@ -127,6 +127,24 @@ async function killNodeProcesses(inodes: Set<number>): Promise<void> {
   console.warn(`processes in the nodes' namespaces outlived SIGKILL for 5 s: ${pidsIn(inodes).join(", ")}`);
 }
 
+/** The inodes of the namespaces these files are bound on; a plain file (a crash before unshare) matches no process. */
+const inodesOf = (files: string[]) => new Set(files.filter((file) => existsSync(file)).map((file) => statSync(file).ino));
+
+/**
+ * One node gone for good while the others run, as a machine powered off: everything in it
+ * killed, its namespaces, cgroups, dir and the routes to its pods (the host's and the other nodes') removed.
+ */
+export async function removeNode(layout: NodeLayout, others: NodeLayout[]): Promise<void> {
+  await killNodeProcesses(inodesOf([layout.mountNs, join("/run/netns", layout.netns)]));
+  await removeCgroups(layout.cgroupRoot);
+  await execa("umount", [layout.mountNs], { reject: false });
+  rmSync(layout.mountNs, { force: true });
+  await execa("ip", ["netns", "del", layout.netns], { reject: false });
+  await execa("ip", ["route", "del", layout.podCidr], { reject: false });
+  for (const other of others) await execa("ip", ["-n", other.netns, "route", "del", layout.podCidr], { reject: false });
+  rmSync(layout.dir, { recursive: true, force: true });
+}
+
 /**
  * Removes every node of the site: what runs in them, their mount namespaces (their /run,
  * binds and container mounts go with the last reference), their netns (veths go with them),
@@ -137,13 +155,9 @@ export async function removeNodes(site: NodesSite): Promise<void> {
   const nsDir = mountNsDir(site);
   const mountFiles = existsSync(nsDir) ? readdirSync(nsDir).filter((name) => name.endsWith(".mnt")) : [];
   const netnsNames = existsSync("/run/netns") ? readdirSync("/run/netns").filter((name) => name.startsWith(`${site.prefix}-node-`)) : [];
-  // A file bound on a namespace has the namespace's inode; a plain one (a crash before unshare) matches no process.
-  const inodes = new Set(
-    [...mountFiles.map((name) => join(nsDir, name)), ...netnsNames.map((name) => join("/run/netns", name))].map(
-      (path) => statSync(path).ino,
-    ),
+  await killNodeProcesses(
+    inodesOf([...mountFiles.map((name) => join(nsDir, name)), ...netnsNames.map((name) => join("/run/netns", name))]),
   );
-  await killNodeProcesses(inodes);
   // Containers whose shim was killed with them are in no node namespace any more: found by their cgroups.
   await removeCgroups(site.cgroupRoot);
   for (const name of mountFiles) {

@@ -9,9 +9,9 @@ import { serviceCidr } from "./layout.js";
 import type { Leg } from "./leg.js";
 import { kubeletSpec, kubeProxySpec, type NodeSite, primaryConflist } from "./node.js";
 import { clusterNodesSite, inNode, type NodeLayout, nodeContainerd, nodeLayout, onHost } from "./node-layout.js";
-import { createNode, prepareNodesHost } from "./node-namespaces.js";
-import type { Identity } from "./pki.js";
-import { startDaemon } from "./processes.js";
+import { createNode, prepareNodesHost, removeNode } from "./node-namespaces.js";
+import { type Identity, issue } from "./pki.js";
+import { runningPid, startDaemon, stopDaemon } from "./processes.js";
 import type { Steps } from "./steps.js";
 import type { Components } from "./teardown.js";
 
@@ -90,12 +90,35 @@ export async function startNode(bin: Components, leg: Leg, layout: NodeLayout, a
 export async function upNodes(cluster: RealCluster, steps: Steps, layouts: NodeLayout[]): Promise<void> {
   const images = await imageArchives();
   for (const layout of layouts) {
-    const daemons = ["containerd", "kubelet", "kube-proxy"].map((name) => `${name}@${layout.name}`);
-    await steps.run(`${layout.name}: its namespaces, containerd, images, kubelet and kube-proxy`, daemons, () =>
+    await steps.run(`${layout.name}: its namespaces, containerd, images, kubelet and kube-proxy`, nodeDaemons(layout), () =>
       startNode(cluster.bin, cluster.leg, layout, layouts, images),
     );
   }
   await steps.run("every node Ready", [], async () => {
     for (const layout of layouts) await cluster.waitNodeReady(90_000, layout.name, `kubelet@${layout.name}`);
   });
+}
+
+/** A node's daemons as processes.ts names them, kubelet first (it would start again what is stopped under it). */
+export const nodeDaemons = (layout: NodeLayout) => ["kubelet", "kube-proxy", "containerd"].map((name) => `${name}@${layout.name}`);
+
+/** A node joining the running cluster: its kubelet's identity, the node as at `up`, each running node's route to its pods; then Ready. */
+export async function addNode(cluster: RealCluster, layout: NodeLayout, running: NodeLayout[]): Promise<void> {
+  await issue(nodeIdentity(layout));
+  await startNode(cluster.bin, cluster.leg, layout, [...running, layout], await imageArchives());
+  for (const other of running) await execa("ip", ["-n", other.netns, "route", "replace", layout.podCidr, "via", layout.ip]);
+  await cluster.waitNodeReady(90_000, layout.name, `kubelet@${layout.name}`);
+}
+
+/** A node powered off for good: its daemons killed, then everything in it and the routes to it; its Node object is left to the caller. */
+export async function removeNodeForGood(layout: NodeLayout, others: NodeLayout[]): Promise<void> {
+  for (const daemon of nodeDaemons(layout)) await stopDaemon(daemon, "SIGKILL");
+  await removeNode(layout, others);
+}
+
+/** A path as the node sees it, mounts made inside the node included (a pod's projected volume), read through its kubelet's root. */
+export function asNodeSees(layout: NodeLayout, path: string): string {
+  const pid = runningPid(`kubelet@${layout.name}`);
+  if (!pid) throw new Error(`kubelet@${layout.name} is not running`);
+  return `/proc/${pid}/root${path}`;
 }

@@ -73,15 +73,18 @@ export async function makePki(nodes: Identity[] = []): Promise<void> {
     `subjectAltName=${sans}\nextendedKeyUsage=serverAuth\nkeyUsage=critical,digitalSignature`,
     "ca",
   );
-  for (const identity of [...(Object.values(identities) as Identity[]), ...nodes]) {
-    const usage = identity.serving
-      ? `subjectAltName=${identity.serving}\nextendedKeyUsage=clientAuth,serverAuth`
-      : "extendedKeyUsage=clientAuth";
-    await certificate(identity.stem, identity.subject, usage, "ca");
-    writeFileSync(join(paths.dir, `${identity.stem}.kubeconfig`), kubeconfig(identity.stem));
-  }
+  for (const identity of [...(Object.values(identities) as Identity[]), ...nodes]) await issue(identity);
   await openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "sa.key");
   await openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub");
+}
+
+/** An identity's certificate, signed by the cluster's CA, and its kubeconfig: at the start, or for a node joining later. */
+export async function issue(identity: Identity): Promise<void> {
+  const usage = identity.serving
+    ? `subjectAltName=${identity.serving}\nextendedKeyUsage=clientAuth,serverAuth`
+    : "extendedKeyUsage=clientAuth";
+  await certificate(identity.stem, identity.subject, usage, "ca");
+  writeFileSync(join(paths.dir, `${identity.stem}.kubeconfig`), kubeconfig(identity.stem));
 }
 
 /** A kubeconfig for one identity's client certificate. */

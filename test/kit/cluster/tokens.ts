@@ -7,6 +7,8 @@ import type { RealCluster } from "./cluster.js";
 import { apiserverUrl } from "./families.js";
 import { paths } from "./layout.js";
 import type { Meshcni } from "./meshcni.js";
+import type { NodeLayout } from "./node-layout.js";
+import { asNodeSees } from "./nodes.js";
 
 /** A kubeconfig (as an object) reaching the cluster's API server as `user`, with `token`. */
 export function tokenKubeconfig(user: string, token: string): Record<string, unknown> {
@@ -50,9 +52,12 @@ export class AgentIdentity {
     readonly token: string,
   ) {}
 
-  static async of(cluster: RealCluster, meshcni: Meshcni): Promise<AgentIdentity> {
-    const pod = await meshcni.agentPod();
-    const volumes = join(paths.kubeletRoot, "pods", pod.metadata.uid, "volumes/kubernetes.io~projected");
+  /** The agent of the node (or, with several, of the node `layout` says). */
+  static async of(cluster: RealCluster, meshcni: Meshcni, layout?: NodeLayout): Promise<AgentIdentity> {
+    const pod = await meshcni.agentPod(layout?.name);
+    // A projected volume is a tmpfs kubelet mounted inside the node: seen only from there.
+    const kubeletRoot = layout ? asNodeSees(layout, "/var/lib/kubelet") : paths.kubeletRoot;
+    const volumes = join(kubeletRoot, "pods", pod.metadata.uid, "volumes/kubernetes.io~projected");
     const volume = readdirSync(volumes).find((name) => name.startsWith("kube-api-access-"));
     const token = readFileSync(join(volumes, volume!, "token"), "utf8");
     const kubeconfig = join(paths.dir, `agent-${pod.metadata.uid}.kubeconfig`);

@@ -47,7 +47,17 @@ export interface MeshedOptions {
   forwards?: boolean;
   /** The node the pods are scheduled to (with several), as a selector: the scheduler still heeds its taints. */
   node?: string;
+  /** At most one pod more on any node than on another (with several), counting only nodes the pods may go to (a cordoned one not). */
+  spread?: boolean;
 }
+
+const evenlyOverNodes = (app: string) => ({
+  maxSkew: 1,
+  topologyKey: "kubernetes.io/hostname",
+  whenUnsatisfiable: "DoNotSchedule",
+  nodeTaintsPolicy: "Honor",
+  labelSelector: { matchLabels: { app } },
+});
 
 /** The pod template of a meshed workload: an app answering `<name>` on 8080 and `<name>-9090` on 9090, and the proxy. */
 export function meshedTemplate(name: string, options: MeshedOptions): Manifest {
@@ -61,6 +71,7 @@ export function meshedTemplate(name: string, options: MeshedOptions): Manifest {
     spec: {
       terminationGracePeriodSeconds: 1,
       ...(options.node ? { nodeSelector: { "kubernetes.io/hostname": options.node } } : {}),
+      ...(options.spread ? { topologySpreadConstraints: [evenlyOverNodes(name)] } : {}),
       ...(options.early ? { tolerations: [{ key: startupTaint, operator: "Exists" }] } : {}),
       ...(options.readinessGate ? { readinessGates: [{ conditionType: options.readinessGate }] } : {}),
       ...(options.sidecar === "native"
@@ -100,7 +111,7 @@ export function meshedDeployment(name: string, options: MeshedOptions): Manifest
  */
 export function plainPod(
   name: string,
-  options: { namespace?: string; ports?: number[]; early?: boolean; labels?: Record<string, string> } = {},
+  options: { namespace?: string; ports?: number[]; early?: boolean; labels?: Record<string, string>; node?: string } = {},
 ): Manifest {
   const ports = options.ports ?? [8080, 443, 6443, 6444];
   return {
@@ -109,6 +120,7 @@ export function plainPod(
     metadata: { name, namespace: options.namespace ?? "default", labels: { app: name, ...options.labels } },
     spec: {
       terminationGracePeriodSeconds: 1,
+      ...(options.node ? { nodeSelector: { "kubernetes.io/hostname": options.node } } : {}),
       ...(options.early ? { tolerations: [{ key: startupTaint, operator: "Exists" }] } : {}),
       containers: [probe("app", Object.fromEntries(ports.map((port) => [port, `${name}-${port}`])))],
     },
