@@ -8,6 +8,7 @@ import { benchCri } from "./cri.js";
 import { benchFreshness } from "./freshness.js";
 import { benchInstaller } from "./installer.js";
 import { benchPlugin } from "./plugin.js";
+import { benchScale } from "./scale.js";
 import { benchSocketAttack } from "./socket-attack.js";
 
 if (!isRoot) {
@@ -24,3 +25,5 @@ if (!only || only === "freshness") await benchFreshness();
 if (!only || only === "audit") await benchAudit();
 if (!only || only === "cri") await benchCri();
 if (!only || only === "cluster") await benchCluster();
+// Simulated nodes by the hundred and kube-proxy beside meshcni (about 30 minutes): only when asked for.
+if (only === "scale") await benchScale();

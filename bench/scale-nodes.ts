@@ -1,0 +1,101 @@
+// Simulated nodes for `npm run bench scale`, as kwok makes them: Node objects (Ready, with
+// meshcni's startup taint as a kubelet registers them) whose leases the bench renews as each
+// kubelet would, with pods bound to them that never run. On each, meshcni's agent or
+// kube-proxy runs as a host process of its own, with that node's identity.
+import { join } from "node:path";
+import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import type { RealCluster } from "../test/kit/cluster/cluster.js";
+import { paths, startupTaint } from "../test/kit/cluster/layout.js";
+import { meshedPod } from "../test/kit/cluster/workloads.js";
+
+export const simulatedName = (index: number) => `sim-${index}`;
+const simulatedLabel = "meshcni.test/simulated";
+export const scaleDir = join(paths.dir, "scale");
+/** The namespaces the simulated nodes' pods are spread over. */
+export const podNamespaces = Array.from({ length: 10 }, (_, index) => `scale-${index}`);
+
+function nodeObject(index: number) {
+  const name = simulatedName(index);
+  const now = new Date();
+  const resources = { cpu: "32", memory: "128Gi", pods: "110" };
+  return {
+    metadata: { name, labels: { "kubernetes.io/hostname": name, "kubernetes.io/os": "linux", [simulatedLabel]: "true" } },
+    spec: { taints: [{ key: startupTaint, effect: "NoSchedule" }] },
+    // A Node's status may be set when it is created (kubelet registers that way).
+    status: {
+      capacity: resources,
+      allocatable: resources,
+      addresses: [{ type: "InternalIP", address: `10.250.${index >> 8}.${index & 255}` }],
+      conditions: [
+        { type: "Ready", status: "True", reason: "KubeletReady", message: "simulated", lastHeartbeatTime: now, lastTransitionTime: now },
+      ],
+    },
+  };
+}
+
+/** A pod as an injector writes one, bound to a simulated node (never scheduled, never run). */
+export function simulatedPod(node: number, index: number): V1Pod {
+  const pod = meshedPod(`sim-${node}-${index}`, { namespace: podNamespaces[index % podNamespaces.length]!, sidecar: "native" }) as V1Pod;
+  pod.spec = { ...pod.spec!, nodeName: simulatedName(node) };
+  return pod;
+}
+
+/**
+ * N simulated nodes with `podsPerNode` pods each, their leases renewed every 10 s (the node
+ * lifecycle controller would otherwise call them unreachable and evict their pods).
+ */
+export class SimulatedNodes {
+  private renewing: ReturnType<typeof setInterval> | undefined;
+  private readonly core: CoreV1Api;
+  private readonly leases: CoordinationV1Api;
+
+  constructor(
+    config: KubeConfig,
+    readonly count: number,
+    readonly podsPerNode: number,
+  ) {
+    this.core = config.makeApiClient(CoreV1Api);
+    this.leases = config.makeApiClient(CoordinationV1Api);
+  }
+
+  private lease(index: number) {
+    const name = simulatedName(index);
+    return {
+      metadata: { name, namespace: "kube-node-lease" },
+      spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: new Date() },
+    };
+  }
+
+  async create(): Promise<void> {
+    for (const namespace of podNamespaces)
+      await this.core.createNamespace({ body: { metadata: { name: namespace } } }).catch(() => undefined);
+    for (let index = 0; index < this.count; index++) {
+      await this.core.createNode({ body: nodeObject(index) });
+      await this.leases.createNamespacedLease({ namespace: "kube-node-lease", body: this.lease(index) });
+    }
+    this.renewing = setInterval(() => {
+      for (let index = 0; index < this.count; index++)
+        this.leases
+          .replaceNamespacedLease({ name: simulatedName(index), namespace: "kube-node-lease", body: this.lease(index) })
+          .catch(() => undefined);
+    }, 10_000);
+    const creates: Array<Promise<unknown>> = [];
+    for (let node = 0; node < this.count; node++)
+      for (let index = 0; index < this.podsPerNode; index++) {
+        const pod = simulatedPod(node, index);
+        creates.push(this.core.createNamespacedPod({ namespace: pod.metadata!.namespace!, body: pod }));
+        if (creates.length >= 50) await Promise.all(creates.splice(0));
+      }
+    await Promise.all(creates);
+  }
+
+  /** Every simulated node and its pods gone (the pods first: a Node's deletion does not take them). */
+  async remove(cluster: RealCluster): Promise<void> {
+    clearInterval(this.renewing);
+    for (const namespace of podNamespaces)
+      await cluster.kubectl(["delete", "pods", "--all", "-n", namespace, "--wait=false", "--grace-period=0", "--force"]).catch(() => "");
+    await cluster.kubectl(["delete", "nodes", "-l", `${simulatedLabel}=true`, "--wait=true"]);
+    const leases = Array.from({ length: this.count }, (_, index) => simulatedName(index));
+    await cluster.kubectl(["delete", "leases", "-n", "kube-node-lease", "--ignore-not-found", ...leases]);
+  }
+}

@@ -1,0 +1,147 @@
+// `npm run bench scale` (issue 43): what one node's meshcni agent costs the real API server,
+// beside what kube-proxy costs it for the same node. For N = 10, 50 and 100 simulated nodes
+// (scale-nodes.ts: Node objects, 30 pods bound to each), the API server is read with none of
+// the per-node components running (the baseline), with N meshcni agents, then with N
+// kube-proxies (scale-components.ts), each idle and under the same churn; the report
+// (scale-report.ts) gives the cost per node, its slope over N and the projection to 5,000.
+import { CoreV1Api, DiscoveryV1Api, KubeConfig } from "@kubernetes/client-node";
+import { execa } from "execa";
+import { RealCluster } from "../test/kit/cluster/cluster.js";
+import { paths } from "../test/kit/cluster/layout.js";
+import { Meshcni } from "../test/kit/cluster/meshcni.js";
+import { runningPid } from "../test/kit/cluster/processes.js";
+import { sleep } from "../test/kit/common.js";
+import { cpuTicks, rssMb } from "../test/kit/proc.js";
+import { componentDaemons, startComponents, stopComponents } from "./scale-components.js";
+import { SimulatedNodes, simulatedPod } from "./scale-nodes.js";
+import { type Component, components, formatScale, type Mode, type Reading, type ScaleRun } from "./scale-report.js";
+import { saveResults } from "./stats.js";
+
+const nodeCounts = [10, 50, 100];
+const podsPerNode = 30;
+/** After the components start (their lists and watches made), before the idle window. */
+const settleSeconds = 30;
+const windowSeconds = 60;
+
+const mean = (values: number[]) => (values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length);
+
+/** The API server's own counters: requests but WATCHes so far, WATCHes open now, watch events sent so far. */
+async function apiserverCounters(cluster: RealCluster): Promise<{ requests: number; watches: number; watchEvents: number }> {
+  const text = await cluster.kubectl(["get", "--raw", "/metrics"]);
+  const sum = (name: string, keep: (labels: string) => boolean = () => true) =>
+    [...text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, "gm"))]
+      .filter(([, labels = ""]) => keep(labels))
+      .reduce((total, [, , value]) => total + Number(value), 0);
+  return {
+    requests: sum("apiserver_request_total", (labels) => !labels.includes('verb="WATCH"')),
+    watches: sum("apiserver_longrunning_requests", (labels) => labels.includes('verb="WATCH"')),
+    watchEvents: sum("apiserver_watch_events_total"),
+  };
+}
+
+/** The API server over one window while `load` runs (if any), and the components' own memory (their pids, if any). */
+async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Promise<void>, own?: () => number[]): Promise<Reading> {
+  const pid = runningPid("kube-apiserver");
+  if (!pid) throw new Error("kube-apiserver is not running");
+  const ticksPerSecond = Number((await execa("getconf", ["CLK_TCK"])).stdout);
+  const [before, ticksBefore, started] = [await apiserverCounters(cluster), cpuTicks(pid), performance.now()];
+  const [rss, ownRss]: [number[], number[]] = [[], []];
+  const stop = new AbortController();
+  const loading = load?.(stop.signal);
+  while (performance.now() - started < windowSeconds * 1000) {
+    rss.push(rssMb(pid));
+    if (own) ownRss.push(mean(own().map(rssMb)));
+    await sleep(2000);
+  }
+  stop.abort();
+  await loading;
+  const [after, seconds] = [await apiserverCounters(cluster), (performance.now() - started) / 1000];
+  return {
+    millicores: ((cpuTicks(pid) - ticksBefore) / ticksPerSecond / seconds) * 1000,
+    rssMb: mean(rss),
+    watches: after.watches,
+    requestsPerMinute: (after.requests - before.requests) / (seconds / 60),
+    watchEventsPerSecond: (after.watchEvents - before.watchEvents) / seconds,
+    ...(own ? { ownRssMb: mean(ownRss) } : {}),
+  };
+}
+
+/**
+ * The same churn in every window: every 500 ms a pod of a simulated node replaced (what
+ * an agent watches), every 2 s an endpoint of a Service changed (what kube-proxy watches),
+ * every 5 s a namespace made and the last one removed (what both list).
+ */
+async function churn(config: KubeConfig, count: number, signal: AbortSignal): Promise<void> {
+  const [core, discovery] = [config.makeApiClient(CoreV1Api), config.makeApiClient(DiscoveryV1Api)];
+  const ignore = () => undefined;
+  for (let tick = 0; !signal.aborted; tick++) {
+    const pod = simulatedPod(tick % count, 1000 + tick);
+    await core.createNamespacedPod({ namespace: pod.metadata!.namespace!, body: pod }).catch(ignore);
+    const old = simulatedPod((tick - 10 + count * 10) % count, 1000 + tick - 10);
+    if (tick >= 10)
+      await core
+        .deleteNamespacedPod({ name: old.metadata!.name!, namespace: old.metadata!.namespace!, gracePeriodSeconds: 0 })
+        .catch(ignore);
+    if (tick % 4 === 0)
+      await discovery.replaceNamespacedEndpointSlice({ name: "scale", namespace: "default", body: endpointSlice(tick) }).catch(ignore);
+    if (tick % 10 === 0) {
+      await core.createNamespace({ body: { metadata: { name: `scale-churn-${tick}` } } }).catch(ignore);
+      if (tick >= 10) await core.deleteNamespace({ name: `scale-churn-${tick - 10}` }).catch(ignore);
+    }
+    await sleep(500);
+  }
+}
+
+/** A Service's endpoints, one of them moved each time (kube-proxy's churn). */
+const endpointSlice = (version: number) => ({
+  apiVersion: "discovery.k8s.io/v1",
+  kind: "EndpointSlice",
+  metadata: { name: "scale", namespace: "default", labels: { "kubernetes.io/service-name": "scale" } },
+  addressType: "IPv4",
+  ports: [{ name: "", port: 8080, protocol: "TCP" }],
+  endpoints: Array.from({ length: 20 }, (_, index) => ({
+    addresses: [`10.249.${index}.${index === 0 ? version % 250 : 1}`],
+    conditions: { ready: true },
+  })),
+});
+
+/** Both windows, with `component` running for every simulated node (or none: the baseline). */
+async function phase(cluster: RealCluster, config: KubeConfig, count: number, component?: Component): Promise<Record<Mode, Reading>> {
+  await sleep(settleSeconds * 1000);
+  const own = component ? () => componentDaemons(component).flatMap((name) => runningPid(name) ?? []) : undefined;
+  const idle = await measure(cluster, undefined, own);
+  return { idle, churn: await measure(cluster, (signal) => churn(config, count, signal), own) };
+}
+
+export async function benchScale(): Promise<void> {
+  const cluster = new RealCluster();
+  await cluster.up();
+  try {
+    // node-1's agent, and the DaemonSet whose pod on each simulated node its agent is.
+    await new Meshcni(cluster).deploy();
+    const config = new KubeConfig();
+    config.loadFromFile(paths.adminKubeconfig);
+    const service = { metadata: { name: "scale", namespace: "default" }, spec: { ports: [{ port: 8080 }] } };
+    await config.makeApiClient(CoreV1Api).createNamespacedService({ namespace: "default", body: service });
+    await config.makeApiClient(DiscoveryV1Api).createNamespacedEndpointSlice({ namespace: "default", body: endpointSlice(0) });
+    const runs: ScaleRun[] = [];
+    for (const count of nodeCounts) {
+      const nodes = new SimulatedNodes(config, count, podsPerNode);
+      await nodes.create();
+      const readings = { baseline: await phase(cluster, config, count) } as ScaleRun["readings"];
+      for (const component of components) {
+        await startComponents(cluster, component, count);
+        readings[component] = await phase(cluster, config, count, component);
+        await stopComponents();
+      }
+      await nodes.remove(cluster);
+      runs.push({ nodes: count, readings });
+      console.log(`scale: N=${count} measured`);
+    }
+    console.log(`\n${formatScale(runs)}`);
+    console.log(`\nresults: ${saveResults("scale", runs)}`);
+  } finally {
+    await stopComponents();
+    await cluster.down();
+  }
+}

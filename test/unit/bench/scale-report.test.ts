@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+import { added, costLines, fitLine, formatScale, type Reading, type ScaleRun, targetHolds } from "../../../bench/scale-report.js";
+
+const reading = (millicores: number, rssMb: number, extra: Partial<Reading> = {}): Reading => ({
+  millicores,
+  rssMb,
+  watches: 0,
+  requestsPerMinute: 0,
+  watchEventsPerSecond: 0,
+  ...extra,
+});
+
+/** A run of N nodes where each meshcni agent adds `ours` mCPU and MB to the API server, each kube-proxy `theirs`. */
+function run(nodes: number, ours: number, theirs: number): ScaleRun {
+  const both = (base: number, per: number) => ({
+    idle: reading(base + per * nodes, 500 + per * nodes),
+    churn: reading(2 * base + per * nodes, 500 + per * nodes),
+  });
+  return {
+    nodes,
+    readings: {
+      baseline: both(100, 0),
+      meshcni: { ...both(100, ours), idle: { ...both(100, ours).idle, watches: 5 * nodes, ownRssMb: 70 } },
+      "kube-proxy": both(100, theirs),
+    },
+  };
+}
+
+describe("the scale bench's arithmetic", () => {
+  it("fits a line by least squares, and one point through the origin", () => {
+    expect(
+      fitLine([
+        [10, 25],
+        [50, 105],
+        [100, 205],
+      ]),
+    ).toEqual({ slope: 2, intercept: 5 });
+    expect(fitLine([[10, 30]])).toEqual({ slope: 3, intercept: 0 });
+    expect(fitLine([])).toEqual({ slope: 0, intercept: 0 });
+  });
+
+  it("takes what N agents added from the baseline of the same mode", () => {
+    expect(added(run(10, 2, 3), "meshcni", "churn")).toEqual({
+      millicores: 20,
+      rssMb: 20,
+      watches: 0,
+      requestsPerMinute: 0,
+      watchEventsPerSecond: 0,
+    });
+    expect(added(run(10, 2, 3), "meshcni", "idle").watches).toBe(50);
+  });
+
+  it("gives the cost per node at each N, the slope and the projection to 5,000 nodes", () => {
+    const line = costLines([run(10, 2, 3), run(50, 2, 3), run(100, 2, 3)]).find(
+      (candidate) => candidate.component === "kube-proxy" && candidate.mode === "idle" && candidate.metric === "millicores",
+    );
+    expect(line?.perNode).toEqual([
+      { nodes: 10, value: 3 },
+      { nodes: 50, value: 3 },
+      { nodes: 100, value: 3 },
+    ]);
+    expect(line?.slope).toBeCloseTo(3);
+    expect(line?.at5000).toBeCloseTo(15_000);
+  });
+
+  it("holds the target only when meshcni's slope is at most kube-proxy's for CPU and memory in both modes", () => {
+    expect(targetHolds(costLines([run(10, 2, 3), run(50, 2, 3)])).holds).toBe(true);
+    const exceeded = targetHolds(costLines([run(10, 4, 3), run(50, 4, 3)]));
+    expect(exceeded.holds).toBe(false);
+    expect(exceeded.compared).toContain("idle millicores: meshcni 4.00 per node, kube-proxy 3.00: exceeds");
+  });
+
+  it("prints every component's line and the verdict", () => {
+    const text = formatScale([run(10, 2, 3), run(50, 2, 3)]);
+    expect(text).toMatch(/^meshcni idle API mCPU +2\.00 +2\.00 +2\.00 +10000$/m);
+    expect(text).toMatch(/^meshcni at N=10: 70\.0 MB resident each \(idle\)$/m);
+    expect(text).toContain("target (per node, meshcni's agent costs the API server's CPU and memory no more than kube-proxy): holds");
+  });
+});
