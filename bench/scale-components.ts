@@ -14,9 +14,9 @@ import { primaryPlugins } from "../test/kit/cluster/teardown.js";
 import { until } from "../test/kit/common.js";
 import { meshcniBinary } from "../test/kit/paths.js";
 import { scaleDir, simulatedName } from "./scale-nodes.js";
+import type { Component } from "./scale-report.js";
 
-export type ScaleComponent = "meshcni" | "kube-proxy";
-const daemonPrefix: Record<ScaleComponent, string> = { meshcni: "scale-agent@", "kube-proxy": "scale-proxy@" };
+const daemonPrefix: Record<Component, string> = { meshcni: "scale-agent@", "kube-proxy": "scale-proxy@" };
 const proxyNetns = (node: string) => `msc-${node}`;
 
 /** meshcni's DaemonSet pod the controller made for each simulated node: whose identity its agent takes. */
@@ -58,7 +58,18 @@ async function startAgent(cluster: RealCluster, index: number, pod: { name: stri
   startDaemon({
     name: `${daemonPrefix.meshcni}${node}`,
     command: meshcniBinary,
-    args: ["install", "--host-root", root, "--node", node, "--cri-socket", "", "--listen", `127.0.0.1:${20_000 + index}`],
+    args: [
+      "install",
+      "--host-root",
+      root,
+      "--node",
+      node,
+      "--cri-socket",
+      "",
+      "--listen",
+      `127.0.0.1:${20_000 + index}`,
+      ...["--service-account-dir", serviceAccount, "--startup-taint", "meshcni.io/not-ready:NoSchedule"],
+    ],
     env: {
       KUBERNETES_SERVICE_HOST: nodeIp,
       KUBERNETES_SERVICE_PORT: String(apiserverPort),
@@ -71,8 +82,18 @@ async function startAgent(cluster: RealCluster, index: number, pod: { name: stri
 /** kube-proxy for simulated node `index`, in a netns of its own. */
 async function startKubeProxy(cluster: RealCluster, index: number): Promise<void> {
   const node = simulatedName(index);
-  await execa("ip", ["netns", "add", proxyNetns(node)]);
-  await execa("ip", ["-n", proxyNetns(node), "link", "set", "lo", "up"]);
+  // Its own netns, joined to the host by a veth: the API server is reached through it, nothing else.
+  const [netns, host, inside] = [proxyNetns(node), `10.248.${index}.1`, `10.248.${index}.2`];
+  await execa("ip", ["netns", "add", netns]);
+  await execa("ip", ["link", "add", netns, "type", "veth", "peer", "name", "eth0", "netns", netns]);
+  await execa("ip", ["addr", "add", `${host}/30`, "dev", netns]);
+  await execa("ip", ["link", "set", netns, "up"]);
+  const inside4 = [
+    ["link", "set", "lo", "up"],
+    ["addr", "add", `${inside}/30`, "dev", "eth0"],
+    ["link", "set", "eth0", "up"],
+  ];
+  for (const argv of [...inside4, ["route", "add", `${nodeIp}/32`, "via", host]]) await execa("ip", ["-n", netns, ...argv]);
   const config = join(scaleDir, `${node}-kube-proxy.yaml`);
   mkdirSync(scaleDir, { recursive: true });
   writeFileSync(
@@ -97,7 +118,7 @@ conntrack: {maxPerCore: 0}
 }
 
 /** Starts `component` for simulated nodes 0 to count-1. */
-export async function startComponents(cluster: RealCluster, component: ScaleComponent, count: number): Promise<void> {
+export async function startComponents(cluster: RealCluster, component: Component, count: number): Promise<void> {
   const pods = component === "meshcni" ? await daemonSetPods(cluster, count) : undefined;
   for (let index = 0; index < count; index++) {
     if (pods) await startAgent(cluster, index, pods.get(simulatedName(index))!);
@@ -106,7 +127,7 @@ export async function startComponents(cluster: RealCluster, component: ScaleComp
 }
 
 /** The pids of the running simulated components of a kind. */
-export const componentDaemons = (component: ScaleComponent) => recordedDaemons().filter((name) => name.startsWith(daemonPrefix[component]));
+export const componentDaemons = (component: Component) => recordedDaemons().filter((name) => name.startsWith(daemonPrefix[component]));
 
 /** Stops every simulated component and removes what they had: their host roots and netns. */
 export async function stopComponents(): Promise<void> {

@@ -3,7 +3,15 @@
 // kubelet would, with pods bound to them that never run. On each, meshcni's agent or
 // kube-proxy runs as a host process of its own, with that node's identity.
 import { join } from "node:path";
-import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Pod } from "@kubernetes/client-node";
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  type KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  V1MicroTime,
+  type V1Pod,
+} from "@kubernetes/client-node";
 import type { RealCluster } from "../test/kit/cluster/cluster.js";
 import { paths, startupTaint } from "../test/kit/cluster/layout.js";
 import { meshedPod } from "../test/kit/cluster/workloads.js";
@@ -12,7 +20,7 @@ export const simulatedName = (index: number) => `sim-${index}`;
 const simulatedLabel = "meshcni.test/simulated";
 export const scaleDir = join(paths.dir, "scale");
 /** The namespaces the simulated nodes' pods are spread over. */
-export const podNamespaces = Array.from({ length: 10 }, (_, index) => `scale-${index}`);
+const podNamespaces = Array.from({ length: 10 }, (_, index) => `scale-${index}`);
 
 function nodeObject(index: number) {
   const name = simulatedName(index);
@@ -62,7 +70,8 @@ export class SimulatedNodes {
     const name = simulatedName(index);
     return {
       metadata: { name, namespace: "kube-node-lease" },
-      spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: new Date() },
+      // A MicroTime: the API server takes exactly six fractional digits (a Date sends three).
+      spec: { holderIdentity: name, leaseDurationSeconds: 40, renewTime: new V1MicroTime() },
     };
   }
 
@@ -75,9 +84,13 @@ export class SimulatedNodes {
     }
     this.renewing = setInterval(() => {
       for (let index = 0; index < this.count; index++)
+        // A merge patch: a Lease's update needs its resourceVersion, a patch does not.
         this.leases
-          .replaceNamespacedLease({ name: simulatedName(index), namespace: "kube-node-lease", body: this.lease(index) })
-          .catch(() => undefined);
+          .patchNamespacedLease(
+            { name: simulatedName(index), namespace: "kube-node-lease", body: { spec: { renewTime: new V1MicroTime() } } },
+            setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+          )
+          .catch((error: Error) => console.warn(`lease of ${simulatedName(index)} not renewed: ${error.message}`));
     }, 10_000);
     const creates: Array<Promise<unknown>> = [];
     for (let node = 0; node < this.count; node++)

@@ -71,10 +71,12 @@ async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Pro
  * an agent watches), every 2 s an endpoint of a Service changed (what kube-proxy watches),
  * every 5 s a namespace made and the last one removed (what both list).
  */
+let ticks = 0;
 async function churn(config: KubeConfig, count: number, signal: AbortSignal): Promise<void> {
   const [core, discovery] = [config.makeApiClient(CoreV1Api), config.makeApiClient(DiscoveryV1Api)];
   const ignore = () => undefined;
-  for (let tick = 0; !signal.aborted; tick++) {
+  // Ticks go on from window to window: no name is made twice, and the last window's namespace is the one removed.
+  for (let tick = ticks; !signal.aborted; tick++, ticks++) {
     const pod = simulatedPod(tick % count, 1000 + tick);
     await core.createNamespacedPod({ namespace: pod.metadata!.namespace!, body: pod }).catch(ignore);
     const old = simulatedPod((tick - 10 + count * 10) % count, 1000 + tick - 10);
@@ -115,6 +117,7 @@ async function phase(cluster: RealCluster, config: KubeConfig, count: number, co
 
 export async function benchScale(): Promise<void> {
   const cluster = new RealCluster();
+  await stopComponents();
   await cluster.up();
   try {
     // node-1's agent, and the DaemonSet whose pod on each simulated node its agent is.
@@ -129,7 +132,8 @@ export async function benchScale(): Promise<void> {
       const nodes = new SimulatedNodes(config, count, podsPerNode);
       await nodes.create();
       const readings = { baseline: await phase(cluster, config, count) } as ScaleRun["readings"];
-      for (const component of components) {
+      // Every other N the other way round: the API server's memory does not shrink between phases.
+      for (const component of runs.length % 2 ? [...components].reverse() : components) {
         await startComponents(cluster, component, count);
         readings[component] = await phase(cluster, config, count, component);
         await stopComponents();
