@@ -1,11 +1,12 @@
 import { copyFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { imageRepository } from "../../src/build-info.js";
 import { answersFromPod, chainedEntry, cordon, meshcniState, nodesWithReadyAgent, runningPods } from "../kit/cluster/across-nodes.js";
 import { agentUser, auditEvents, requestNode } from "../kit/cluster/audit.js";
 import { hostPort } from "../kit/cluster/families.js";
 import { otherBuild, otherBuildArchive } from "../kit/cluster/images.js";
+import { bindsTokensToNodes, currentLeg } from "../kit/cluster/leg.js";
 import { agentCommit, Meshcni } from "../kit/cluster/meshcni.js";
 import { drainAndRejoin, nodeAddedThenDeleted, spreadAcrossNodes } from "../kit/cluster/multi-node-scenarios.js";
 import { nodeLayout, onHost } from "../kit/cluster/node-layout.js";
@@ -21,13 +22,21 @@ const [first, second, third] = [layouts[0]!, layouts[1]!, layouts[2]!];
 const names = layouts.map((layout) => layout.name);
 const evictFlags = ["--repair", "evict", "--evict-namespaces", "default"];
 const hold = "meshcni.test/hold";
+/** Pods the rollout scenario starts while the DaemonSet rolls: enough to meet every node mid-rollout, few enough for 2 cores. */
+const rollingPods = 24;
+const leg = currentLeg();
+// Several nodes run the bridge primary on IPv4 alone (test/kit/cluster/nodes.ts).
+const suite =
+  leg.families === "ipv4" && leg.primary === "bridge"
+    ? describeAsRoot
+    : (name: string, body: () => void) => describe.skip(`${name} (leg ${leg.name}: several nodes run the bridge primary on IPv4)`, body);
 
 /**
  * Three nodes, each in namespaces of its own with its own containerd, kubelet and
  * kube-proxy, one control plane, meshcni installed from its manifests as one DaemonSet
  * (test/kit/cluster/nodes.ts): what happens between nodes, each proven with real TCP.
  */
-describeAsRoot("meshcni on a cluster of three nodes", () => {
+suite("meshcni on a cluster of three nodes", () => {
   const cluster = suiteCluster(
     async (cluster) => {
       // A meshed pod started on node-1 before meshcni (it tolerates the startup taint): the repair's, to move to another node.
@@ -81,10 +90,11 @@ describeAsRoot("meshcni on a cluster of three nodes", () => {
         const patched = await agent.request("PATCH", `/api/v1/nodes/${other}/status`, condition, "application/strategic-merge-patch+json");
         expect(`${patched.code} ${patched.body}`).toMatch(/^4\d\d .*its own Node/s);
         expect(await agent.kubectl("label", "pod", `app-${other}`, "meshcni.io/unprotected=true")).toMatch(/only pods on its own node/);
-        expect(await agent.kubectl(...token, other)).toMatch(/bound only to its own Node/);
+        // Before 1.31 the server binds no token to a Node (and kubectl will not ask it to): there is none to refuse.
+        if (bindsTokensToNodes(leg)) expect(await agent.kubectl(...token, other)).toMatch(/bound only to its own Node/);
       }
       // Its own node's token is given: the refusals are about the node, not the verb.
-      expect(await agent.kubectl(...token, layout.name, "--duration", "1h")).toMatch(/^ey/);
+      if (bindsTokensToNodes(leg)) expect(await agent.kubectl(...token, layout.name, "--duration", "1h")).toMatch(/^ey/);
     }
     for (const node of names) expect((await meshcniState(cluster, node))?.ready).toBe("True");
   });
@@ -116,16 +126,24 @@ describeAsRoot("meshcni on a cluster of three nodes", () => {
     let mostWithout = 0;
     const watching = (async () => {
       while (rolling) {
-        mostWithout = Math.max(mostWithout, names.length - (await nodesWithReadyAgent(cluster)).size);
+        // A sample the API did not answer is a sample missed.
+        const ready = await nodesWithReadyAgent(cluster).catch(() => undefined);
+        if (ready) mostWithout = Math.max(mostWithout, names.length - ready.size);
         await sleep(200);
       }
     })();
     const started: string[] = [];
     const starting = (async () => {
-      for (let index = 0; rolling; index++) {
+      for (let index = 0; rolling && index < rollingPods; index++) {
         const pod = meshedPod(`roll-${index}`, { sidecar: index % 2 ? "native" : "container", node: names[index % names.length]! });
-        await cluster.kubectl(["apply", "-f", "-"], asList(pod));
-        started.push(`roll-${index}`);
+        // One the API refused (a rollout does not touch it) is one fewer to check, not a failure of the loop.
+        if (
+          await cluster.kubectl(["apply", "-f", "-"], asList(pod)).then(
+            () => true,
+            () => false,
+          )
+        )
+          started.push(`roll-${index}`);
         await sleep(1500);
       }
     })();

@@ -14,8 +14,6 @@ import { until } from "../kit/common.js";
 import { CriClient } from "../kit/cri/client.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
-const tcp = join(import.meta.dirname, "../kit/netns/tcp.mjs");
-
 /** The multi-node cluster's nodes without the cluster: the namespaces, links and mounts each gets, and what removal leaves. */
 describeAsRoot("the nodes of a multi-node cluster, on one machine", () => {
   // Names and addresses of the test's own, clear of a cluster this machine may be running; not under /tmp, which a node has its own of.
@@ -27,6 +25,10 @@ describeAsRoot("the nodes of a multi-node cluster, on one machine", () => {
     cgroupRoot: "/meshcni-test-nodes",
   };
   const nodes: NodeLayout[] = [nodeLayout(1, site), nodeLayout(2, site)];
+  // The TCP script where a node sees it too: a checkout under /tmp is out of a node's sight (it has a /tmp of its own).
+  const scripts = mkdtempSync("/var/tmp/meshcni-tcp-");
+  const tcp = join(scripts, "tcp.mjs");
+  copyFileSync(join(import.meta.dirname, "../kit/netns/tcp.mjs"), tcp);
   const hostHadEtcCni = existsSync("/etc/cni");
   const hostNetns = existsSync("/run/netns") ? readdirSync("/run/netns") : [];
   const inNodeRun = async (layout: NodeLayout, ...argv: string[]) => {
@@ -43,6 +45,7 @@ describeAsRoot("the nodes of a multi-node cluster, on one machine", () => {
   afterAll(async () => {
     await removeNodes(site);
     rmSync(site.dir, { recursive: true, force: true });
+    rmSync(scripts, { recursive: true, force: true });
   });
 
   it("gives each node its own dirs on the standard paths, its own /run, and the host's cgroups", async () => {

@@ -62,9 +62,9 @@ interface PodList {
   }>;
 }
 
-/** Whether the agent answers ready on the node's port (it runs on the host network), as kubelet's probe asks; with several nodes, at a node's address. */
-export const agentAnswersReady = (host = "127.0.0.1"): Promise<boolean> =>
-  fetch(`http://${host}:9911/readyz`, { signal: AbortSignal.timeout(5000) }).then(
+/** Whether the agent answers ready on the node's port (it runs on the host network), as kubelet's probe asks. */
+export const agentAnswersReady = (): Promise<boolean> =>
+  fetch("http://127.0.0.1:9911/readyz", { signal: AbortSignal.timeout(5000) }).then(
     (response) => response.ok,
     () => false,
   );

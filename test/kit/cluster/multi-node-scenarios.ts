@@ -85,6 +85,10 @@ export async function drainAndRejoin(cluster: RealCluster, drained: NodeLayout):
   );
   expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(3);
   await cordon(cluster, [drained.name], false);
+  // The node lifecycle controller takes its unschedulable taint off after: until then the spread leaves the node out.
+  const unschedulable = async () =>
+    (await cluster.kubectl(["get", "node", drained.name, "-o", "jsonpath={.spec.taints}"])).includes("unschedulable");
+  await until(async () => !(await unschedulable()), 30_000, 250);
   await cluster.kubectl(["scale", "deployment/shop", "--replicas=6"]);
   await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=120s"]);
   expect(on(await runningPods(cluster, "shop")).length).toBeGreaterThan(0);
@@ -110,19 +114,24 @@ export async function nodeAddedThenDeleted(
   const watching = (async () => {
     while (adding) {
       // The pods first: one bound when read, on a node still tainted after, was bound while the taint stood (it is lifted once).
-      const bound = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=late")).items.filter((pod) => pod.spec.nodeName);
-      if ((await meshcniState(cluster, added.name))?.tainted) {
+      // A read the API did not answer is a sample missed.
+      const pods = await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=late").catch(() => undefined);
+      if (pods && (await meshcniState(cluster, added.name))?.tainted) {
         sawTainted = true;
-        for (const pod of bound) boundWhileTainted.add(pod.metadata.name);
+        for (const pod of pods.items.filter((candidate) => candidate.spec.nodeName)) boundWhileTainted.add(pod.metadata.name);
       }
-      await sleep(100);
+      await sleep(250);
     }
   })();
-  await addNode(cluster, added, running);
-  await until(async () => (await meshcniState(cluster, added.name))?.tainted === false, 120_000, 250);
-  await until(async () => (await runningPods(cluster, "late")).length === 2, 120_000, 500);
-  adding = false;
-  await watching;
+  // The loop stops whatever happens, or it would outlive the test (and the cluster).
+  try {
+    await addNode(cluster, added, running);
+    await until(async () => (await meshcniState(cluster, added.name))?.tainted === false, 120_000, 250);
+    await until(async () => (await runningPods(cluster, "late")).length === 2, 120_000, 500);
+  } finally {
+    adding = false;
+    await watching;
+  }
   expect(sawTainted).toBe(true);
   expect([...boundWhileTainted]).toEqual([]);
   const patches = auditEvents(agentUser()).filter((event) => event.verb === "patch" && event.objectRef?.name === added.name);
