@@ -15,6 +15,7 @@ import {
 import type { RealCluster } from "../test/kit/cluster/cluster.js";
 import { paths, startupTaint } from "../test/kit/cluster/layout.js";
 import { meshedPod } from "../test/kit/cluster/workloads.js";
+import { until } from "../test/kit/common.js";
 
 export const simulatedName = (index: number) => `sim-${index}`;
 const simulatedLabel = "meshcni.test/simulated";
@@ -76,8 +77,16 @@ export class SimulatedNodes {
   }
 
   async create(): Promise<void> {
-    for (const namespace of podNamespaces)
+    for (const namespace of podNamespaces) {
       await this.core.createNamespace({ body: { metadata: { name: namespace } } }).catch(() => undefined);
+      // No pod is admitted to a namespace before the controller manager has made its default ServiceAccount.
+      const made = () =>
+        this.core.readNamespacedServiceAccount({ name: "default", namespace }).then(
+          () => true,
+          () => false,
+        );
+      await until(made, 60_000, 250);
+    }
     for (let index = 0; index < this.count; index++) {
       await this.core.createNode({ body: nodeObject(index) });
       await this.leases.createNamespacedLease({ namespace: "kube-node-lease", body: this.lease(index) });
