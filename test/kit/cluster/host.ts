@@ -1,7 +1,7 @@
-import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
-import { sleep } from "../common.js";
+import { removeCgroups } from "../leftovers.js";
 import { hasIpv6 } from "./families.js";
 import {
   agentStateDir,
@@ -73,43 +73,6 @@ export async function prepareHost(): Promise<void> {
 export async function droppedForwards(): Promise<number> {
   const { stdout } = await execa("nft", ["list", "table", "inet", nftTable]);
   return Number(/counter packets (\d+)/.exec(stdout)?.[1] ?? Number.NaN);
-}
-
-/** Unmounts every mount under `dir`, deepest first; one already gone is fine. */
-export async function unmountUnder(dir: string): Promise<void> {
-  const points = readFileSync("/proc/self/mountinfo", "utf8")
-    .split("\n")
-    .map((line) => line.split(" ")[4] ?? "")
-    .filter((point) => point === dir || point.startsWith(`${dir}/`));
-  for (const point of points.reverse()) await execa("umount", ["-l", point], { reject: false });
-}
-
-/** Removes a cgroup and its children, deepest first, killing what still runs in them. */
-async function removeCgroupTree(path: string): Promise<void> {
-  if (!existsSync(path)) return;
-  for (const entry of readdirSync(path, { withFileTypes: true })) if (entry.isDirectory()) await removeCgroupTree(join(path, entry.name));
-  for (const pid of readFileSync(join(path, "cgroup.procs"), "utf8").split("\n").filter(Boolean)) {
-    try {
-      process.kill(Number(pid), "SIGKILL");
-    } catch {
-      // Gone already.
-    }
-  }
-  for (let attempt = 0; attempt < 50; attempt++) {
-    try {
-      rmdirSync(path);
-      return;
-    } catch {
-      await sleep(20);
-    }
-  }
-}
-
-/** Kills what runs under a cgroup root in every hierarchy (containers whose shim is gone) and removes it. */
-export async function removeCgroups(root: string): Promise<void> {
-  for (const controller of existsSync("/sys/fs/cgroup") ? readdirSync("/sys/fs/cgroup") : []) {
-    await removeCgroupTree(join("/sys/fs/cgroup", controller, root));
-  }
 }
 
 /** The node's cgroups (every node's, with several). */

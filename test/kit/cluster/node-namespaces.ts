@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmdirSy
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import { sleep } from "../common.js";
-import { removeCgroups } from "./host.js";
+import { removeCgroups } from "../leftovers.js";
 import {
   controlPlaneIp,
   inNode,

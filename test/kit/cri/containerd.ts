@@ -1,22 +1,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmdirSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
 import { writeOciArchive } from "../../../build/oci.js";
 import { sleep } from "../common.js";
+import { removeCgroups, unmountUnder } from "../leftovers.js";
 import { projectRoot } from "../paths.js";
 import { CriClient, type SandboxConfig } from "./client.js";
 
@@ -199,25 +189,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     // Shims outlive containerd: find ours by the address they were given.
     await execa("pkill", ["-9", "-f", `containerd-shim-runc-v2 .*-address ${this.socket}`], { reject: false });
     await sleep(100);
-    const mounts = readFileSync("/proc/self/mountinfo", "utf8")
-      .split("\n")
-      .map((line) => line.split(" ")[4] ?? "")
-      .filter((point) => point.startsWith(this.dir));
-    for (const point of mounts.reverse()) await execa("umount", ["-l", point], { reject: false });
+    await unmountUnder(this.dir);
     rmSync(this.dir, { recursive: true, force: true });
-    for (const controller of existsSync("/sys/fs/cgroup") ? readdirSync("/sys/fs/cgroup") : []) {
-      removeCgroupTree(join("/sys/fs/cgroup", controller, this.cgroupParent));
-    }
-  }
-}
-
-/** Removes a cgroup and its children (rmdir, deepest first); one already gone is fine. */
-function removeCgroupTree(path: string): void {
-  if (!existsSync(path)) return;
-  for (const entry of readdirSync(path, { withFileTypes: true })) if (entry.isDirectory()) removeCgroupTree(join(path, entry.name));
-  try {
-    rmdirSync(path);
-  } catch {
-    // Still busy: a process of it did not exit; nothing more to do from here.
+    await removeCgroups(this.cgroupParent);
   }
 }
