@@ -1,6 +1,6 @@
-import { readFileSync } from "node:fs";
 import type { PodObject, RealCluster } from "./cluster.js";
 import { startupTaint } from "./layout.js";
+import { chainedPlugins } from "./node.js";
 import { type NodeLayout, onHost } from "./node-layout.js";
 
 /**
@@ -61,8 +61,5 @@ export async function answersFromPod(cluster: RealCluster, pod: string, targets:
 
 /** A plugin's entry in the node's primary conflist, which meshcni chains into in place (undefined: not chained). */
 export function chainedEntry(layout: NodeLayout, type: string): Record<string, unknown> | undefined {
-  const conflist = JSON.parse(readFileSync(onHost(layout, "/etc/cni/net.d/10-primary.conflist"), "utf8")) as {
-    plugins: Array<Record<string, unknown>>;
-  };
-  return conflist.plugins.find((plugin) => plugin.type === type);
+  return chainedPlugins(onHost(layout, "/etc/cni/net.d/10-primary.conflist")).find((plugin) => plugin.type === type);
 }

@@ -167,6 +167,9 @@ export async function rewritePrimaryConflist(): Promise<number> {
   return Date.now();
 }
 
+/** The entries of the primary's conflist now, in order (this node's, or another's at its path as the host sees it). */
+export const chainedPlugins = (path = primaryConflistPath) =>
+  (JSON.parse(readFileSync(path, "utf8")) as { plugins: Array<Record<string, unknown> & { type: string }> }).plugins;
+
 /** The plugin types the primary's conflist chains now, in order. */
-export const chainedTypes = () =>
-  (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { plugins: Array<{ type: string }> }).plugins.map((plugin) => plugin.type);
+export const chainedTypes = () => chainedPlugins().map((plugin) => plugin.type);
