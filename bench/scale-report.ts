@@ -17,6 +17,8 @@ export interface Reading {
   watchEventsPerSecond: number;
   /** The simulated components' own resident memory, mean per process, MB (none in a baseline). */
   ownRssMb?: number;
+  /** Watch events sent per second, by resource (where they go, which the total does not say). */
+  watchEventsByResource?: Record<string, number>;
 }
 
 export type Mode = "idle" | "churn";
@@ -37,6 +39,18 @@ export type ApiMetric = (typeof apiMetrics)[number];
 export function added(run: ScaleRun, component: Component, mode: Mode): Record<ApiMetric, number> {
   const [withIt, without] = [run.readings[component][mode], run.readings.baseline[mode]];
   return Object.fromEntries(apiMetrics.map((metric) => [metric, withIt[metric] - without[metric]])) as Record<ApiMetric, number>;
+}
+
+/** The watch events per second N of a component added beside the baseline, by resource, largest first (those over 0.05/s). */
+export function addedEventsByResource(run: ScaleRun, component: Component, mode: Mode): Array<[string, number]> {
+  const [withIt, without] = [
+    run.readings[component][mode].watchEventsByResource ?? {},
+    run.readings.baseline[mode].watchEventsByResource ?? {},
+  ];
+  return Object.entries(withIt)
+    .map(([resource, rate]): [string, number] => [resource, rate - (without[resource] ?? 0)])
+    .filter(([, rate]) => rate > 0.05)
+    .sort(([, a], [, b]) => b - a);
 }
 
 /** Least squares over (x, y): the slope and the intercept (a single point: slope through the origin). */
@@ -126,12 +140,20 @@ export function formatScale(runs: ScaleRun[]): string {
       (run) => `${component} at N=${run.nodes}: ${run.readings[component].idle.ownRssMb?.toFixed(1) ?? "?"} MB resident each (idle)`,
     ),
   );
+  const largest = runs.at(-1);
+  const byResource = largest
+    ? components.map((component) => {
+        const rates = addedEventsByResource(largest, component, "churn").map(([resource, rate]) => `${resource} ${rate.toFixed(1)}`);
+        return `${component} at N=${largest.nodes} under churn, watch events/s added by resource: ${rates.join(", ") || "none"}`;
+      })
+    : [];
   const verdict = targetHolds(lines);
   return [
     header,
     ...rows,
     "",
     ...own,
+    ...byResource,
     "",
     `target (per node, meshcni's agent costs the API server's CPU and memory no more than kube-proxy): ${verdict.holds ? "holds" : "does not hold"}`,
     ...verdict.compared.map((line) => `  ${line}`),

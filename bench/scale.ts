@@ -26,16 +26,29 @@ const windowSeconds = 60;
 const mean = (values: number[]) => (values.length === 0 ? 0 : values.reduce((sum, value) => sum + value, 0) / values.length);
 
 /** The API server's own counters: requests but WATCHes so far, WATCHes open now, watch events sent so far. */
-async function apiserverCounters(cluster: RealCluster): Promise<{ requests: number; watches: number; watchEvents: number }> {
+async function apiserverCounters(
+  cluster: RealCluster,
+): Promise<{ requests: number; watches: number; watchEvents: number; watchEventsByResource: Record<string, number> }> {
   const text = await cluster.kubectl(["get", "--raw", "/metrics"]);
+  const samples = (name: string) =>
+    [...text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, "gm"))].map(([, labels = "", value]) => ({
+      labels,
+      value: Number(value),
+    }));
   const sum = (name: string, keep: (labels: string) => boolean = () => true) =>
-    [...text.matchAll(new RegExp(`^${name}(?:\\{([^}]*)\\})? (\\S+)$`, "gm"))]
-      .filter(([, labels = ""]) => keep(labels))
-      .reduce((total, [, , value]) => total + Number(value), 0);
+    samples(name)
+      .filter(({ labels }) => keep(labels))
+      .reduce((total, { value }) => total + value, 0);
+  const watchEventsByResource: Record<string, number> = {};
+  for (const { labels, value } of samples("apiserver_watch_events_total")) {
+    const resource = /resource="([^"]*)"/.exec(labels)?.[1] ?? "?";
+    watchEventsByResource[resource] = (watchEventsByResource[resource] ?? 0) + value;
+  }
   return {
     requests: sum("apiserver_request_total", (labels) => !labels.includes('verb="WATCH"')),
     watches: sum("apiserver_longrunning_requests", (labels) => labels.includes('verb="WATCH"')),
     watchEvents: sum("apiserver_watch_events_total"),
+    watchEventsByResource,
   };
 }
 
@@ -62,6 +75,12 @@ async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Pro
     watches: after.watches,
     requestsPerMinute: (after.requests - before.requests) / (seconds / 60),
     watchEventsPerSecond: (after.watchEvents - before.watchEvents) / seconds,
+    watchEventsByResource: Object.fromEntries(
+      Object.entries(after.watchEventsByResource).map(([resource, total]) => [
+        resource,
+        (total - (before.watchEventsByResource[resource] ?? 0)) / seconds,
+      ]),
+    ),
     ...(own ? { ownRssMb: mean(ownRss) } : {}),
   };
 }

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { added, costLines, fitLine, formatScale, type Reading, type ScaleRun, targetHolds } from "../../../bench/scale-report.js";
+import {
+  added,
+  addedEventsByResource,
+  costLines,
+  fitLine,
+  formatScale,
+  type Reading,
+  type ScaleRun,
+  targetHolds,
+} from "../../../bench/scale-report.js";
 
 const reading = (millicores: number, rssMb: number, extra: Partial<Reading> = {}): Reading => ({
   millicores,
@@ -68,6 +77,21 @@ describe("the scale bench's arithmetic", () => {
     const exceeded = targetHolds(costLines([run(10, 4, 3), run(50, 4, 3)]));
     expect(exceeded.holds).toBe(false);
     expect(exceeded.compared).toContain("idle millicores: meshcni 4.00 per node, kube-proxy 3.00: exceeds");
+  });
+
+  it("says where the added watch events go, by resource, largest first, the baseline's taken away", () => {
+    const churning = run(100, 2, 3);
+    churning.readings.baseline.churn.watchEventsByResource = { pods: 4, namespaces: 1 };
+    churning.readings.meshcni.churn.watchEventsByResource = { pods: 54, namespaces: 101, daemonsets: 0.01 };
+    churning.readings["kube-proxy"].churn.watchEventsByResource = { endpointslices: 50, pods: 4 };
+    expect(addedEventsByResource(churning, "meshcni", "churn")).toEqual([
+      ["namespaces", 100],
+      ["pods", 50],
+    ]);
+    expect(addedEventsByResource(churning, "kube-proxy", "idle")).toEqual([]);
+    const text = formatScale([run(10, 2, 3), churning]);
+    expect(text).toContain("meshcni at N=100 under churn, watch events/s added by resource: namespaces 100.0, pods 50.0");
+    expect(text).toContain("kube-proxy at N=100 under churn, watch events/s added by resource: endpointslices 50.0");
   });
 
   it("prints every component's line and the verdict", () => {
