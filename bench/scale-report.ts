@@ -30,6 +30,8 @@ export const modes: Mode[] = ["idle", "churn"];
 export interface ScaleRun {
   nodes: number;
   readings: Record<"baseline" | Component, Record<Mode, Reading>>;
+  /** Watch events one change to meshcni's DaemonSet sent, with N agents watching it. */
+  daemonSetEventsPerChange?: number;
 }
 
 export const apiMetrics = ["millicores", "rssMb", "watches", "requestsPerMinute", "watchEventsPerSecond"] as const;
@@ -147,6 +149,7 @@ export function formatScale(runs: ScaleRun[]): string {
         return `${component} at N=${largest.nodes} under churn, watch events/s added by resource: ${rates.join(", ") || "none"}`;
       })
     : [];
+  const fanout = runs.map((run) => `${run.daemonSetEventsPerChange?.toFixed(0) ?? "?"} at N=${run.nodes}`).join(", ");
   const verdict = targetHolds(lines);
   return [
     header,
@@ -154,6 +157,7 @@ export function formatScale(runs: ScaleRun[]): string {
     "",
     ...own,
     ...byResource,
+    `watch events one change to meshcni's DaemonSet sends (each agent watches it; a rollout changes it a few times per node): ${fanout}`,
     "",
     `target (per node, meshcni's agent costs the API server's CPU and memory no more than kube-proxy): ${verdict.holds ? "holds" : "does not hold"}`,
     ...verdict.compared.map((line) => `  ${line}`),

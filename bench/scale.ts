@@ -126,6 +126,29 @@ const endpointSlice = (version: number) => ({
   })),
 });
 
+/**
+ * The watch events one change to meshcni's DaemonSet sends: every agent watches it (for its
+ * deletion, src/agent/own-daemonset.ts), so each change of a rollout reaches all N.
+ */
+async function daemonSetFanout(cluster: RealCluster): Promise<number> {
+  const changes = 5;
+  const events = async () => (await apiserverCounters(cluster)).watchEventsByResource.daemonsets ?? 0;
+  const before = await events();
+  for (let change = 0; change < changes; change++) {
+    await cluster.kubectl([
+      "-n",
+      "meshcni",
+      "annotate",
+      "--overwrite",
+      "daemonset/meshcni",
+      `meshcni.test/scale-change=${ticks}-${change}`,
+    ]);
+    await sleep(1000);
+  }
+  await sleep(2000);
+  return ((await events()) - before) / changes;
+}
+
 /** Both windows, with `component` running for every simulated node (or none: the baseline). */
 async function phase(cluster: RealCluster, config: KubeConfig, count: number, component?: Component): Promise<Record<Mode, Reading>> {
   await sleep(settleSeconds * 1000);
@@ -150,15 +173,17 @@ export async function benchScale(): Promise<void> {
     for (const count of nodeCounts) {
       const nodes = new SimulatedNodes(config, count, podsPerNode);
       await nodes.create();
+      let daemonSetEvents = 0;
       const readings = { baseline: await phase(cluster, config, count) } as ScaleRun["readings"];
       // Every other N the other way round: the API server's memory does not shrink between phases.
       for (const component of runs.length % 2 ? [...components].reverse() : components) {
         await startComponents(cluster, component, count);
         readings[component] = await phase(cluster, config, count, component);
+        if (component === "meshcni") daemonSetEvents = await daemonSetFanout(cluster);
         await stopComponents();
       }
       await nodes.remove(cluster);
-      runs.push({ nodes: count, readings });
+      runs.push({ nodes: count, readings, daemonSetEventsPerChange: daemonSetEvents });
       console.log(`scale: N=${count} measured`);
     }
     console.log(`\n${formatScale(runs)}`);

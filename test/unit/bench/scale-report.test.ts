@@ -89,7 +89,9 @@ describe("the scale bench's arithmetic", () => {
       ["pods", 50],
     ]);
     expect(addedEventsByResource(churning, "kube-proxy", "idle")).toEqual([]);
+    churning.daemonSetEventsPerChange = 101;
     const text = formatScale([run(10, 2, 3), churning]);
+    expect(text).toContain("a rollout changes it a few times per node): ? at N=10, 101 at N=100");
     expect(text).toContain("meshcni at N=100 under churn, watch events/s added by resource: namespaces 100.0, pods 50.0");
     expect(text).toContain("kube-proxy at N=100 under churn, watch events/s added by resource: endpointslices 50.0");
   });
