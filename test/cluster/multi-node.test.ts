@@ -14,7 +14,7 @@ import { nodeCtr } from "../kit/cluster/nodes.js";
 import { suiteCluster } from "../kit/cluster/suite.js";
 import { AgentIdentity } from "../kit/cluster/tokens.js";
 import { asList, meshedDeployment, meshedPod, plainPod, proxyInbound } from "../kit/cluster/workloads.js";
-import { sleep, until } from "../kit/common.js";
+import { type Background, until, withBackground } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const layouts = [1, 2, 3].map((index) => nodeLayout(index));
@@ -122,20 +122,25 @@ suite("meshcni on a cluster of three nodes", () => {
     for (const layout of layouts) await nodeCtr(cluster.bin, layout, "images", "import", "--all-platforms", await otherBuildArchive());
     const jsonpath = "jsonpath={.spec.template.spec.containers[0].image}";
     const image = await cluster.kubectl(["-n", "meshcni", "get", "daemonset", "meshcni", "-o", jsonpath]);
-    let rolling = true;
     let mostWithout = 0;
-    const watching = (async () => {
-      while (rolling) {
+    const started: string[] = [];
+    let index = 0;
+    const sampleReady: Background = {
+      everyMs: 200,
+      round: async () => {
         // A sample the API did not answer is a sample missed.
         const ready = await nodesWithReadyAgent(cluster).catch(() => undefined);
         if (ready) mostWithout = Math.max(mostWithout, names.length - ready.size);
-        await sleep(200);
-      }
-    })();
-    const started: string[] = [];
-    const starting = (async () => {
-      for (let index = 0; rolling && index < rollingPods; index++) {
-        const pod = meshedPod(`roll-${index}`, { sidecar: index % 2 ? "native" : "container", node: names[index % names.length]! });
+        return true;
+      },
+    };
+    const startPod: Background = {
+      everyMs: 1500,
+      round: async () => {
+        if (index >= rollingPods) return false;
+        const name = `roll-${index}`;
+        const pod = meshedPod(name, { sidecar: index % 2 ? "native" : "container", node: names[index % names.length]! });
+        index++;
         // One the API refused (a rollout does not touch it) is one fewer to check, not a failure of the loop.
         if (
           await cluster.kubectl(["apply", "-f", "-"], asList(pod)).then(
@@ -143,12 +148,11 @@ suite("meshcni on a cluster of three nodes", () => {
             () => false,
           )
         )
-          started.push(`roll-${index}`);
-        await sleep(1500);
-      }
-    })();
-    // The loops stop whatever happens, or they would outlive the test (and the cluster).
-    try {
+          started.push(name);
+        return true;
+      },
+    };
+    await withBackground([sampleReady, startPod], async () => {
       await meshcni.deploy([...evictFlags, "--netconf", "outbound-ports-to-ignore=[9999]"]);
       for (const layout of layouts)
         expect(chainedEntry(layout, "meshcni")).toMatchObject({ linkerd: { "outbound-ports-to-ignore": [9999] } });
@@ -157,10 +161,7 @@ suite("meshcni on a cluster of three nodes", () => {
         await meshcni.rolledOut();
         if (to !== image) for (const layout of layouts) expect(await agentCommit(layout.ip)).toBe(otherBuild.commit);
       }
-    } finally {
-      rolling = false;
-      await Promise.all([watching, starting]);
-    }
+    });
     // One node at a time (maxUnavailable 1), and the watch saw the rollouts move.
     expect(mostWithout).toBe(1);
     await cluster.kubectl(["wait", "--for=condition=Ready", ...started.map((name) => `pod/${name}`), "--timeout=120s"]);

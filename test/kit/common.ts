@@ -16,6 +16,29 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
   }
 }
 
+/** A loop beside a test's main work: `round` repeated every `everyMs` until it returns false or the work ends. */
+export interface Background {
+  round: () => Promise<boolean | undefined>;
+  everyMs: number;
+}
+
+/**
+ * Runs `work` with `loops` going on beside it; the loops stop when the work ends, however it
+ * ends (or they would outlive the test, and the cluster), after their round under way.
+ */
+export async function withBackground<T>(loops: Background[], work: () => Promise<T>): Promise<T> {
+  let working = true;
+  const running = loops.map(async ({ round, everyMs }) => {
+    while (working && (await round()) !== false) await sleep(everyMs);
+  });
+  try {
+    return await work();
+  } finally {
+    working = false;
+    await Promise.all(running);
+  }
+}
+
 /** CNI_ARGS naming a pod, as a runtime passes them. */
 export const podArgs = (namespace: string, name: string) => `K8S_POD_NAMESPACE=${namespace};K8S_POD_NAME=${name}`;
 

@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { sleep, until } from "../common.js";
+import { type Background, until, withBackground } from "../common.js";
 import { answersFromPod, cordon, meshcniState, runningPods } from "./across-nodes.js";
 import { agentUser, auditEvents, requestNode } from "./audit.js";
 import type { PodObject, RealCluster } from "./cluster.js";
@@ -108,11 +108,11 @@ export async function nodeAddedThenDeleted(
   running: NodeLayout[],
 ): Promise<void> {
   await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("late", { sidecar: "container", replicas: 2, node: added.name })));
-  let adding = true;
   let sawTainted = false;
   const boundWhileTainted = new Set<string>();
-  const watching = (async () => {
-    while (adding) {
+  const sampleBound: Background = {
+    everyMs: 250,
+    round: async () => {
       // The pods first: one bound when read, on a node still tainted after, was bound while the taint stood (it is lifted once).
       // A read the API did not answer is a sample missed.
       const pods = await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=late").catch(() => undefined);
@@ -120,18 +120,14 @@ export async function nodeAddedThenDeleted(
         sawTainted = true;
         for (const pod of pods.items.filter((candidate) => candidate.spec.nodeName)) boundWhileTainted.add(pod.metadata.name);
       }
-      await sleep(250);
-    }
-  })();
-  // The loop stops whatever happens, or it would outlive the test (and the cluster).
-  try {
+      return true;
+    },
+  };
+  await withBackground([sampleBound], async () => {
     await addNode(cluster, added, running);
     await until(async () => (await meshcniState(cluster, added.name))?.tainted === false, 120_000, 250);
     await until(async () => (await runningPods(cluster, "late")).length === 2, 120_000, 500);
-  } finally {
-    adding = false;
-    await watching;
-  }
+  });
   expect(sawTainted).toBe(true);
   expect([...boundWhileTainted]).toEqual([]);
   const patches = auditEvents(agentUser()).filter((event) => event.verb === "patch" && event.objectRef?.name === added.name);
