@@ -134,8 +134,8 @@ export async function createRedirector(
   const redirector = iptablesRedirector(
     await createIptablesRunner(backend, {
       wait: options.wait ?? false,
-      lockDir: locksDir(options.stateDir),
-      makeLockDir: options.makeLocksDir ?? true,
+      locksDir: locksDir(options.stateDir),
+      makeLocksDir: options.makeLocksDir ?? true,
     }),
   );
   if (backend !== "nft") return redirector;

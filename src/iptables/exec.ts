@@ -96,22 +96,22 @@ export class IptablesError extends Error {
  * Runs iptables-save/-restore of one backend. Legacy restore takes the host-wide xtables
  * lock, though each pod netns has its own tables; a lock file private to this process
  * (XTABLES_LOCKFILE, iptables >= 1.8.6) keeps pods from queueing behind each other; it
- * lives in lockDir, named by pid, so one a killed plugin left is swept later. `makeLockDir:
+ * lives in locksDir, named by pid, so one a killed plugin left is swept later. `makeLocksDir:
  * false` (DEL: after an uninstall it must not put back the state dir's locks dir) puts it in
- * the OS's temp dir when lockDir is not there. Looked at for each restore: an uninstall may
+ * the OS's temp dir when locksDir is not there. Looked at for each restore: an uninstall may
  * empty the state dir between two.
  * `-w` is passed only when the netconf asks (use-wait-flag): with a private lock there
  * is nothing to wait for. nft commits through netlink and takes no lock.
  */
 export async function createIptablesRunner(
   backend: IptablesBackend,
-  options: { wait: boolean; lockDir: string; makeLockDir: boolean },
+  options: { wait: boolean; locksDir: string; makeLocksDir: boolean },
 ): Promise<IptablesRunner> {
   // This process's lock file in each dir it used, removed at close.
   const lockFiles = new Map<string, string>();
   const lockFile = () => {
-    if (options.makeLockDir) mkdirSync(options.lockDir, { recursive: true, mode: 0o755 });
-    const dir = existsSync(options.lockDir) ? options.lockDir : tmpdir();
+    if (options.makeLocksDir) mkdirSync(options.locksDir, { recursive: true, mode: 0o755 });
+    const dir = existsSync(options.locksDir) ? options.locksDir : tmpdir();
     if (!lockFiles.has(dir)) lockFiles.set(dir, processFileName(dir, "xtables"));
     return lockFiles.get(dir)!;
   };
