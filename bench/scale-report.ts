@@ -17,6 +17,10 @@ export interface Reading {
   watchEventsPerSecond: number;
   /** The simulated components' own resident memory, mean per process, MB (none in a baseline). */
   ownRssMb?: number;
+  /** The share of the host's CPU left idle over the window (under about 0.2 the host, not the API server, set the pace). */
+  hostIdle?: number;
+  /** The churn's calls the API server answered in the window (the same in every window when the host keeps up). */
+  churnCalls?: number;
   /** Watch events sent per second, by resource (where they go, which the total does not say). */
   watchEventsByResource?: Record<string, number>;
 }
@@ -149,6 +153,17 @@ export function formatScale(runs: ScaleRun[]): string {
         return `${component} at N=${largest.nodes} under churn, watch events/s added by resource: ${rates.join(", ") || "none"}`;
       })
     : [];
+  const phases = ["baseline", ...components] as const;
+  const conditions = runs.map(
+    (run) =>
+      `N=${run.nodes}, host idle (idle window / churn window) and churn calls answered: ${phases
+        .map((phase) => {
+          const { idle, churn } = run.readings[phase];
+          const share = (reading: Reading) => (reading.hostIdle === undefined ? "?" : `${Math.round(reading.hostIdle * 100)}%`);
+          return `${phase} ${share(idle)}/${share(churn)} ${churn.churnCalls ?? "?"}`;
+        })
+        .join(", ")}`,
+  );
   const fanout = runs.map((run) => `${run.daemonSetEventsPerChange?.toFixed(0) ?? "?"} at N=${run.nodes}`).join(", ");
   const verdict = targetHolds(lines);
   return [
@@ -157,6 +172,7 @@ export function formatScale(runs: ScaleRun[]): string {
     "",
     ...own,
     ...byResource,
+    ...conditions,
     `watch events one change to meshcni's DaemonSet sends (each agent watches it; a rollout changes it a few times per node): ${fanout}`,
     "",
     `target (per node, meshcni's agent costs the API server's CPU and memory no more than kube-proxy): ${verdict.holds ? "holds" : "does not hold"}`,

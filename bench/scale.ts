@@ -4,6 +4,8 @@
 // the per-node components running (the baseline), with N meshcni agents, then with N
 // kube-proxies (scale-components.ts), each idle and under the same churn; the report
 // (scale-report.ts) gives the cost per node, its slope over N and the projection to 5,000.
+
+import { readFileSync, writeFileSync } from "node:fs";
 import { CoreV1Api, DiscoveryV1Api, KubeConfig } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { RealCluster } from "../test/kit/cluster/cluster.js";
@@ -52,12 +54,18 @@ async function apiserverCounters(
   };
 }
 
+/** The host's CPU ticks, all and idle (with iowait), from /proc/stat: how much of the machine a window left unused. */
+function hostTicks(): { total: number; idle: number } {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
+  return { total: fields.reduce((sum, value) => sum + value, 0), idle: (fields[3] ?? 0) + (fields[4] ?? 0) };
+}
+
 /** The API server over one window while `load` runs (if any), and the components' own memory (their pids, if any). */
-async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Promise<void>, own?: () => number[]): Promise<Reading> {
+async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Promise<number>, own?: () => number[]): Promise<Reading> {
   const pid = runningPid("kube-apiserver");
   if (!pid) throw new Error("kube-apiserver is not running");
   const ticksPerSecond = Number((await execa("getconf", ["CLK_TCK"])).stdout);
-  const [before, ticksBefore, started] = [await apiserverCounters(cluster), cpuTicks(pid), performance.now()];
+  const [before, ticksBefore, hostBefore, started] = [await apiserverCounters(cluster), cpuTicks(pid), hostTicks(), performance.now()];
   const [rss, ownRss]: [number[], number[]] = [[], []];
   const stop = new AbortController();
   const loading = load?.(stop.signal);
@@ -67,8 +75,8 @@ async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Pro
     await sleep(2000);
   }
   stop.abort();
-  await loading;
-  const [after, seconds] = [await apiserverCounters(cluster), (performance.now() - started) / 1000];
+  const churnCalls = await loading;
+  const [after, hostAfter, seconds] = [await apiserverCounters(cluster), hostTicks(), (performance.now() - started) / 1000];
   return {
     millicores: ((cpuTicks(pid) - ticksBefore) / ticksPerSecond / seconds) * 1000,
     rssMb: mean(rss),
@@ -82,35 +90,46 @@ async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Pro
       ]),
     ),
     ...(own ? { ownRssMb: mean(ownRss) } : {}),
+    hostIdle: (hostAfter.idle - hostBefore.idle) / Math.max(1, hostAfter.total - hostBefore.total),
+    ...(churnCalls === undefined ? {} : { churnCalls }),
   };
 }
 
 /**
- * The same churn in every window: every 500 ms a pod of a simulated node replaced (what
- * an agent watches), every 2 s an endpoint of a Service changed (what kube-proxy watches),
- * every 5 s a namespace made and the last one removed (what both list).
+ * The same churn in every window, on the wall clock (a tick every 500 ms however long the
+ * calls take, so a busy host does not thin it): each tick a pod of a simulated node
+ * replaced (what an agent watches), every 4th an endpoint of a Service changed (what
+ * kube-proxy watches), every 10th a namespace made and the last one removed (what both
+ * list). Resolves with the calls the API server answered.
  */
 let ticks = 0;
-async function churn(config: KubeConfig, count: number, signal: AbortSignal): Promise<void> {
+async function churn(config: KubeConfig, count: number, signal: AbortSignal): Promise<number> {
   const [core, discovery] = [config.makeApiClient(CoreV1Api), config.makeApiClient(DiscoveryV1Api)];
-  const ignore = () => undefined;
+  const calls: Array<Promise<boolean>> = [];
+  const call = (made: Promise<unknown>) =>
+    calls.push(
+      made.then(
+        () => true,
+        () => false,
+      ),
+    );
+  const started = performance.now();
   // Ticks go on from window to window: no name is made twice, and the last window's namespace is the one removed.
-  for (let tick = ticks; !signal.aborted; tick++, ticks++) {
+  for (const first = ticks; !signal.aborted; ticks++) {
+    const tick = ticks;
     const pod = simulatedPod(tick % count, 1000 + tick);
-    await core.createNamespacedPod({ namespace: pod.metadata!.namespace!, body: pod }).catch(ignore);
+    call(core.createNamespacedPod({ namespace: pod.metadata!.namespace!, body: pod }));
     const old = simulatedPod((tick - 10 + count * 10) % count, 1000 + tick - 10);
     if (tick >= 10)
-      await core
-        .deleteNamespacedPod({ name: old.metadata!.name!, namespace: old.metadata!.namespace!, gracePeriodSeconds: 0 })
-        .catch(ignore);
-    if (tick % 4 === 0)
-      await discovery.replaceNamespacedEndpointSlice({ name: "scale", namespace: "default", body: endpointSlice(tick) }).catch(ignore);
+      call(core.deleteNamespacedPod({ name: old.metadata!.name!, namespace: old.metadata!.namespace!, gracePeriodSeconds: 0 }));
+    if (tick % 4 === 0) call(discovery.replaceNamespacedEndpointSlice({ name: "scale", namespace: "default", body: endpointSlice(tick) }));
     if (tick % 10 === 0) {
-      await core.createNamespace({ body: { metadata: { name: `scale-churn-${tick}` } } }).catch(ignore);
-      if (tick >= 10) await core.deleteNamespace({ name: `scale-churn-${tick - 10}` }).catch(ignore);
+      call(core.createNamespace({ body: { metadata: { name: `scale-churn-${tick}` } } }));
+      if (tick >= 10) call(core.deleteNamespace({ name: `scale-churn-${tick - 10}` }));
     }
-    await sleep(500);
+    await sleep(Math.max(0, started + (tick - first + 1) * 500 - performance.now()));
   }
+  return (await Promise.all(calls)).filter(Boolean).length;
 }
 
 /** A Service's endpoints, one of them moved each time (kube-proxy's churn). */
@@ -157,7 +176,12 @@ async function phase(cluster: RealCluster, config: KubeConfig, count: number, co
   return { idle, churn: await measure(cluster, (signal) => churn(config, count, signal), own) };
 }
 
+/** Each agent and each kube-proxy holds an inotify instance (kube-proxy exits without one): 100 of each and the node's own pass Debian's 128. */
+const inotifyInstances = "/proc/sys/fs/inotify/max_user_instances";
+
 export async function benchScale(): Promise<void> {
+  const inotifyBefore = readFileSync(inotifyInstances, "utf8").trim();
+  if (Number(inotifyBefore) < 1024) writeFileSync(inotifyInstances, "1024");
   const cluster = new RealCluster();
   await stopComponents();
   await cluster.up();
@@ -191,5 +215,6 @@ export async function benchScale(): Promise<void> {
   } finally {
     await stopComponents();
     await cluster.down();
+    writeFileSync(inotifyInstances, inotifyBefore);
   }
 }

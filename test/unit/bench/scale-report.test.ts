@@ -90,8 +90,11 @@ describe("the scale bench's arithmetic", () => {
     ]);
     expect(addedEventsByResource(churning, "kube-proxy", "idle")).toEqual([]);
     churning.daemonSetEventsPerChange = 101;
+    churning.readings.meshcni.churn = { ...churning.readings.meshcni.churn, hostIdle: 0.153, churnCalls: 300 };
+    churning.readings.meshcni.idle.hostIdle = 0.5;
     const text = formatScale([run(10, 2, 3), churning]);
     expect(text).toContain("a rollout changes it a few times per node): ? at N=10, 101 at N=100");
+    expect(text).toContain("N=100, host idle (idle window / churn window) and churn calls answered: baseline ?/? ?, meshcni 50%/15% 300,");
     expect(text).toContain("meshcni at N=100 under churn, watch events/s added by resource: namespaces 100.0, pods 50.0");
     expect(text).toContain("kube-proxy at N=100 under churn, watch events/s added by resource: endpointslices 50.0");
   });
