@@ -49,7 +49,7 @@ async function apiserverCounters(
   return {
     requests: sum("apiserver_request_total", (labels) => !labels.includes('verb="WATCH"')),
     watches: sum("apiserver_longrunning_requests", (labels) => labels.includes('verb="WATCH"')),
-    watchEvents: sum("apiserver_watch_events_total"),
+    watchEvents: Object.values(watchEventsByResource).reduce((total, value) => total + value, 0),
     watchEventsByResource,
   };
 }
