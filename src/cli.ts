@@ -11,6 +11,7 @@ GC, VERSION) and the network config on stdin.
 Commands (meshcni help COMMAND, or COMMAND --help, for each one's options):
   install     run the node agent: install the binary, keep it chained, audit and repair pods
   ready       exit 0 when the agent says it is ready (its /readyz), and why not
+  uninstall   take meshcni off this node by hand, as its agent does when its DaemonSet is deleted
   audit       judge this node's meshed pods by what their netns hold; --repair to act
   sweep       one audit and repair pass as the agent runs it: a request on stdin, the report on stdout
   apply       the agent's writer: ADD's decisions and DELs from the agent, a line each on stdin
@@ -34,6 +35,10 @@ const commands: Record<string, { usage: () => Promise<string>; run: (argv: strin
   ready: {
     usage: async () => (await import("./agent/usage.js")).readyUsage,
     run: async (argv) => (await import("./agent/main.js")).runReady(argv),
+  },
+  uninstall: {
+    usage: async () => (await import("./agent/usage.js")).uninstallUsage,
+    run: async (argv) => (await import("./agent/main.js")).runUninstall(argv),
   },
   audit: {
     usage: async () => (await import("./audit/main.js")).auditUsage,

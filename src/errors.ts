@@ -10,10 +10,13 @@ export function errnoCode(error: unknown): string | undefined {
 }
 
 /** Rejects with a timeout when `promise` takes longer than `ms`. */
+/** What withTimeout throws: nothing came back in time (a hung peer, not a refusal). */
+export class NoAnswerError extends Error {}
+
 export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+    timer = setTimeout(() => reject(new NoAnswerError(`no answer within ${ms / 1000} s`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

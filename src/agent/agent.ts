@@ -1,22 +1,21 @@
 import type { Server } from "node:http";
 import { isNetDirFile } from "../cni/config-dir.js";
-import { errorMessage, withTimeout } from "../errors.js";
+import { errorMessage } from "../errors.js";
 import { Installation } from "../installer/install.js";
 import { type Readiness, withProblem } from "../installer/readiness.js";
+import type { Template } from "../installer/template.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { Credentials } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
+import { type NetconfSource, netconfSourceOf } from "./netconf-source.js";
 import { NetDirReporter } from "./netdir-report.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
 import { OwnDaemonSet } from "./own-daemonset.js";
 import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
 import { RuntimeSocketCheck } from "./runtime-socket.js";
-import { decideStop, ownerState } from "./stop.js";
+import { askPatiently, decideStop, ownerState } from "./stop.js";
 import { DirWatcher } from "./watch.js";
-
-/** How long a stop waits to learn whether its DaemonSet stays; the grace period is 30 s, a rollout waits for it. */
-const stopDecisionMs = 1500;
 
 /**
  * The node agent's main loop: keeps meshcni installed (the binary, the plugin's kubeconfig
@@ -37,6 +36,8 @@ export class NodeAgent {
   private server: Server | undefined;
   private stopped = false;
   private lastReconcileAt: number;
+  /** The agent's ConfigMap as the API holds it: what it runs with, where kubelet's copy lags (--config-map). */
+  private readonly netconfSource: NetconfSource | undefined;
   /** The DaemonSet owning the agent's pod (in a pod, with --on-stop auto): what a stop asks about. */
   private readonly daemonSet: OwnDaemonSet | undefined;
   readiness: Readiness = { ready: false, reasons: ["starting"], cause: "Starting", active: undefined, missingPlugins: [] };
@@ -73,9 +74,17 @@ export class NodeAgent {
     );
     metrics.tokenLeft.seconds = () => this.credentials.pluginTokenSecondsLeft();
     const retry = (delayMs = 1000) => this.watcher.schedule(undefined, delayMs);
+    const template = () => this.installation.template;
     this.nodeTasks = options.node
-      ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, this.installation.template, log, metrics, retry, now)
+      ? new NodeTasks(options.node, options, this.installation.paths.agentSocket, template, log, metrics, retry, now)
       : undefined;
+    this.netconfSource = netconfSourceOf(options, this.installation, {
+      replace: (template) => this.replaceNetconf(template),
+      log,
+      problems: this.problems,
+      verified: (value) => metrics.netconfVerified.set(value),
+      now,
+    });
     this.runtimeSocket = options.node ? new RuntimeSocketCheck(options.sweep.criSocket, options.install.hostRoot, now) : undefined;
     this.daemonSet =
       options.self && options.onStop === "auto"
@@ -92,36 +101,38 @@ export class NodeAgent {
   /** Listens first: an address it cannot bind fails the start before anything on the host changes. */
   async start(): Promise<void> {
     if (this.options.listen) {
-      const { host, port } = this.options.listen;
-      try {
-        this.server = await serveProbes(this.options.listen, {
-          readiness: () => this.readiness,
-          liveness: () => {
-            const stale = this.runtimeSocket?.problem();
-            return stale ? { alive: false, reason: stale } : checkLiveness(this.lastReconcileAt, this.now(), this.options.resyncSeconds);
-          },
-          metrics: this.metrics,
-        });
-      } catch (error) {
-        throw new Error(`cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port} (--listen): ${errorMessage(error)}`);
-      }
-      const address = this.server.address();
-      this.log.info("serving /readyz, /healthz and /metrics", {
-        address: typeof address === "object" && address ? `${address.address}:${address.port}` : address,
-      });
+      const liveness = () => {
+        const stale = this.runtimeSocket?.problem();
+        return stale ? { alive: false, reason: stale } : checkLiveness(this.lastReconcileAt, this.now(), this.options.resyncSeconds);
+      };
+      this.server = await serveProbes(this.options.listen, { readiness: () => this.readiness, liveness, metrics: this.metrics }, this.log);
     }
-    const { template, binaryPath: path } = this.installation;
+    const { template } = this.installation;
     if (!template.ok) this.log.error(template.reason);
-    if (path) {
-      try {
-        const { installed, bytes } = this.installation.installBinary(path);
-        this.log.info(installed ? "binary installed" : "binary already installed", { path, ...(installed ? { bytes } : {}) });
-      } catch (error) {
-        this.log.error("cannot install the binary", { path, error: errorMessage(error) });
-      }
-    }
+    else this.log.info("starting with this netconf", { from: this.netconfSource ? "kubelet" : "flags", netconf: template.entry });
+    this.installBinary();
     this.watcher.start();
     this.reconcile(undefined);
+  }
+
+  private installBinary(): void {
+    const path = this.installation.binaryPath;
+    if (!path) return;
+    try {
+      const { installed, bytes } = this.installation.installBinary(path);
+      this.log.info(installed ? "binary installed" : "binary already installed", { path, ...(installed ? { bytes } : {}) });
+    } catch (error) {
+      this.log.error("cannot install the binary", { path, error: errorMessage(error) });
+    }
+  }
+
+  /** Runs with the API's netconf from now on: chained at once, the binary it names installed, every pod swept against it. */
+  private replaceNetconf(template: Template & { ok: true }): void {
+    this.installation.replaceTemplate(template);
+    this.log.info("running with this netconf", { source: "the ConfigMap, as the API holds it", netconf: template.entry });
+    this.installBinary();
+    this.nodeTasks?.netconfReplaced();
+    this.watcher.schedule();
   }
 
   /**
@@ -138,8 +149,8 @@ export class NodeAgent {
       this.daemonSet?.deleted() ?? false,
       () => {
         if (!this.credentials.client) throw new Error("the agent has no credentials");
-        // A hung API server must not hold the stop: past this, keep everything (decideStop).
-        return withTimeout(ownerState(this.credentials.client.api, this.options.self!, this.daemonSet?.name), stopDecisionMs);
+        const { api } = this.credentials.client;
+        return askPatiently(() => ownerState(api, this.options.self!, this.daemonSet?.name));
       },
     );
     await this.daemonSet?.stop();
@@ -171,6 +182,7 @@ export class NodeAgent {
     this.lastReconcileAt = this.now();
     this.log.debug("reconcile");
     this.credentials.sync();
+    this.netconfSource?.follow(this.credentials.client?.api);
     if (this.credentials.client) this.daemonSet?.learn(this.credentials.client.api);
     try {
       const plan = this.installation.syncNetDir();

@@ -65,6 +65,12 @@ export const agentFlags = [
   },
   { name: "template-file", arg: "PATH", env: linkerdEnv("CNI_NETWORK_CONFIG_FILE"), help: "the same, from a file" },
   {
+    name: "config-map",
+    arg: "NAME",
+    env: { name: "MESHCNI_CONFIG_MAP", emptyIsUnset: true },
+    help: "the ConfigMap in the agent's namespace whose `cni_network_config` the template is: read through the API at start and run with where it differs (kubelet's copy in the environment lags a change made while kubelet's watch was down); none: the template as given",
+  },
+  {
     name: "service-account-dir",
     arg: "DIR",
     default: "/var/run/secrets/kubernetes.io/serviceaccount",

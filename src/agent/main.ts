@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { errorMessage } from "../errors.js";
 import { Installation } from "../installer/install.js";
 import { createLogger } from "../log.js";
@@ -7,7 +8,7 @@ import { type AgentOptions, parseAgentOptions } from "./options.js";
 import { checkReadiness } from "./probes.js";
 import { askReadyz, readyReport, readyzUrl } from "./ready.js";
 
-function options(command: "install" | "ready", argv: string[]): AgentOptions | undefined {
+function options(command: "install" | "ready" | "uninstall", argv: string[]): AgentOptions | undefined {
   try {
     return parseAgentOptions(argv, process.env, process.execPath);
   } catch (error) {
@@ -47,6 +48,23 @@ export async function runInstall(argv: string[]): Promise<number> {
     return 1;
   }
   return stopped.then((code) => process.exit(code));
+}
+
+/** `meshcni uninstall`: the agent's uninstall, once, by hand (see uninstallUsage). */
+export function runUninstall(argv: string[]): number {
+  const parsed = options("uninstall", argv);
+  if (!parsed) return 2;
+  try {
+    const installation = new Installation(parsed.install, () => performance.now());
+    const { changed, running } = installation.uninstall();
+    for (const file of changed) process.stdout.write(`removed meshcni's entry from ${join(installation.paths.netDir, file)}\n`);
+    if (running.length > 0) process.stdout.write(`pods still running keep their redirect until they end: ${running.join(", ")}\n`);
+    process.stdout.write(`removed meshcni's kubeconfig, binary and state dir from ${parsed.install.hostRoot || "/"}\n`);
+    return 0;
+  } catch (error) {
+    process.stderr.write(`meshcni uninstall: ${errorMessage(error)}\n`);
+    return 1;
+  }
 }
 
 /** `meshcni ready`: the agent's /readyz verdict (at --listen), with the reasons the disk shows from here. */

@@ -92,6 +92,17 @@ export function createAgentMetrics(node?: string) {
       labelNames: ["from", "to", "result"],
       registers: [registry],
     }),
+    netconfVerified: new Gauge({
+      name: "meshcni_netconf_verified",
+      help: "1 once the netconf the agent runs with is its ConfigMap's as the API holds it (read at its start; where kubelet's copy lagged, the agent took the API's), 0 until it could read it.",
+      registers: [registry],
+    }),
+    backends: new Gauge({
+      name: "meshcni_redirect_backend_records",
+      help: "The node's ADD records by the backend holding their redirect (legacy, nft, plain, nftables), and whether that is the node's backend (node: true, false), as the last full sweep found them: a count under node=\"false\" that stays is a switch not carried out.",
+      labelNames: ["backend", "node"],
+      registers: [registry],
+    }),
     recordsRemoved: new Counter({
       name: "meshcni_records_removed_total",
       help: "ADD records removed because their pod left the node (podGone), their netns is gone (netnsGone) or the container runtime no longer has their sandbox (sandboxGone).",

@@ -17,6 +17,7 @@ import { NodeCache } from "./socket/node-cache.js";
 import { type CallerChecks, kernelCallerChecks } from "./socket/peer.js";
 import { startPluginSocket } from "./socket/plugin-server.js";
 import type { PluginServer } from "./socket/plugin-socket.js";
+import { BackendReport } from "./sweeps/backends.js";
 import { type AuditMonitor, startSweeps } from "./sweeps/monitor.js";
 import { TokenRefusal } from "./token-refusal.js";
 import { startWriters } from "./writers/writing.js";
@@ -40,6 +41,7 @@ export class NodeTasks {
   private server: Promise<PluginServer | undefined> | undefined;
   private stopWriters: (() => void) | undefined;
   private readonly scope: ScopeCheck;
+  private readonly backends: BackendReport;
   /** Whether the API server refuses the agent's token, as its requests hear it. */
   readonly refusal: TokenRefusal;
 
@@ -48,8 +50,8 @@ export class NodeTasks {
     private readonly options: AgentOptions,
     /** The socket's path inside the agent's container; undefined: the plugin is not served. */
     private readonly socketPath: string | undefined,
-    /** The plugin's entry as the installer rendered it: its paths are the only ones the writers write to. */
-    private readonly template: Template,
+    /** The plugin's entry as the agent chains it now: its paths are the only ones the writers write to. */
+    private readonly template: () => Template,
     private readonly log: Logger,
     private readonly metrics: AgentMetrics,
     /** A reconcile after delayMs (1 s when not said). */
@@ -62,6 +64,7 @@ export class NodeTasks {
     this.condition = new ConditionKeeper(log);
     this.scope = new ScopeCheck(log, retry, now);
     this.refusal = new TokenRefusal(() => retry(0));
+    this.backends = new BackendReport(log, metrics);
   }
 
   /** Why the agent's token is not held to its node (the node-scope policy does not bind it); undefined: it is, or not known yet. */
@@ -88,6 +91,11 @@ export class NodeTasks {
     this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces, this.reflectors.service));
     if (readiness.ready) this.monitor ??= this.startSweeps();
     this.followNode();
+  }
+
+  /** The agent chains another entry: every pod is swept against it now (a redirect in another backend is moved). */
+  netconfReplaced(): void {
+    this.monitor?.sweepAll();
   }
 
   /** Aborts every request in flight (the watches' included) and closes the plugin's socket. */
@@ -161,7 +169,10 @@ export class NodeTasks {
           criSocket: sweep.criSocket,
         },
         // Its own, not the active config's: a config that another installer keeps without meshcni still holds every pod to it.
-        entry: this.template.ok ? this.template.entry : undefined,
+        entry: () => {
+          const template = this.template();
+          return template.ok ? template.entry : undefined;
+        },
         sweep,
         view: () => this.view(),
       },
@@ -178,6 +189,7 @@ export class NodeTasks {
         repaired: (action, result) => this.metrics.repairs.inc({ action, result }),
         moved: (from, to, result) => this.metrics.moves.inc({ from, to, result }),
         recordsRemoved: (reason, count) => this.metrics.recordsRemoved.inc({ reason }, count),
+        backends: (backends) => this.backends.take(backends),
         audited: (seconds) => this.metrics.auditDuration.observe(seconds),
       },
     );

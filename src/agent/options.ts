@@ -43,6 +43,8 @@ export interface AgentOptions {
   node: string | undefined;
   /** The agent's own pod (never repaired; its DaemonSet decides --on-stop auto). */
   self: PodKey | undefined;
+  /** The ConfigMap (in the agent's namespace) the template is checked against through the API (--config-map). */
+  configMap: string | undefined;
   sweep: SweepOptions;
   startupTaint: { spec: TaintSpec; restore: boolean } | undefined;
   /** The ServiceAccount whose minted token goes into the plugin's kubeconfig, and the token's life. */
@@ -81,6 +83,15 @@ function serviceAccountOf(text: string): AgentOptions["pluginToken"]["serviceAcc
   const match = /^([a-z0-9-]{1,63})\/([a-z0-9.-]{1,253})$/.exec(text);
   if (!match) throw new Error(`--plugin-service-account must be NAMESPACE/NAME, not ${JSON.stringify(text)}`);
   return { namespace: match[1]!, name: match[2]! };
+}
+
+/** --config-map: a ConfigMap's name, in the agent's own namespace (POD_NAMESPACE). */
+function configMapOf(name: string | undefined, namespace: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  if (!/^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$/.test(name))
+    throw new Error(`--config-map must be a ConfigMap's name, not ${JSON.stringify(name)}`);
+  if (!namespace) throw new Error("--config-map needs POD_NAMESPACE: the ConfigMap is read in the agent's own namespace");
+  return name;
 }
 
 /** Reads the flags and environment; throws one line naming the bad flag and value. */
@@ -127,6 +138,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
     serviceAccountDir,
     node,
     self: env.POD_NAMESPACE && env.POD_NAME ? { namespace: env.POD_NAMESPACE, name: env.POD_NAME } : undefined,
+    configMap: configMapOf(flags.text("config-map"), env.POD_NAMESPACE),
     sweep: {
       repair: oneOf("repair", flags.text("repair"), repairPolicies),
       maxEvictionsPerMinute: numberFlag(

@@ -1,6 +1,8 @@
 import { createServer, type Server } from "node:http";
+import { errorMessage } from "../errors.js";
 import type { Installation } from "../installer/install.js";
 import { type Readiness, withProblem } from "../installer/readiness.js";
+import type { Logger } from "../log.js";
 import { serviceAccountToken } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
 
@@ -42,7 +44,7 @@ export interface ProbeSources {
  * port is on the host network, reachable by any pod: readiness reasons name host paths, so
  * they go to the log and `meshcni ready` only.
  */
-export async function serveProbes({ host, port }: { host: string; port: number }, sources: ProbeSources): Promise<Server> {
+export async function serveProbes({ host, port }: { host: string; port: number }, sources: ProbeSources, log: Logger): Promise<Server> {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://agent").pathname;
     if (path === "/readyz") {
@@ -68,6 +70,12 @@ export async function serveProbes({ host, port }: { host: string; port: number }
     // No host: Node's default, every IPv6 address and IPv4's too where the host has IPv6.
     if (host === "") server.listen(port, () => resolve());
     else server.listen(port, host, () => resolve());
+  }).catch((error: unknown) => {
+    throw new Error(`cannot listen on ${host.includes(":") ? `[${host}]` : host}:${port} (--listen): ${errorMessage(error)}`);
+  });
+  const address = server.address();
+  log.info("serving /readyz, /healthz and /metrics", {
+    address: typeof address === "object" && address ? `${address.address}:${address.port}` : address,
   });
   return server;
 }

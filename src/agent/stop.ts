@@ -1,4 +1,5 @@
-import { errorMessage } from "../errors.js";
+import pRetry from "p-retry";
+import { errorMessage, NoAnswerError, withTimeout } from "../errors.js";
 import { ApiStatusError } from "../kube/errors.js";
 import type { DaemonSetState, NodeApi } from "../kube/node-api.js";
 import type { PodKey } from "../pod-key.js";
@@ -44,8 +45,28 @@ export async function decideStop(
       };
     return { uninstall: true, why: whyUninstall[owner] };
   } catch (error) {
-    return { uninstall: false, why: `cannot tell whether the DaemonSet stays (${errorMessage(error)}): keeping everything` };
+    return {
+      uninstall: false,
+      why: `cannot tell whether the DaemonSet stays (${errorMessage(error)}): keeping everything. If meshcni is being uninstalled, this node keeps it: once the DaemonSet is gone, run \`meshcni uninstall\` on the node (the README's Uninstall)`,
+    };
   }
+}
+
+/** How long a stop waits for one answer (a hung API server must not hold it), and asks again after failures (a restarted server, its Service's endpoint being set up again): well within the 30 s grace. */
+export const stopTiming = { answerMs: 1500, forMs: 8000 };
+
+/**
+ * The owner's state, asked again after each failure (a connection reset or refused, a 5xx or
+ * a 429), 250 ms growing to 2 s apart, until an answer or `forMs` has passed: then the last
+ * failure. A refusal (4xx: the agent's own pod gone, say) is an answer, and no answer within
+ * `answerMs` a hung server: neither is asked again, so a hung server holds the stop no longer.
+ */
+export function askPatiently(ask: () => Promise<OwnerState>, { answerMs, forMs } = stopTiming): Promise<OwnerState> {
+  const refused = (error: Error) => error instanceof ApiStatusError && error.code >= 400 && error.code < 500 && error.code !== 429;
+  return pRetry(() => withTimeout(ask(), answerMs), {
+    ...{ retries: 20, minTimeout: 250, factor: 1.5, maxTimeout: 2000, maxRetryTime: forMs, randomize: false },
+    shouldRetry: ({ error }) => !refused(error) && !(error instanceof NoAnswerError),
+  });
 }
 
 /**

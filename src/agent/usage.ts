@@ -49,3 +49,17 @@ ${entry(byName("listen"), 'where the agent serves /readyz; "": ask the disk only
 ${["host-root", "net-dir", "bin-dir", "kubeconfig-name"].map((name) => entry(byName(name))).join("\n")}
 Every other flag of meshcni install is accepted and changes nothing here.
 `;
+
+/** `meshcni uninstall --help`: what a stopping agent does when its DaemonSet is gone, by hand. */
+export const uninstallUsage = `meshcni uninstall [options]   take meshcni off this node, as its agent does when its DaemonSet is deleted
+
+For a node whose agent could not tell it was being uninstalled (its log: "cannot tell whether
+the DaemonSet stays"): run it once the DaemonSet is gone, e.g. kubectl debug node/NODE
+--profile=sysadmin --image=IMAGE -- meshcni uninstall --host-root /host. Takes meshcni's entry
+out of every config in the net dir, then removes its kubeconfig, its binary, the agent's socket
+and the state dir; pods still running keep their rules until they end. Prints what it did.
+Exit 0 when done, 1 when something could not be removed, 2 on a usage error.
+
+${["host-root", "net-dir", "bin-dir", "kubeconfig-name", "state-dir", "template"].map((name) => entry(byName(name))).join("\n")}
+Every other flag of meshcni install is accepted and changes nothing here.
+`;

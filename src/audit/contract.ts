@@ -97,6 +97,8 @@ const sweepReportSchema = v.object({
   summary: v.object({ protected: count, adopted: count, missing: count, drifted: count, unknown: count }),
   /** Records removed because what they described is gone. */
   recordsRemoved: v.object({ podGone: count, netnsGone: count, sandboxGone: count }),
+  /** The backend meshcni's entry selects on the node (absent: no plan could be made), and the ADD records by the backend holding their redirect. */
+  backends: v.object({ node: v.optional(v.picklist(backends)), records: v.record(v.picklist(backends), count) }),
 });
 
 export type PodReport = v.InferOutput<typeof podReportSchema>;

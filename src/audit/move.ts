@@ -92,3 +92,32 @@ export async function moveAttachment(
     release();
   }
 }
+
+/** A sweep's `backends`: the node's (from any pod's plan), and the records' once its moves are done. */
+export function backendsAfter(
+  expected: Array<{ nodeBackend?: Backend }>,
+  records: AttachmentRecord[],
+  reports: Array<{ moved?: Move | undefined }>,
+): { node?: Backend; records: Partial<Record<Backend, number>> } {
+  const node = expected.find((entry) => entry.nodeBackend)?.nodeBackend;
+  const tally = recordsByBackend(
+    records,
+    reports.map((report) => report.moved),
+  );
+  return node ? { node, records: tally } : { records: tally };
+}
+
+/** The node's ADD records by the backend holding their redirect once this sweep's moves are done. */
+export function recordsByBackend(records: AttachmentRecord[], moves: Array<Move | undefined>): Partial<Record<Backend, number>> {
+  const tally: Partial<Record<Backend, number>> = {};
+  const add = (backend: Backend, count: number) => {
+    tally[backend] = (tally[backend] ?? 0) + count;
+  };
+  for (const record of records) if (record.state === "added") add(record.backend, 1);
+  for (const move of moves) {
+    if (!move || move.failed !== undefined) continue;
+    add(move.from, -1);
+    add(move.to, 1);
+  }
+  return Object.fromEntries(Object.entries(tally).filter(([, count]) => count > 0));
+}

@@ -9,7 +9,7 @@ import type { AttachmentRecord, RecordStore } from "../state/records.js";
 import { classify, isUnprotected, type Observation, type PodStatus, podStatuses, podsToAudit, sortAudits } from "./classify.js";
 import type { PodReport, SweepReport, SweepRequest } from "./contract.js";
 import { type ExpectationIo, type Expected, expectations } from "./expectation.js";
-import { moveAttachment, moveTarget, moveText } from "./move.js";
+import { backendsAfter, moveAttachment, moveTarget, moveText } from "./move.js";
 import {
   eventActions,
   eventMessage,
@@ -205,7 +205,8 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
   }
   const summary = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
   for (const report of reports) summary[report.status]++;
-  return { node: request.node, pods: sortAudits(reports), summary, recordsRemoved: removed };
+  const backends = backendsAfter(expected, records, reports);
+  return { node: request.node, pods: sortAudits(reports), summary, recordsRemoved: removed, backends };
 }
 
 /** Whether the node ends the sweep protected: every pod protected, adopted, or redirected now. */

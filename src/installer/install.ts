@@ -8,7 +8,7 @@ import { installBinary } from "./binary.js";
 import { freshMemory, type NetDirMemory, type NetDirPlan, planNetDir } from "./netdir.js";
 import { type InstallOptions, type InstallPaths, installPaths } from "./options.js";
 import { checkInstalled, type Readiness } from "./readiness.js";
-import { loadTemplate, type Template } from "./template.js";
+import { loadTemplate, renderTemplate, type Template } from "./template.js";
 import { removeEntries, removeInstalledFiles, runningRecordedPods } from "./uninstall.js";
 
 /**
@@ -20,7 +20,8 @@ import { removeEntries, removeInstalledFiles, runningRecordedPods } from "./unin
  */
 export class Installation {
   readonly paths: InstallPaths;
-  readonly template: Template;
+  /** The entry it chains: the options' netconf, until replaceTemplate. */
+  private current: Template;
   private memory: NetDirMemory = freshMemory;
 
   constructor(
@@ -28,7 +29,21 @@ export class Installation {
     private readonly now: () => number,
   ) {
     this.paths = installPaths(options);
-    this.template = loadTemplate(options);
+    this.current = loadTemplate(options);
+  }
+
+  get template(): Template {
+    return this.current;
+  }
+
+  /** The entry rendered for this host from a netconf text, as the options' is. */
+  render(text: string): Template {
+    return renderTemplate(text, this.paths.kubeconfigOnHost, this.options.agentSocket);
+  }
+
+  /** Chains another entry from the next syncNetDir on (the binary it names: installBinary). */
+  replaceTemplate(template: Template): void {
+    this.current = template;
   }
 
   /** Where the binary goes, named by the template's type; undefined without a usable template. */

@@ -31,6 +31,8 @@ export interface NodeApi {
   readNamespace(name: string): Promise<V1Namespace>;
   /** A Service (the `kubernetes` one, whose ports control-plane pods skip). */
   readService(namespace: string, name: string): Promise<V1Service>;
+  /** One key of a ConfigMap as the API holds it now (a quorum read), with its resourceVersion; undefined: no such key. */
+  readConfigMapKey(namespace: string, name: string, key: string): Promise<{ value: string | undefined; resourceVersion: string }>;
   /**
    * Asks the Eviction API to evict the pod (still the same pod: UID precondition), so its
    * PodDisruptionBudgets hold: "blocked" when one would be violated (429 with a
@@ -128,6 +130,10 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
     },
     readNamespace: (name) => api.readNamespace({ name }),
     readService: (namespace, name) => api.readNamespacedService({ namespace, name }),
+    async readConfigMapKey(namespace, name, key) {
+      const configMap = await api.readNamespacedConfigMap({ namespace, name });
+      return { value: configMap.data?.[key], resourceVersion: configMap.metadata?.resourceVersion ?? "" };
+    },
     async evictPod(pod) {
       const name = pod.metadata!.name!;
       const namespace = pod.metadata!.namespace!;

@@ -37,10 +37,14 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
  */
 export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }, kubernetesService(["get"])];
 
-/** In meshcni's namespace: read and watch its own DaemonSet (for its stop), mint the plugin's token (that ServiceAccount's only). */
-export const agentNamespaceRules = (pluginAccount: string): Rule[] => [
+/**
+ * In meshcni's namespace: read and watch its own DaemonSet (for its stop), mint the plugin's
+ * token (that ServiceAccount's only), read its own ConfigMap (the netconf, as the API holds it).
+ */
+export const agentNamespaceRules = (pluginAccount: string, configMap: string): Rule[] => [
   { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get", "list", "watch"] },
   { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginAccount] },
+  { apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: [configMap] },
 ];
 
 export type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };

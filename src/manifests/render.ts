@@ -85,7 +85,12 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: pluginAccount, labels }, rules: pluginRules },
     binding("ClusterRoleBinding", "ClusterRole", name, name),
     binding("ClusterRoleBinding", "ClusterRole", pluginAccount, pluginAccount),
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: meta(), rules: agentNamespaceRules(pluginAccount) },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: meta(),
+      rules: agentNamespaceRules(pluginAccount, `${name}-config`),
+    },
     binding("RoleBinding", "Role", name, name),
     ...nodeScopePolicy(options, name, labels),
     {
@@ -152,6 +157,8 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   { name: "DEST_CNI_BIN_DIR", value: options.binDir },
                   { name: "KUBECONFIG_FILE_NAME", value: "ZZZ-meshcni-kubeconfig" },
                   { name: "CNI_NETWORK_CONFIG", valueFrom: { configMapKeyRef: { name: `${name}-config`, key: "cni_network_config" } } },
+                  // kubelet's copy above can lag the ConfigMap: the agent checks it against the API and runs with the API's.
+                  { name: "MESHCNI_CONFIG_MAP", value: `${name}-config` },
                 ],
                 ports: [{ name: "metrics", containerPort: options.metricsPort, protocol: "TCP" }],
                 readinessProbe: { httpGet: { path: "/readyz", port: "metrics" }, periodSeconds: 5, failureThreshold: 1 },

@@ -4,8 +4,9 @@ import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { nodeName, paths } from "../kit/cluster/layout.js";
-import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
-import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
+import { agentMetric, expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
+import { recordedBackends, recordsIn, switchIptablesMode } from "../kit/cluster/netconf.js";
+import { chainedPlugins, chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
 import { expectRunningPodsRedirected, startClientAndShop } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { meshcniBinary } from "../kit/paths.js";
@@ -92,6 +93,51 @@ describeAsRoot("meshcni's rollout and removal on a real cluster", () => {
     }
     await until(async () => (await condition())?.status === "True", 30_000, 250);
   }, 120_000);
+
+  it("kubelet's copy of the netconf older than the ConfigMap: the agent runs with the API's, says so, and moves its pods' redirects", async () => {
+    const daemonSet = ["-n", "meshcni", "patch", "daemonset", "meshcni", "--type=json", "-p"];
+    const envAt = "/spec/template/spec/containers/0/env";
+    const env = await cluster.kubectl([
+      "-n",
+      "meshcni",
+      "get",
+      "daemonset",
+      "meshcni",
+      "-o",
+      `jsonpath={.spec.template.spec.containers[0].env}`,
+    ]);
+    const index = (JSON.parse(env) as Array<{ name: string }>).findIndex((variable) => variable.name === "CNI_NETWORK_CONFIG");
+    const { to, before } = await switchIptablesMode(cluster);
+    // What kubelet hands a new pod while its cache of the ConfigMap lags (its watch down after an API server restart).
+    const stale = [{ op: "replace", path: `${envAt}/${index}`, value: { name: "CNI_NETWORK_CONFIG", value: before } }];
+    await cluster.kubectl([...daemonSet, JSON.stringify(stale)]);
+    try {
+      await meshcni.rolledOut();
+      await until(() => recordsIn(to), 120_000, 500).catch(() => {
+        throw new Error(`records not moved to ${to}: ${recordedBackends().join(", ")}`);
+      });
+      expect(recordedBackends().length).toBeGreaterThan(0);
+      expect((await meshcni.log()).find((line) => /kubelet's cache lagged/.test(String(line.msg)))).toMatchObject({
+        level: "warn",
+        configMap: "meshcni/meshcni-config",
+        differs: ["linkerd.iptables-mode"],
+      });
+      const entry = chainedPlugins().find((plugin) => plugin.type === "meshcni") as { linkerd?: Record<string, unknown> } | undefined;
+      expect(entry?.linkerd?.["iptables-mode"]).toBe(to);
+      expect(await agentMetric("meshcni_netconf_verified")).toBe("1");
+      expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(9);
+    } finally {
+      // Back as it was: the ConfigMap's netconf, from the ConfigMap again.
+      const patch = JSON.stringify({ data: { cni_network_config: before } });
+      await cluster.kubectl(["-n", "meshcni", "patch", "configmap", "meshcni-config", "--type=merge", "-p", patch]);
+      const fromConfigMap = {
+        name: "CNI_NETWORK_CONFIG",
+        valueFrom: { configMapKeyRef: { name: "meshcni-config", key: "cni_network_config" } },
+      };
+      await cluster.kubectl([...daemonSet, JSON.stringify([{ op: "replace", path: `${envAt}/${index}`, value: fromConfigMap }])]);
+      await meshcni.rolledOut();
+    }
+  }, 300_000);
 
   it("DaemonSet deleted: uninstalled (entry, binary, kubeconfig, socket, records gone); running pods keep their redirect", async () => {
     await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);

@@ -124,7 +124,7 @@ describe("meshcni install", () => {
     expect(suite.host.logs.find((line) => line.msg === "uninstalled")?.why).toContain("not running in a pod");
   });
 
-  it("keeps everything on SIGTERM with --on-stop keep", async () => {
+  it("keeps everything on SIGTERM with --on-stop keep; meshcni uninstall, run by hand with its flags, takes it off after", async () => {
     await started({ "10-calico.conflist": calico() }, ["--on-stop", "keep"]);
     await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
     const kubeconfig = suite.host.kubeconfig();
@@ -132,6 +132,14 @@ describe("meshcni install", () => {
     expect(suite.host.types("10-calico.conflist").at(-1)).toBe("meshcni");
     expect(readdirSync(suite.host.binDir)).toEqual(["meshcni"]);
     expect(suite.host.kubeconfig()).toBe(kubeconfig);
+    // As an operator does once the agent kept a node it was uninstalled from ("cannot tell whether the DaemonSet stays").
+    const uninstall = spawnSync(meshcniBinary, ["uninstall", ...suite.host.args()], { env: suite.host.env, encoding: "utf8" });
+    expect(uninstall.status, uninstall.stderr).toBe(0);
+    expect(uninstall.stdout).toContain(`removed meshcni's entry from ${suite.host.path("10-calico.conflist")}`);
+    expect(suite.host.json("10-calico.conflist")).toEqual(JSON.parse(calico()));
+    expect(readdirSync(suite.host.binDir)).toEqual([]);
+    expect(existsSync(suite.host.kubeconfigPath)).toBe(false);
+    expect(existsSync(suite.host.stateDir)).toBe(false);
   });
 
   it("restarts idempotently: no rewrite of the binary or the config", async () => {

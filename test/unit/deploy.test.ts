@@ -161,7 +161,11 @@ describe("deploy/ and meshcni manifests", () => {
     expect(ownNamespace.rules).toEqual([
       { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get", "list", "watch"] },
       { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginServiceAccount] },
+      { apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: ["meshcni-config"] },
     ]);
+    // The ConfigMap it reads is the one kubelet gives its env from, in its own namespace.
+    expect(agent.configMap).toBe("meshcni-config");
+    expect(env.find((variable) => variable.name === "CNI_NETWORK_CONFIG")?.valueFrom?.configMapKeyRef?.name).toBe(agent.configMap);
     expect(
       deployed.find((manifest) => manifest.kind === "ServiceAccount" && manifest.metadata.name === pluginServiceAccount),
     ).toMatchObject({

@@ -20,6 +20,8 @@ export interface MonitorMetrics {
   /** A protected pod's redirect moved to the node's backend (done), or not (failed). */
   moved(from: string, to: string, result: "done" | "failed"): void;
   recordsRemoved(reason: string, count: number): void;
+  /** Where the node's redirects are, after a sweep of every pod. */
+  backends(backends: SweepReport["backends"]): void;
   audited(seconds: number): void;
 }
 
@@ -95,7 +97,8 @@ export class AuditMonitor {
     await this.draining?.catch(() => undefined);
   }
 
-  private sweepAll(): void {
+  /** Every pod swept soon (the entry changed). */
+  sweepAll(): void {
     this.full = true;
     this.kick();
   }
@@ -125,7 +128,8 @@ export class AuditMonitor {
   /** One sweep, of the changed pods or (no batch) of all; what it did is logged and counted. */
   private async sweep(batch: Map<string, number> | undefined): Promise<void> {
     const started = performance.now();
-    const { node, self, dirs, entry, sweep, credentials, view } = this.options;
+    const { node, self, dirs, sweep, credentials, view } = this.options;
+    const entry = this.options.entry();
     const kubeconfig = credentials();
     if (kubeconfig === undefined) {
       this.problems.set("audit", "the audit waits for the agent's credentials", { level: "error" });
@@ -172,6 +176,7 @@ export class AuditMonitor {
   private take(report: SweepReport, batch: Map<string, number> | undefined): void {
     this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()), this.memory.unprotected());
     for (const [reason, count] of Object.entries(report.recordsRemoved)) if (count > 0) this.metrics.recordsRemoved(reason, count);
+    if (batch === undefined) this.metrics.backends(report.backends);
     for (const pod of report.pods) {
       const changedAt = batch?.get(formatPodKey(pod));
       const fields = { pod: formatPodKey(pod), status: pod.status, details: pod.details };

@@ -26,8 +26,8 @@ export interface MonitorOptions {
   /** The agent's own pod: no sweep acts on it. */
   self: PodKey | undefined;
   dirs: SweepRequest["dirs"];
-  /** The agent's own meshcni entry (undefined when invalid): what every pod's plan comes from. */
-  entry: SweepRequest["entry"];
+  /** The agent's own meshcni entry as it chains it now (undefined when invalid): what every pod's plan comes from. */
+  entry: () => SweepRequest["entry"];
   sweep: SweepOptions;
   /** The node as the agent's caches hold it, while they are fresh: the sweep then reads no pod or namespace from the API. */
   view: () => SweepRequest["view"];

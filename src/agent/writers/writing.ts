@@ -28,8 +28,8 @@ export interface WritersConfig {
   binary: string;
   hostRoot: string;
   netnsDirs: string[];
-  /** The plugin's entry as the installer rendered it: its paths are the only ones the writers write to. */
-  template: Template;
+  /** The plugin's entry as the agent chains it now: its paths are the only ones the writers write to. */
+  template: () => Template;
 }
 
 /** Starts the writers; `writing` is undefined when the agent's own entry is invalid (the plugin then writes everything). */
@@ -49,15 +49,25 @@ export function agentWriting(
   log: Logger,
   metrics: AgentMetrics,
 ): Writing | undefined {
-  const scope = template.ok ? writeScopeOf(template.entry, netnsDirs) : { invalid: template.reason };
-  if ("invalid" in scope) {
-    log.error("the agent does not write for the plugin: its own netconf entry is invalid", { reason: scope.invalid });
+  const scopeOf = (current: Template) => (current.ok ? writeScopeOf(current.entry, netnsDirs) : { invalid: current.reason });
+  const first = scopeOf(template());
+  if ("invalid" in first) {
+    log.error("the agent does not write for the plugin: its own netconf entry is invalid", { reason: first.invalid });
     return undefined;
   }
+  // The scope follows the entry the agent chains (replaced only by a valid one: NetconfSource), worked out once per entry.
+  let held = { template: template(), scope: first };
   const said = new SaidOnce();
   return {
     hostRoot,
-    scope,
+    get scope() {
+      const current = template();
+      if (current !== held.template) {
+        const scope = scopeOf(current);
+        if (!("invalid" in scope)) held = { template: current, scope };
+      }
+      return held.scope;
+    },
     write: async (ask, deadline) => {
       const outcome = await writer.write(ask, deadline);
       metrics.writes.inc({ verb: ask.verb, result: "done" in outcome ? "done" : "handed_back" });

@@ -104,13 +104,21 @@ export async function stopAgentKeepingDaemonSet(cluster: RealCluster): Promise<v
 export const sandboxFailures = (cluster: RealCluster): Promise<string> =>
   cluster.kubectl(["get", "events", "-A", "--field-selector", "reason=FailedCreatePodSandBox", "-o", "jsonpath={.items[*].message}"]);
 
-/** The commit of the agent's build answering on the node's port (meshcni_build_info), or undefined when it does not answer. */
-export async function agentCommit(host = "127.0.0.1"): Promise<string | undefined> {
-  const metrics = await fetch(`http://${host}:9911/metrics`, { signal: AbortSignal.timeout(5000) }).then(
+/** The agent's metrics text on the node's port, "" when it does not answer. */
+const agentMetricsText = (host: string) =>
+  fetch(`http://${host}:9911/metrics`, { signal: AbortSignal.timeout(5000) }).then(
     (response) => response.text(),
     () => "",
   );
-  return /^meshcni_build_info\{[^}]*commit="([^"]*)"/m.exec(metrics)?.[1];
+
+/** The commit of the agent's build answering on the node's port (meshcni_build_info), or undefined when it does not answer. */
+export async function agentCommit(host = "127.0.0.1"): Promise<string | undefined> {
+  return /^meshcni_build_info\{[^}]*commit="([^"]*)"/m.exec(await agentMetricsText(host))?.[1];
+}
+
+/** The value of a metric of the agent's without labels of its own (the node's only), as its text says it; undefined when absent. */
+export async function agentMetric(name: string, host = "127.0.0.1"): Promise<string | undefined> {
+  return new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(await agentMetricsText(host))?.[1];
 }
 
 /**

@@ -26,11 +26,11 @@ export function agentOf(manifests: Manifest[]) {
   const podSpec = daemonSet.spec!.template.spec!;
   const container = podSpec.containers[0]!;
   const env = container.env ?? [];
-  const options = parseAgentOptions(
-    container.args ?? [],
-    Object.fromEntries(env.flatMap((variable) => (variable.value === undefined ? [] : [[variable.name, variable.value]]))),
-    container.command![0]!,
-  );
+  // The values it sets, and the namespace the downward API gives (--config-map reads in it).
+  const values = env.flatMap((variable) => (variable.value === undefined ? [] : [[variable.name, variable.value]]));
+  const namespace = env.find((variable) => variable.valueFrom?.fieldRef?.fieldPath === "metadata.namespace");
+  if (namespace) values.push([namespace.name, daemonSet.metadata!.namespace!]);
+  const options = parseAgentOptions(container.args ?? [], Object.fromEntries(values), container.command![0]!);
   return { daemonSet, podSpec, container, env, options };
 }
 

@@ -46,6 +46,32 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
+/** The kinds the short soak in `npm test` draws: all but the plugin token's expiry, whose wait (10 minutes and more) is past what CI spends. */
+export const shortSoakKinds: readonly FaultKind[] = faultKinds.filter((kind) => kind !== "plugin-token-expired");
+
+/** What a soak run draws from: the test and `npm run soak` both take one, so either replays the other's run. */
+export interface SoakDraw {
+  seed: number;
+  faults: number;
+  kinds: readonly FaultKind[];
+}
+
+/**
+ * A run's faults and the generator of everything drawn while they run (each fault's
+ * parameters, the pause after it). Two streams of one seed: the kinds are drawn first, so
+ * apart the first K faults of a run of N are a run of K, parameters and all.
+ */
+export function drawSoak({ seed, faults, kinds }: SoakDraw): { drawn: FaultKind[]; random: () => number } {
+  return { drawn: drawFaults(seededRandom(seed), faults, kinds), random: seededRandom(seed ^ 0x5eed5eed) };
+}
+
+/** The command that replays the first `faults` faults of a draw. */
+export function replayCommand({ seed, kinds }: SoakDraw, faults: number): string {
+  const left = faultKinds.filter((kind) => !kinds.includes(kind));
+  const chosen = left.length === 0 ? [] : left.length < kinds.length ? ["--except", left.join(",")] : ["--only", kinds.join(",")];
+  return ["npm run soak --", "--seed", String(seed), "--faults", String(faults), ...chosen].join(" ");
+}
+
 /** `count` faults drawn from `kinds` with `random`: one at a time, each kind as likely as its weight says. */
 export function drawFaults(random: () => number, count: number, kinds: readonly FaultKind[] = faultKinds): FaultKind[] {
   const total = kinds.reduce((sum, kind) => sum + weightOf(kind), 0);

@@ -2,6 +2,7 @@
 // meets it: what it did is returned in words (with what was drawn for it), for the report.
 import { existsSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { agentProcess } from "../cluster/agent-process.js";
 import type { RealCluster } from "../cluster/cluster.js";
 import { compactEtcd } from "../cluster/control-plane.js";
 import { nodeName, paths, startupTaint } from "../cluster/layout.js";
@@ -65,10 +66,11 @@ export const faults: Record<FaultKind, (context: FaultContext) => Promise<string
     await cluster.kubectl([...agentPods, "--grace-period=0", "--force", "--wait=false"]);
     return "the agent's pod force-deleted";
   },
-  "agent-container-killed": async () => {
-    const agents = processesOf("meshcni", "install");
-    killAll(agents);
-    return `the agent's process killed (${agents.length} found)`;
+  "agent-container-killed": async ({ cluster }) => {
+    const agent = await agentProcess(cluster);
+    if (agent === undefined) throw new Error("no agent container runs on the node");
+    killAll([agent]);
+    return `the agent's process killed (pid ${agent}, its pod's container)`;
   },
   "kubelet-restarted": async ({ cluster }) => {
     await cluster.restart("kubelet", { signal: "SIGKILL" });

@@ -1,6 +1,7 @@
-// `npm run soak -- --faults N --seed S [--minutes M] [--only kind,kind]`: the soak on the real
-// cluster, its report printed and saved (bench/results/soak-<seed>.json); exits 1 on any
-// invariant violation. Without --seed, one is drawn and printed.
+// `npm run soak -- --faults N --seed S [--minutes M] [--only kind,kind | --except kind,kind]`:
+// the soak on the real cluster, its report printed and saved (bench/results/soak-<seed>.json);
+// exits 1 on any invariant violation. Without --seed, one is drawn and printed: a seed that
+// finds something joins test/kit/soak/seeds.ts with its fix.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -16,6 +17,7 @@ const { values } = parseArgs({
     seed: { type: "string" },
     minutes: { type: "string" },
     only: { type: "string" },
+    except: { type: "string" },
   },
 });
 const number = (name: string, text: string) => {
@@ -23,8 +25,14 @@ const number = (name: string, text: string) => {
   if (!Number.isInteger(value) || value < 0) throw new Error(`--${name} must be a whole number, not ${JSON.stringify(text)}`);
   return value;
 };
-const kinds = values.only?.split(",") as FaultKind[] | undefined;
-for (const kind of kinds ?? []) if (!faultKinds.includes(kind)) throw new Error(`--only: no fault ${kind} (${faultKinds.join(", ")})`);
+const named = (flag: "only" | "except") => {
+  const list = values[flag]?.split(",") as FaultKind[] | undefined;
+  for (const kind of list ?? []) if (!faultKinds.includes(kind)) throw new Error(`--${flag}: no fault ${kind} (${faultKinds.join(", ")})`);
+  return list;
+};
+const [only, except] = [named("only"), named("except")];
+if (only && except) throw new Error("--only and --except: one or the other");
+const kinds = only ?? faultKinds.filter((kind) => !except?.includes(kind));
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : number("seed", values.seed);
 console.log(`soak: seed ${seed}`);
 
@@ -34,10 +42,8 @@ await cluster.up((line) => console.log(line));
 try {
   const report = await soak(cluster, {
     logsDir: results,
-    faults: number("faults", values.faults),
-    seed,
+    draw: { seed, faults: number("faults", values.faults), kinds },
     ...(values.minutes ? { minutes: number("minutes", values.minutes) } : {}),
-    ...(kinds ? { kinds } : {}),
     log: (line) => console.log(`${new Date().toISOString().slice(11, 19)} ${line}`),
   });
   console.log(`\n${formatReport(report)}`);

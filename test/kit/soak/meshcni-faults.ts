@@ -1,12 +1,10 @@
 // The faults an operator brings to meshcni itself: a rollout to another build, its
 // iptables-mode changed, its agent stopped past the plugin token's life, an override
 // annotation flipped on a namespace or a pod (the rest of the soak's faults: faults.ts).
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { imageRepository } from "../../../src/build-info.js";
 import { otherBuild, otherBuildArchive } from "../cluster/images.js";
-import { agentStateDir } from "../cluster/layout.js";
 import { agentCommit, sandboxFailures, stopAgentKeepingDaemonSet } from "../cluster/meshcni.js";
+import { recordedBackends, recordsIn, switchIptablesMode } from "../cluster/netconf.js";
 import { pluginTokenClaims } from "../cluster/tokens.js";
 import { sleep, until } from "../common.js";
 import { between, type FaultKind } from "./draw.js";
@@ -66,37 +64,15 @@ export const meshcniFaults: Record<MeshcniFault, (context: FaultContext) => Prom
     return `the agent stopped (its DaemonSet rolled to an absent image) past the plugin token's expiry (${new Date(expiresAt).toISOString()}): pods started then failed closed naming it; rolled back`;
   },
   "backend-switched": async ({ cluster }) => {
-    const { data } = await cluster.get<{ data: { cni_network_config: string } }>("-n", "meshcni", "configmap", "meshcni-config");
-    const entry = JSON.parse(data.cni_network_config) as { linkerd: Record<string, unknown> };
-    const from = String(entry.linkerd["iptables-mode"]);
-    const to = from === "nftables" ? "auto" : "nftables";
-    entry.linkerd["iptables-mode"] = to;
-    const patch = JSON.stringify({ data: { cni_network_config: JSON.stringify(entry, null, 2) } });
-    await cluster.kubectl(["-n", "meshcni", "patch", "configmap", "meshcni-config", "--type=merge", "-p", patch]);
+    const { from, to } = await switchIptablesMode(cluster);
     // As an operator changes it: the entry is the agent's environment, taken at its start.
     await cluster.kubectl(["-n", "meshcni", "rollout", "restart", "daemonset/meshcni"]);
     await cluster.kubectl(["-n", "meshcni", "rollout", "status", "daemonset/meshcni", "--timeout=120s"]);
     const rolled = performance.now();
-    const moved = () => recordedBackends().every((backend) => (to === "nftables") === (backend === "nftables"));
-    await until(moved, 180_000, 500).catch(() => {
+    await until(() => recordsIn(to), 180_000, 500).catch(() => {
       throw new Error(`running pods' redirects not moved to ${to} within 180 s: ${recordedBackends().join(", ")}`);
     });
     const seconds = ((performance.now() - rolled) / 1000).toFixed(1);
     return `meshcni's iptables-mode changed from ${from} to ${to} and its DaemonSet restarted: ${recordedBackends().length} records in the new backend ${seconds} s after the rollout`;
   },
 };
-
-/** The backend each of the node's ADD records names (the agent's state dir on the host). */
-function recordedBackends(): string[] {
-  const dir = join(agentStateDir, "attachments");
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((file) => file.endsWith(".json"))
-    .flatMap((file) => {
-      try {
-        return [(JSON.parse(readFileSync(join(dir, file), "utf8")) as { backend: string }).backend];
-      } catch {
-        return []; // removed meanwhile
-      }
-    });
-}

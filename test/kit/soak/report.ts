@@ -1,11 +1,11 @@
 // The soak's report in words: faults by kind with their recovery times, every violation
 // with the seed and the fault's index to replay it, the agent's memory over the run.
-import { faultKinds } from "./draw.js";
+import { faultKinds, replayCommand } from "./draw.js";
 import type { SoakReport } from "./soak.js";
 
 export function formatReport(report: SoakReport): string {
   const lines = [
-    `soak, seed ${report.seed}: ${report.run.length} of ${report.drawn.length} faults run; ${report.violations.length} invariant violations`,
+    `soak, seed ${report.draw.seed}: ${report.run.length} of ${report.drawn.length} faults run; ${report.violations.length} invariant violations`,
     `load: ${report.workload.created} pods created, ${report.workload.deleted} deleted, ${report.workload.refused} requests the API did not answer`,
     `checks: ${report.checks.passes} passes over the Ready pods, ${report.checks.connections} real connections answered, ${report.checks.audits} meshcni audits compared with them; ${report.checks.repairs} repair Events on its pods`,
     `the agent's API requests, the most in one minute: ${report.agentRequestsPerMinuteMax}`,
@@ -23,7 +23,7 @@ export function formatReport(report: SoakReport): string {
   lines.push(report.agent.map((sample) => `${sample.index}: ${sample.pid} ${sample.rssMb} ${sample.fds}`).join("; "));
   for (const violation of report.violations) {
     lines.push(
-      `VIOLATION at fault ${violation.index} (${violation.kind}), replay with --seed ${report.seed} --faults ${violation.index + 1}: ${violation.what}`,
+      `VIOLATION at fault ${violation.index} (${violation.kind}), replay with ${replayCommand(report.draw, Math.min(report.drawn.length, Math.max(1, violation.index + 1)))}: ${violation.what}`,
     );
   }
   return lines.join("\n");

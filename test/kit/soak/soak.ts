@@ -3,25 +3,33 @@
 // the while (test/kit/soak/check.ts) and after each fault's recovery; a report at the end.
 
 import { join } from "node:path";
+import { agentProcess } from "../cluster/agent-process.js";
 import { agentUser, auditEvents } from "../cluster/audit.js";
 import type { RealCluster } from "../cluster/cluster.js";
 import { auditNode, leftOnNode, Meshcni, withPluginTokenSeconds } from "../cluster/meshcni.js";
 import { asList, plainPod } from "../cluster/workloads.js";
 import { sleep } from "../common.js";
-import { openFds, processesOf, rssMb } from "../proc.js";
+import { openFds, rssMb } from "../proc.js";
 import { AuditAgreement, notRecovered, RedirectWatch, soakSandboxes } from "./check.js";
-import { between, drawFaults, type FaultKind, type Recovery, type RecoverySummary, seededRandom, summarizeRecoveries } from "./draw.js";
+import {
+  between,
+  drawSoak,
+  type FaultKind,
+  type Recovery,
+  type RecoverySummary,
+  type SoakDraw,
+  seededRandom,
+  summarizeRecoveries,
+} from "./draw.js";
 import { faults } from "./faults.js";
 import { RepairWatch } from "./repairs.js";
 import { keepLogs, logMarks } from "./slow-logs.js";
 import { SoakWorkload } from "./workload.js";
 
 export interface SoakOptions {
-  faults: number;
-  seed: number;
+  draw: SoakDraw;
   /** Stops drawing faults past this many minutes (the report says how many ran). */
   minutes?: number;
-  kinds?: FaultKind[];
   log(line: string): void;
   /** Where the cluster's logs of a slow recovery are kept (the cluster's own go with it). */
   logsDir: string;
@@ -35,7 +43,7 @@ export interface Violation {
 }
 
 export interface SoakReport {
-  seed: number;
+  draw: SoakDraw;
   drawn: FaultKind[];
   run: Array<{ index: number; kind: FaultKind; did: string; recoveredMs?: number }>;
   recoveries: RecoverySummary[];
@@ -69,9 +77,9 @@ async function recovery(cluster: RealCluster): Promise<{ ms: number; waitedOn: s
   }
 }
 
-/** The agent's process now (one), its memory and descriptors; undefined between two of its lives. */
-function agentSample(index: number) {
-  const [pid] = processesOf("meshcni", "install");
+/** The agent's process now (its pod's container, as the runtime has it), its memory and descriptors; undefined between two of its lives. */
+async function agentSample(cluster: RealCluster, index: number) {
+  const pid = await agentProcess(cluster).catch(() => undefined);
   return pid === undefined ? undefined : { index, pid, rssMb: Math.round(rssMb(pid) * 10) / 10, fds: openFds(pid) };
 }
 
@@ -100,10 +108,10 @@ function requestsPerMinuteMax(since: string): number {
 /** Runs the soak on `cluster` (up, meshcni not yet deployed); the cluster is left up. */
 export async function soak(cluster: RealCluster, options: SoakOptions): Promise<SoakReport> {
   // Faults and their parameters from the seed, the load from its own generator: a replay draws the same faults.
-  const random = seededRandom(options.seed);
-  const drawn = drawFaults(random, options.faults, options.kinds);
+  const { drawn, random } = drawSoak(options.draw);
+  const seed = options.draw.seed;
   const report: SoakReport = {
-    seed: options.seed,
+    draw: options.draw,
     drawn,
     run: [],
     recoveries: [],
@@ -123,7 +131,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
   await new Meshcni(cluster).deploy([], withPluginTokenSeconds(pluginTokenSeconds));
   await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client")));
   await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=90s"]);
-  const workload = new SoakWorkload(cluster, seededRandom(options.seed + 1));
+  const workload = new SoakWorkload(cluster, seededRandom(seed + 1));
   await workload.prepare();
   workload.start();
   const watch = new RedirectWatch(cluster, violation);
@@ -156,7 +164,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     const slow = "ms" in recovered && recovered.ms > 30_000 ? ` (last waiting on: ${recovered.waitedOn.join("; ")})` : "";
     options.log(`[${index}] ${did}: ${"ms" in recovered ? `recovered in ${(recovered.ms / 1000).toFixed(1)} s${slow}` : "NOT recovered"}`);
     if (!("ms" in recovered) || recovered.ms > keepLogsAfterMs) {
-      const kept = join(options.logsDir, `soak-${options.seed}-fault-${index}`);
+      const kept = join(options.logsDir, `soak-${seed}-fault-${index}`);
       await keepLogs(cluster, marks, kept).then(
         () => options.log(`[${index}] the cluster's logs since the fault kept in ${kept}`),
         (error: Error) => options.log(`[${index}] could not keep the cluster's logs in ${kept}: ${error.message}`),
@@ -165,7 +173,7 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     if ("ms" in recovered) recoveries.push({ kind, ms: recovered.ms });
     else violation(`not recovered within ${recoveryTimeoutMs / 1000} s: ${recovered.left.join("; ")}`);
     for (const what of await repairs.check(watch.redirected, () => soakSandboxes(cluster), since)) violation(what);
-    const sample = agentSample(index);
+    const sample = await agentSample(cluster, index);
     if (sample) report.agent.push(sample);
     await sleep(between(random, 2000, 5000));
   }
@@ -181,7 +189,12 @@ export async function soak(cluster: RealCluster, options: SoakOptions): Promise<
     violation(`the agent made ${report.agentRequestsPerMinuteMax} API requests in one minute (bound ${requestsPerMinuteBound})`);
   }
   await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
+  // The uninstall is done when the agent's pod is: after an API server restart the garbage collector took 14 to 100 s to delete it here.
+  await cluster
+    .kubectl(["-n", "meshcni", "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name=meshcni", "--timeout=240s"])
+    .catch((error: Error) => violation(`the agent's pod not gone 240 s after its DaemonSet was deleted: ${error.message.split("\n")[0]}`));
   for (const left of await leftOnNode(cluster)) violation(`left on the node after the uninstall: ${left}`);
+  await workload.remove();
   report.recoveries = summarizeRecoveries(recoveries);
   report.workload = { created: workload.created, deleted: workload.deleted, refused: workload.refused };
   report.checks = { passes: watch.checks, connections: watch.connections, audits: agreement.audits, repairs: repairs.repairs };

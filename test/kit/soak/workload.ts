@@ -38,6 +38,11 @@ export class SoakWorkload {
     for (const namespace of soakNamespaces) await this.cluster.kubectl(["create", "namespace", namespace]);
   }
 
+  /** The load's namespaces deleted with their pods, awaited: the next run starts on a node without them. */
+  async remove(): Promise<void> {
+    await this.cluster.kubectl(["delete", "namespace", ...soakNamespaces, "--wait", "--timeout=180s"]);
+  }
+
   start(): void {
     this.running = this.loop();
   }

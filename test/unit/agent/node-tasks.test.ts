@@ -48,11 +48,12 @@ describe("the agent's node tasks", () => {
       ...["--audit-seconds", "60", "--watch-timeout-seconds", "1"],
     ];
     const options = parseAgentOptions(argv, env, script);
+    const template = loadTemplate(options.install);
     tasks = new NodeTasks(
       "n1",
       options,
       socket(),
-      loadTemplate(options.install),
+      () => template,
       memoryLogger(logs),
       metrics,
       () => undefined,
@@ -138,6 +139,7 @@ describe("the agent's node tasks", () => {
       ],
       summary: { protected: 0, adopted: 0, missing: 1, drifted: 0, unknown: 0 },
       recordsRemoved: { podGone: 1, netnsGone: 0, sandboxGone: 0 },
+      backends: { node: "nft", records: { nft: 1 } },
     };
     api.addPod(podObject("shop", "web", { proxy: "container", nodeName: "n1", annotations: { big: "x".repeat(1000) } }));
     const agentClient = client();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { decideStop, ownerState } from "../../../src/agent/stop.js";
+import type { OwnerState } from "../../../src/agent/stop.js";
+import { askPatiently, decideStop, ownerState } from "../../../src/agent/stop.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
 
 describe("telling a restart from an uninstall", () => {
@@ -43,6 +44,46 @@ describe("telling a restart from an uninstall", () => {
       uninstall: false,
       why: expect.stringContaining("ECONNREFUSED"),
     });
+  });
+
+  it("asks again while the API fails (a restarted server) and takes the first answer; a refusal, a hung server or the time up ends it", async () => {
+    const answers: Array<OwnerState | Error> = [new Error("ECONNRESET"), new Error("503"), "deleted"];
+    let asked = 0;
+    const flaky = async () => {
+      asked++;
+      const answer = answers.shift()!;
+      if (answer instanceof Error) throw answer;
+      return answer;
+    };
+    expect(await decideStop("auto", true, false, () => askPatiently(flaky, { answerMs: 100, forMs: 5000 }))).toMatchObject({
+      uninstall: true,
+    });
+    expect(asked).toBe(3);
+    let gone = 0;
+    const podGone = async (): Promise<OwnerState> => {
+      gone++;
+      throw new ApiStatusError(404, 'pods "meshcni-x7k2p" not found', undefined);
+    };
+    await expect(askPatiently(podGone, { answerMs: 100, forMs: 5000 })).rejects.toThrow("not found");
+    expect(gone).toBe(1);
+    let hungAsked = 0;
+    const hung = async (): Promise<OwnerState> => {
+      hungAsked++;
+      return new Promise(() => undefined);
+    };
+    const kept = await decideStop("auto", true, false, () => askPatiently(hung, { answerMs: 100, forMs: 5000 }));
+    expect(hungAsked).toBe(1);
+    expect(kept).toEqual({
+      uninstall: false,
+      why: expect.stringMatching(/no answer within 0\.1 s.*keeping everything\. If meshcni is being uninstalled.*`meshcni uninstall`/),
+    });
+    let down = 0;
+    const refusing = async (): Promise<OwnerState> => {
+      down++;
+      throw new Error("connect ECONNREFUSED");
+    };
+    await expect(askPatiently(refusing, { answerMs: 100, forMs: 600 })).rejects.toThrow("ECONNREFUSED");
+    expect(down).toBeGreaterThan(1);
   });
 
   it("uninstalls outside a pod, and does as told with keep or uninstall", async () => {

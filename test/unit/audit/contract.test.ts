@@ -41,9 +41,12 @@ describe("the sweep contract", () => {
       ],
       summary: { protected: 0, adopted: 0, missing: 0, drifted: 1, unknown: 0 },
       recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 },
+      backends: { node: "nftables", records: { nft: 1, nftables: 2 } },
     };
     expect(parseSweepReport(JSON.stringify(report))).toEqual(report);
     const wrongStatus = { ...report, pods: [{ ...report.pods[0], status: "fine" }] };
     expect(() => parseSweepReport(JSON.stringify(wrongStatus))).toThrow(/^the sweep's report is malformed: pods\[0\]\.status: /);
+    const wrongBackend = { ...report, backends: { records: { ebpf: 1 } } };
+    expect(() => parseSweepReport(JSON.stringify(wrongBackend))).toThrow(/^the sweep's report is malformed: backends\.records/);
   });
 });

@@ -5,7 +5,7 @@ import { renderTable } from "../../../src/audit/format.js";
 const report = (pods: PodReport[], recordsRemoved = { podGone: 0, netnsGone: 0, sandboxGone: 0 }): SweepReport => {
   const summary = { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 };
   for (const pod of pods) summary[pod.status]++;
-  return { node: "n1", pods, summary, recordsRemoved };
+  return { node: "n1", pods, summary, recordsRemoved, backends: { records: {} } };
 };
 
 describe("audit output", () => {

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { PodAudit } from "../../../src/audit/classify.js";
-import { moveAttachment, moveRules, moveTarget } from "../../../src/audit/move.js";
+import { moveAttachment, moveRules, moveTarget, recordsByBackend } from "../../../src/audit/move.js";
 import { sweep } from "../../../src/audit/sweep.js";
 import { planRules, type RulePlan } from "../../../src/redirect/plan.js";
 import type { Backend, Redirector } from "../../../src/redirect/redirector.js";
@@ -94,6 +94,15 @@ function twoBackends(writeFaithfully = true) {
   return { held, calls, redirector };
 }
 
+describe("the records by backend after a sweep's moves", () => {
+  it("counts finished records where their redirect is once the moves that were done are, not the failed ones", () => {
+    const records = [record("nft"), record("nft"), record("nft", "adding"), record("legacy")];
+    const moves = [{ from: "nft", to: "nftables" }, { from: "nft", to: "nftables", failed: "EPERM" }, undefined] as const;
+    expect(recordsByBackend(records, [...moves])).toEqual({ nft: 1, nftables: 1, legacy: 1 });
+    expect(recordsByBackend([], [])).toEqual({});
+  });
+});
+
 describe("moving the rules", () => {
   it("writes the new backend's and reads them back before it removes the old backend's", async () => {
     const netns = twoBackends();
@@ -168,6 +177,8 @@ describe("a sweep on a node whose backend changed", () => {
     await addedPod("checkout");
     const { io, writes, moves } = fakeSweepIo(node, { backend: "legacy" });
     const report = await sweep(options("redirect"), io);
+    // Where the redirects are once the sweep is done: the node's backend, and the records by the backend holding them.
+    expect(report.backends).toEqual({ node: "legacy", records: { legacy: 2 } });
     expect(report.pods.map((pod) => [pod.name, pod.status, pod.moved])).toEqual([
       ["cart", "protected", { from: "nft", to: "legacy" }],
       ["checkout", "protected", { from: "nft", to: "legacy" }],
@@ -188,6 +199,7 @@ describe("a sweep on a node whose backend changed", () => {
     await addedPod("cart");
     const { io, moves } = fakeSweepIo(node, { backend: "legacy" });
     const audited = await sweep(options(undefined), io);
+    expect(audited.backends).toEqual({ node: "legacy", records: { nft: 1 } });
     expect(audited.pods[0]!.details).toEqual([
       "its redirect is in the nft backend, the node's is legacy: a sweep that repairs moves it in place",
     ]);

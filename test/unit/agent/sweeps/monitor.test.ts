@@ -32,7 +32,7 @@ describe("the agent's sweeps on pod events", () => {
         credentials: () => "kubeconfig",
         self: undefined,
         dirs: {} as SweepRequest["dirs"],
-        entry,
+        entry: () => entry,
         sweep: sweep as unknown as SweepOptions,
         view: () => undefined,
       },
@@ -42,13 +42,22 @@ describe("the agent's sweeps on pod events", () => {
         repaired: () => undefined,
         moved: () => undefined,
         recordsRemoved: () => undefined,
+        backends: () => undefined,
         audited: () => undefined,
       },
       async (_binary, input) => {
         sweeps.push({ at: performance.now(), pods: input.request.pods });
         entries.push(input.request.entry);
         const summary = { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 };
-        return { report: { node: "n1", pods: [], summary, recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 } } };
+        return {
+          report: {
+            node: "n1",
+            pods: [],
+            summary,
+            recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 },
+            backends: { records: {} },
+          },
+        };
       },
     );
   });

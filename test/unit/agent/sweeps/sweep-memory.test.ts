@@ -7,6 +7,7 @@ const report = (pods: Array<Partial<PodReport> & { uid: string }>): SweepReport 
   pods: pods.map((pod) => ({ namespace: "shop", name: pod.uid, status: "missing", details: [], ...pod })),
   summary: { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 },
   recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 },
+  backends: { records: {} },
 });
 
 describe("what the agent remembers across sweeps", () => {

@@ -8,7 +8,8 @@ import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 /** The writers' settings as the agent's options give them, with this entry as its template (as the installer renders it). */
 const withEntry = (entry: Record<string, unknown>) => {
   const options = parseAgentOptions(["--node", "n1", "--template", JSON.stringify({ type: "meshcni", ...entry })], {}, "/bin/meshcni");
-  return { hostRoot: options.install.hostRoot, netnsDirs: options.sweep.netnsDirs, template: loadTemplate(options.install) };
+  const template = loadTemplate(options.install);
+  return { hostRoot: options.install.hostRoot, netnsDirs: options.sweep.netnsDirs, template: () => template };
 };
 
 describe("how the agent writes for the plugin", () => {
