@@ -126,8 +126,9 @@ export class NodeAgent {
     }
   }
 
-  /** Runs with the API's netconf from now on: chained at once, the binary it names installed, every pod swept against it. */
+  /** Runs with the API's netconf from now on: chained, its binary installed, every pod swept against it; nothing after a stop (an uninstall). */
   private replaceNetconf(template: Template & { ok: true }): void {
+    if (this.stopped) return;
     this.installation.replaceTemplate(template);
     this.log.info("running with this netconf", { source: "the ConfigMap, as the API holds it", netconf: template.entry });
     this.installBinary();

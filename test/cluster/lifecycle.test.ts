@@ -97,16 +97,8 @@ describeAsRoot("meshcni's rollout and removal on a real cluster", () => {
   it("kubelet's copy of the netconf older than the ConfigMap: the agent runs with the API's, says so, and moves its pods' redirects", async () => {
     const daemonSet = ["-n", "meshcni", "patch", "daemonset", "meshcni", "--type=json", "-p"];
     const envAt = "/spec/template/spec/containers/0/env";
-    const env = await cluster.kubectl([
-      "-n",
-      "meshcni",
-      "get",
-      "daemonset",
-      "meshcni",
-      "-o",
-      `jsonpath={.spec.template.spec.containers[0].env}`,
-    ]);
-    const index = (JSON.parse(env) as Array<{ name: string }>).findIndex((variable) => variable.name === "CNI_NETWORK_CONFIG");
+    const env = await meshcni.containerField<Array<{ name: string }>>("env");
+    const index = env.findIndex((variable) => variable.name === "CNI_NETWORK_CONFIG");
     const { to, before } = await switchIptablesMode(cluster);
     // What kubelet hands a new pod while its cache of the ConfigMap lags (its watch down after an API server restart).
     const stale = [{ op: "replace", path: `${envAt}/${index}`, value: { name: "CNI_NETWORK_CONFIG", value: before } }];

@@ -165,16 +165,7 @@ describeAsRoot("the agent's authority on a real cluster", () => {
     const body = { apiVersion: "policy/v1", kind: "Eviction", metadata: { name: "local", namespace: "default" } };
     const answer = await agent.request("POST", "/api/v1/namespaces/default/pods/local/eviction", body, "application/json");
     expect(`${answer.code} ${answer.body}`).toMatch(/^422 .*may evict pods only in shop \(--evict-namespaces\)/s);
-    const args = await cluster.kubectl([
-      "-n",
-      "meshcni",
-      "get",
-      "daemonset",
-      "meshcni",
-      "-o",
-      "jsonpath={.spec.template.spec.containers[0].args}",
-    ]);
-    expect(JSON.parse(args)).toEqual(expect.arrayContaining(["--evict-namespaces", "shop"]));
+    expect(await meshcni.containerField<string[]>("args")).toEqual(expect.arrayContaining(["--evict-namespaces", "shop"]));
     await cluster.kubectl(
       ["delete", "-f", "-", "--wait", "--ignore-not-found"],
       await renderManifests(["--repair", "evict", "--evict-namespaces", "shop"]),

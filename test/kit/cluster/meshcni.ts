@@ -161,6 +161,12 @@ export class Meshcni {
     return pod!;
   }
 
+  /** A field of the agent's container in the DaemonSet's pod template (`args`, `env`), as JSON. */
+  async containerField<T>(field: string): Promise<T> {
+    const path = `jsonpath={.spec.template.spec.containers[0].${field}}`;
+    return JSON.parse(await this.cluster.kubectl(["-n", this.namespace, "get", "daemonset", "meshcni", "-o", path])) as T;
+  }
+
   /** The agent's JSON log lines (this pod's, and its previous container's when asked). */
   async log(previous = false): Promise<Array<Record<string, unknown>>> {
     const pod = await this.agentPod();
