@@ -273,6 +273,27 @@ describe("the agent against the in-test API server's faults", () => {
     expect(host.logs.filter((line) => String(line.msg).includes("does not hold")).map((line) => line.level)).toEqual(["info"]);
   });
 
+  it("uninstalls at SIGTERM when its DaemonSet was deleted unseen and the API fails a while before it answers (a restarted server)", async () => {
+    api.addDaemonSet("meshcni", "meshcni");
+    api.addPod(podObject("meshcni", "agent-x", { daemonSet: "meshcni" }));
+    // Its watch of the DaemonSet brings nothing (as one not yet resumed after the restart): only a stop's question can tell.
+    api.watchFaults.set("/apis/apps/v1/namespaces/meshcni/daemonsets", "hang");
+    await start([], { POD_NAMESPACE: "meshcni", POD_NAME: "agent-x" });
+    await host.waitFor(() => host.logs.some((line) => line.msg === "a stop will ask about this DaemonSet"), 10_000);
+    const daemonSet = "/apis/apps/v1/namespaces/meshcni/daemonsets/meshcni";
+    api.faults.set(daemonSet, { status: 503 });
+    api.deleteDaemonSet("meshcni", "meshcni");
+    const answering = setTimeout(() => api.faults.delete(daemonSet), 1500);
+    try {
+      expect(await host.stop()).toBe(0);
+    } finally {
+      clearTimeout(answering);
+    }
+    expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toBe("the DaemonSet is deleted");
+    expect(api.requests.filter((request) => request.method === "GET" && request.path === daemonSet).length).toBeGreaterThan(1);
+    expect(host.types("10-calico.conflist")).not.toContain("meshcni");
+  });
+
   it.each([
     ["a watch accepted but its headers never sent", false],
     ["the whole API server hung, its own DaemonSet unreadable", true],
