@@ -99,8 +99,8 @@ export function createAgentMetrics(node?: string) {
     }),
     backends: new Gauge({
       name: "meshcni_redirect_backend_records",
-      help: "The node's ADD records by the backend holding their redirect (legacy, nft, plain, nftables), and whether that is the node's backend (node: true, false), as the last full sweep found them: a count under node=\"false\" that stays is a switch not carried out.",
-      labelNames: ["backend", "node"],
+      help: "The node's ADD records by the backend holding their redirect (legacy, nft, plain, nftables), and whether that is the backend the agent's netconf selects on the node (selected: true, false), as the last full sweep found them: a count under selected=\"false\" that stays is a switch not carried out.",
+      labelNames: ["backend", "selected"],
       registers: [registry],
     }),
     recordsRemoved: new Counter({

@@ -82,6 +82,14 @@ export const alertRules: AlertRule[] = [
     "For 30 minutes the agent on node {{ $labels.node }} has been refused evictions of unprotected meshed pods by their PodDisruptionBudgets. Delete the pods by hand, or relax the budget.",
   ),
   alert(
+    "MeshcniBackendSwitchPending",
+    "warning",
+    'max by (node, backend) (meshcni_redirect_backend_records{selected="false"}) > 0',
+    "15m",
+    "Pods on node {{ $labels.node }} keep their redirect in the {{ $labels.backend }} backend, not the node's",
+    "For 15 minutes the agent on node {{ $labels.node }} has found pods whose redirect is in the {{ $labels.backend }} backend while its netconf selects another (an iptables-mode change not carried out): its sweeps move protected pods, so a count that stays means moves failing (meshcni_redirect_moves_total) or an agent running an older netconf. The agent's log says which backend it runs with and why a move failed.",
+  ),
+  alert(
     "MeshcniPluginTokenFailing",
     "warning",
     'sum by (node) (increase(meshcni_plugin_token_requests_total{result="failed"}[15m])) > 0 and on (node) max by (node) (meshcni_plugin_token_remaining_seconds) < 600',

@@ -99,6 +99,17 @@ const cases: Array<{ alert: string; series: Array<[string, string]>; at: string;
     fires: [{ node: "n1" }],
   },
   {
+    alert: "MeshcniBackendSwitchPending",
+    series: [
+      ['meshcni_redirect_backend_records{node="n1",backend="nft",selected="false"}', "8x30"],
+      // Moved within minutes of a switch: no alert.
+      ['meshcni_redirect_backend_records{node="n2",backend="nft",selected="false"}', "8 8 8"],
+      ['meshcni_redirect_backend_records{node="n2",backend="nftables",selected="true"}', "0 0 0 8x27"],
+    ],
+    at: "20m",
+    fires: [{ node: "n1", backend: "nft" }],
+  },
+  {
     alert: "MeshcniPluginTokenFailing",
     series: [
       ['meshcni_plugin_token_requests_total{node="n1",result="failed"}', "0+1x40"],

@@ -19,7 +19,8 @@ export class BackendReport {
 
   take({ node, records }: SweepReport["backends"]): void {
     this.metrics.backends.reset();
-    for (const [backend, count] of Object.entries(records)) this.metrics.backends.set({ backend, node: String(backend === node) }, count);
+    for (const [backend, count] of Object.entries(records))
+      this.metrics.backends.set({ backend, selected: String(backend === node) }, count);
     const elsewhere =
       node === undefined ? 0 : Object.entries(records).reduce((sum, [backend, count]) => sum + (backend === node ? 0 : count), 0);
     const text = JSON.stringify({ node, records });

@@ -10,7 +10,7 @@ describe("where the node's redirects are, as the agent says it", () => {
     const report = new BackendReport(memoryLogger(logs), metrics);
     const gauge = async () =>
       (await metrics.registry.getSingleMetric("meshcni_redirect_backend_records")!.get()).values.map(
-        ({ labels, value }) => `${labels.backend}/${labels.node}=${value}`,
+        ({ labels, value }) => `${labels.backend}/${labels.selected}=${value}`,
       );
     report.take({ node: "nftables", records: { nft: 8 } });
     expect(logs.at(-1)).toMatchObject({ level: "warn", fields: { nodeBackend: "nftables", records: { nft: 8 }, elsewhere: 8 } });
