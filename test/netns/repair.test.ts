@@ -63,11 +63,14 @@ function scenario(subnet: number) {
     client = (await net.startPod(api, { namespace: "shop", name: "client", network: "plain", node, options: { proxy: false } })).netns;
     await before();
     api.addPod(podObject("meshcni", "agent-self", { proxy: "container", nodeName: node, podIP: "10.251.0.250", daemonSet: "meshcni" }));
+    // As the DaemonSet runs it: the template kubelet's copy of the ConfigMap gives, checked against the ConfigMap.
+    const template = agentTemplate(net.stateDir);
+    api.setConfigMap("meshcni", "meshcni-config", { cni_network_config: template });
     await host.startWithApi(
       api,
       [
         "--template",
-        agentTemplate(net.stateDir),
+        template,
         "--node",
         node,
         "--state-dir",
@@ -78,10 +81,7 @@ function scenario(subnet: number) {
         await net.criSocket(),
         ...agentArgs,
       ],
-      {
-        POD_NAMESPACE: "meshcni",
-        POD_NAME: "agent-self",
-      },
+      { POD_NAMESPACE: "meshcni", POD_NAME: "agent-self", MESHCNI_CONFIG_MAP: "meshcni-config" },
     );
   };
   const teardown = async () => {

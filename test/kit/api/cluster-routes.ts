@@ -5,7 +5,7 @@ import type { KubeObject } from "./watch-hub.js";
 
 /**
  * The rest of what meshcni asks of kube-apiserver: the `kubernetes` Service, discovery of
- * admissionregistration.k8s.io/v1, DaemonSets (read, listed, watched), Nodes (read, watched, patched: the node
+ * admissionregistration.k8s.io/v1, a ConfigMap (read), DaemonSets (read, listed, watched), Nodes (read, watched, patched: the node
  * by merge or JSON patch, its status by strategic merge, conditional on a given
  * resourceVersion, through admission, dry runs answered and not stored), namespaces and
  * TokenRequest (bound to a Node where the server can).
@@ -31,6 +31,11 @@ export function clusterRoutes(server: FakeApiServer, { method, path, query, body
     if (server.servesAdmissionPolicies ?? server.admissionPolicies.length > 0)
       resources.push(resource("validatingadmissionpolicies", "ValidatingAdmissionPolicy"));
     return ok({ kind: "APIResourceList", apiVersion: "v1", groupVersion: "admissionregistration.k8s.io/v1", resources });
+  }
+  const configMap = /^\/api\/v1\/namespaces\/([^/]+)\/configmaps\/([^/]+)$/.exec(path);
+  if (configMap && method === "GET") {
+    const found = server.configMaps.get(`${configMap[1]}/${configMap[2]}`);
+    return found ? ok(found) : failure(404, "NotFound", `configmaps "${configMap[2]}" not found`);
   }
   const daemonSets = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/daemonsets$/.exec(path);
   if (daemonSets && method === "GET")

@@ -15,6 +15,7 @@ export class ApiStore {
   readonly services = new Map<string, KubeObject>();
   /** DaemonSets by `namespace/name`. */
   readonly daemonSets = new Map<string, KubeObject>();
+  readonly configMaps = new Map<string, KubeObject>();
   readonly events: KubeObject[] = [];
   /** How long a pod deleted with a grace period stays terminating before its kubelet removes it; undefined: until deletePod. */
   terminatingMs: number | undefined = 0;
@@ -98,6 +99,12 @@ export class ApiStore {
     if (!found || !this.namespaces.delete(name)) return;
     const deleted = this.stamp(found);
     this.watches.record({ version: this.version, kind: "Namespace", type: "DELETED", object: deleted });
+  }
+
+  /** Sets a ConfigMap's data (what the agent reads its netconf from); no watcher asks for ConfigMaps. */
+  setConfigMap(namespace: string, name: string, data: Record<string, string>): void {
+    const stored = this.stamp({ apiVersion: "v1", kind: "ConfigMap", metadata: { namespace, name, uid: `uid-cm-${name}` }, data });
+    this.configMaps.set(`${namespace}/${name}`, stored);
   }
 
   /** Adds a DaemonSet; its watchers see ADDED (MODIFIED if it was there). */
