@@ -18,7 +18,7 @@ export type AgentAsk =
 /**
  * Where the plugin's attachment is, for the agent to write to: the runtime's names. The
  * netns itself comes with the question as the descriptor the plugin opened (SCM_RIGHTS,
- * kube/netns-connector.ts): the agent writes only into that one, and only where `netns`
+ * kube/verified-connector.ts): the agent writes only into that one, and only where `netns`
  * names it too.
  */
 export interface AttachmentAsk {

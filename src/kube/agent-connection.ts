@@ -35,20 +35,6 @@ export interface LineSocket {
 }
 export type Connector = (path: string, on: { data(text: string): void; error(error: unknown): void; close(): void }) => Promise<LineSocket>;
 
-/** Bun's own unix socket: node:net's costs ~1.3 ms more to load and set up, paid by every pod start. */
-export const bunConnector: Connector = async (path, on) => {
-  const decoder = new TextDecoder();
-  const connection = await Bun.connect({
-    unix: path,
-    socket: {
-      data: (_socket, chunk) => on.data(decoder.decode(chunk, { stream: true })),
-      error: (_socket, error) => on.error(error),
-      close: () => on.close(),
-    },
-  });
-  return { write: (text) => void connection.write(text), end: () => connection.end() };
-};
-
 /** A connection to the agent: questions asked one line each, answered in order. */
 export interface AgentConnection {
   /** The agent's answer; an error answer, or none in time, throws AgentUnavailableError. */
@@ -60,7 +46,7 @@ export interface AgentConnection {
  * Connects to the agent on its unix socket: one connection, one line per question,
  * everything within `timeoutMs`; an agent that cannot answer throws AgentUnavailableError.
  */
-export async function connectAgent(socket: string, timeoutMs: number, connect: Connector = bunConnector): Promise<AgentConnection> {
+export async function connectAgent(socket: string, timeoutMs: number, connect: Connector): Promise<AgentConnection> {
   let failure: AgentUnavailableError | undefined;
   const waiting = new Set<(line: string | AgentUnavailableError) => void>();
   let connection: LineSocket | undefined;

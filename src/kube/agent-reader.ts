@@ -24,7 +24,7 @@ export function answersReader(ask: (question: AgentAsk) => Promise<AgentAnswer>,
 }
 
 /** The plugin's reads, asked of the agent on its socket; an agent that cannot answer throws AgentUnavailableError. */
-export async function createAgentReader(socket: string, timeoutMs: number, connect?: Connector): Promise<KubeReader> {
+export async function createAgentReader(socket: string, timeoutMs: number, connect: Connector): Promise<KubeReader> {
   const connection = await connectAgent(socket, timeoutMs, connect);
   return answersReader(connection.ask, socket, () => connection.close());
 }

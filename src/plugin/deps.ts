@@ -31,7 +31,13 @@ export function productionDeps(
     log,
     // Loaded only by the verbs that call the API: it is most of the bundle.
     kubeReader: async (options) => (await import("../kube/pod-reader.js")).createKubeReader(options),
-    agentReader: async (socket, timeoutMs) => (await import("../kube/agent-reader.js")).createAgentReader(socket, timeoutMs),
+    agentReader: async (socket, timeoutMs) => {
+      const [{ createAgentReader }, { verifiedConnector }] = await Promise.all([
+        import("../kube/agent-reader.js"),
+        import("../kube/verified-connector.js"),
+      ]);
+      return createAgentReader(socket, timeoutMs, verifiedConnector(timeoutMs));
+    },
     checkKubeconfig: async (path) => void (await loadApiAccess(path)),
     backend: (conf) => hostBackend(conf, host.root),
     redirector: async (settings) => {

@@ -4,22 +4,19 @@ import { parseCniArgs, podIdentity } from "../cni/args.js";
 import type { CniEnv } from "../cni/env.js";
 import { CniError, type ErrorCode } from "../cni/errors.js";
 import { type AgentConnection, agentTimeoutMs, connectAgent } from "../kube/agent-connection.js";
-import { netnsConnector } from "../kube/netns-connector.js";
+import { verifiedConnector } from "../kube/verified-connector.js";
 import type { Logger, LogLevel } from "../log.js";
 import { openPodNetns } from "../netns/enter.js";
 import { formatPodKey } from "../pod-key.js";
 
 /**
- * One question to the agent on its own connection, the pod's netns passed along (the agent
- * writes into no other): its answer, or AgentUnavailableError. Without a netns (DEL's is
- * gone), only its record is the agent's to remove.
+ * One question to the agent on its own connection, once its listener is proven the node's
+ * agent, the pod's netns passed along (the agent writes into no other): its answer, or
+ * AgentUnavailableError. Without a netns (DEL's is gone), only its record is the agent's to
+ * remove.
  */
 async function askAgent(socket: string, question: Parameters<AgentConnection["ask"]>[0], netnsFd?: number) {
-  const connection = await connectAgent(
-    socket,
-    agentTimeoutMs,
-    ...(netnsFd === undefined ? [] : [netnsConnector(netnsFd, agentTimeoutMs)]),
-  );
+  const connection = await connectAgent(socket, agentTimeoutMs, verifiedConnector(agentTimeoutMs, netnsFd));
   try {
     return await connection.ask(question);
   } finally {
@@ -64,10 +61,16 @@ export async function addThroughAgent(
   }
   if ("applied" in answer) return answer.applied.result ?? {};
   if ("refused" in answer) throw new CniError(answer.refused.code as ErrorCode, answer.refused.msg, answer.refused.details);
-  const decided = answer.decided;
-  // Only where the agent could not write: its deps (and the backend) are loaded then.
-  const [{ applyDecision }, { productionDeps }] = await Promise.all([import("./apply.js"), import("./deps.js")]);
-  await applyDecision({ containerId, ifname, netns }, decided, productionDeps(logFor(decided.settings.logLevel, decided.settings.logFile)));
+  // Only where the agent could not write: its deps (and the backend) are loaded then. Where root writes (the state
+  // dir, the log file, the backend) is this plugin's own netconf's to say, never an answer's.
+  const [{ applyDecision }, { productionDeps }, { decidedSettings }] = await Promise.all([
+    import("./apply.js"),
+    import("./deps.js"),
+    import("./settings.js"),
+  ]);
+  const settings = decidedSettings(stdin);
+  const decided = { ...answer.decided, settings };
+  await applyDecision({ containerId, ifname, netns }, decided, productionDeps(logFor(settings.logLevel, settings.logFile)));
   return decided.result;
 }
 

@@ -6,6 +6,7 @@ import { parseNetConf } from "../../mesh/netconf.js";
 import { toCniError } from "../../plugin/failure.js";
 import { decidePod } from "../../plugin/lookup.js";
 import { familiesFor } from "../../plugin/request.js";
+import { settingsOf } from "../../plugin/settings.js";
 import { podKeyOf } from "../../pod-key.js";
 import { planRules } from "../../redirect/plan.js";
 
@@ -43,14 +44,7 @@ export async function decideForPlugin(ask: DecideAsk, answer: (ask: AgentAsk) =>
         result: conf.prevResult ? convertResult(conf.prevResult, conf.cniVersion) : { cniVersion: conf.cniVersion },
         pod: { namespace: key.namespace, name: key.name, uid: key.uid ?? "" },
         plans: spec ? familiesFor(conf).map((family) => planRules(spec, family)) : [],
-        settings: {
-          stateDir: conf.state_dir,
-          mode: conf.linkerd["iptables-mode"],
-          wait: conf.linkerd["use-wait-flag"],
-          simulate: conf.linkerd.simulate,
-          logLevel: conf.log_level,
-          ...(conf.log_file ? { logFile: conf.log_file } : {}),
-        },
+        settings: settingsOf(conf),
       },
     };
   } catch (error) {

@@ -12,6 +12,12 @@ import type { CallerChecks } from "./peer.js";
 /** The plugin's socket, served: closing it ends the connections open on it too. */
 export interface PluginServer {
   close(): Promise<void>;
+  /**
+   * Listens again at the socket's path when something else took its place (another
+   * listener's socket, put there through a hostPath): what was there, or undefined when it
+   * is still the agent's. Connections open on the old one go on. Done every `reclaimMs` too.
+   */
+  reclaim(): Promise<string | undefined>;
 }
 
 /** What one connection may hold: a plugin asks a few questions in 2 s at most, then goes. */
@@ -26,6 +32,8 @@ export const socketBounds = {
   lineMs: 2000,
   /** Bytes of unfinished questions held across connections (each at most maxAskBytes). */
   heldBytes: 4 << 20,
+  /** How often the socket's path is looked at, to take it back from whatever took its place. */
+  reclaimMs: 1000,
 };
 export type SocketBounds = typeof socketBounds;
 
@@ -50,8 +58,6 @@ export async function servePlugin(
   log: Logger,
   bounds: SocketBounds = socketBounds,
 ): Promise<PluginServer> {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  chmodSync(dirname(path), 0o700);
   try {
     if (!lstatSync(path).isSocket()) throw new Error(`${path} exists and is no socket: not replacing it`);
     unlinkSync(path);
@@ -61,7 +67,7 @@ export async function servePlugin(
   const connections = new Set<Socket>();
   const held = new HeldBytes(bounds.heldBytes);
   const refused = new SaidOnce();
-  const server = createServer({ pauseOnConnect: true }, async (connection) => {
+  const serve = async (connection: Socket) => {
     const refusal = callers.admit(connection);
     if (refusal) {
       // pid 0: outside the agent's PID namespace.
@@ -119,18 +125,62 @@ export async function servePlugin(
     connection.on("data", read);
     if (first.bytes.length > 0) read(first.bytes);
     connection.resume();
-  });
-  server.maxConnections = bounds.connections;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(path, () => resolve());
-  });
-  chmodSync(path, 0o600);
+  };
+  const listen = async () => {
+    // Again at each listen: a replaced socket may sit in a directory made again by whoever replaced it.
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    chmodSync(dirname(path), 0o700);
+    const listening = createServer({ pauseOnConnect: true }, serve);
+    listening.maxConnections = bounds.connections;
+    await new Promise<void>((resolve, reject) => {
+      listening.once("error", reject);
+      listening.listen(path, () => resolve());
+    });
+    chmodSync(path, 0o600);
+    return { listening, ino: lstatSync(path).ino };
+  };
+  let bound = await listen();
+  const takeBack = async () => {
+    const there = (() => {
+      try {
+        return lstatSync(path);
+      } catch (error) {
+        if (errnoCode(error) === "ENOENT") return undefined;
+        throw error;
+      }
+    })();
+    if (there?.isSocket() && there.ino === bound.ino) return undefined;
+    const what = there === undefined ? "nothing" : there.isSocket() ? "another socket" : "a file that is no socket";
+    // The agent's own dir: whatever took the socket's place goes (a directory there is refused, said by the caller).
+    if (there) unlinkSync(path);
+    // Closed first: closing a unix server unlinks its path (libuv), which is the new one's once it listens.
+    bound.listening.close();
+    bound = await listen();
+    return what;
+  };
+  // One at a time: the check and a caller must not both take it back.
+  let reclaiming: Promise<string | undefined> | undefined;
+  const reclaim = () => {
+    reclaiming ??= takeBack().finally(() => {
+      reclaiming = undefined;
+    });
+    return reclaiming;
+  };
+  // An lstat a second: a listener put in its place gets no plugin's question (the plugin proves whom it asks) for long.
+  const watching = setInterval(() => {
+    reclaim().then(
+      (found) => found && log.warn("the plugin's socket was replaced: took it back", { socket: path, found }),
+      (error: unknown) => log.error("cannot take the plugin's socket back", { socket: path, error: errorMessage(error) }),
+    );
+  }, bounds.reclaimMs);
+  watching.unref();
   return {
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        clearInterval(watching);
+        bound.listening.close(() => resolve());
         for (const connection of connections) connection.destroy();
       }),
+    reclaim,
   };
 }

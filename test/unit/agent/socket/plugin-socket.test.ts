@@ -1,5 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { connect, type Socket } from "node:net";
+import { mkdtempSync, rmSync, statSync, unlinkSync } from "node:fs";
+import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -119,6 +119,31 @@ describe("the plugin's socket, bounded", () => {
     third.socket.destroy();
     expect(lines.map((line) => line.fields?.reason)).toEqual(["1000 bytes of questions held across connections"]);
     plugin.close();
+  });
+
+  it("takes its path back from a listener put in its place (every reclaimMs), saying so; nothing to take back, nothing done", async () => {
+    await serve({ reclaimMs: 50 });
+    expect(await server.reclaim()).toBeUndefined();
+    // Someone else's listener where the agent's socket was, as through a hostPath to its dir.
+    unlinkSync(path);
+    const other = createServer((socket) => socket.end('{"applied":{}}\n'));
+    await new Promise<void>((resolve) => other.listen(path, () => resolve()));
+    await waitFor(() => lines.some((line) => line.message === "the plugin's socket was replaced: took it back"));
+    expect(lines.at(-1)).toEqual({
+      level: "warn",
+      message: "the plugin's socket was replaced: took it back",
+      fields: { socket: path, found: "another socket" },
+    });
+    const plugin = await connectAgent(path, 2000, nodeConnector);
+    expect(await plugin.ask({ get: "namespace", name: "shop" })).toEqual({ object: "namespace", cached: true });
+    plugin.close();
+    // Closing a unix server unlinks its path by name (libuv): the agent's socket now, which the agent makes again.
+    other.close();
+    await waitFor(() => lines.some((line) => line.fields?.found === "nothing"));
+    expect(statSync(path).isSocket()).toBe(true);
+    const again = await connectAgent(path, 2000, nodeConnector);
+    expect(await again.ask({ get: "namespace", name: "shop" })).toEqual({ object: "namespace", cached: true });
+    again.close();
   });
 
   it("the plugin does not ask a question longer than the agent reads: it does the work itself", async () => {

@@ -1,21 +1,31 @@
 import { libc } from "../libc.js";
 import type { Connector } from "./agent-connection.js";
+import { listenerFacts, listenerProblem } from "./agent-listener.js";
 
 /**
- * A connection to the agent that passes the pod's netns along with the first question
- * (SCM_RIGHTS): the agent writes only into a netns a caller holds, never one it names
- * (issue 41). Neither Bun's nor Node's sockets pass descriptors, so this one is libc's,
- * and blocking: a plugin process does nothing else while it waits (not even its watchdog),
- * so the socket's timeout bounds each send and receive, and the question's deadline the
- * receives together.
+ * The plugin's connection to the agent: the listener proven to be the node's agent before
+ * anything is sent (agent-listener.ts), and the pod's netns, when there is one, passed with
+ * the first question (SCM_RIGHTS): the agent writes only into a netns a caller holds, never
+ * one it names (issue 41). An unproven listener is closed unasked: the plugin does the work
+ * itself. Neither Bun's nor Node's sockets pass descriptors or say who listens, so this one is
+ * libc's, and blocking: a plugin process does nothing else while it waits (not even its
+ * watchdog), so the socket's timeout bounds each send and receive, and the question's
+ * deadline the receives together.
  */
-export function netnsConnector(netnsFd: number, timeoutMs: number): Connector {
+export function verifiedConnector(timeoutMs: number, netnsFd?: number): Connector {
   return async (path, on) => {
-    const { connectUnix, sendWithRights, receiveWithRights, close } = await libc();
+    const { connectUnix, peerCredentials, sendWithRights, receiveWithRights, close } = await libc();
     const fd = connectUnix(path, timeoutMs);
+    try {
+      const problem = listenerProblem(listenerFacts(peerCredentials(fd)));
+      if (problem) throw new Error(`the listener is not the node's agent: ${problem}`);
+    } catch (error) {
+      close(fd);
+      throw error;
+    }
     const buffer = new Uint8Array(64 << 10);
     const decoder = new TextDecoder();
-    let passed = false;
+    let passed = netnsFd === undefined;
     let closed = false;
     const finish = () => {
       if (closed) return;
@@ -25,7 +35,7 @@ export function netnsConnector(netnsFd: number, timeoutMs: number): Connector {
     return {
       write(text) {
         try {
-          sendWithRights(fd, Buffer.from(text), passed ? [] : [netnsFd]);
+          sendWithRights(fd, Buffer.from(text), passed ? [] : [netnsFd!]);
           passed = true;
           // Until the answer's line is whole: the caller asks one question at a time and waits for it. Each
           // receive waits up to the socket's timeout; an answer dripping in stops once that has passed since the question.
