@@ -137,7 +137,9 @@ export async function servePlugin(
       listening.listen(path, () => resolve());
     });
     chmodSync(path, 0o600);
-    return { listening, ino: lstatSync(path).ino };
+    // Its inode and change time: a file made where it was unlinked may get the same inode number (tmpfs reuses them).
+    const { ino, ctimeMs } = lstatSync(path);
+    return { listening, ino, ctimeMs };
   };
   let bound = await listen();
   const takeBack = async () => {
@@ -149,7 +151,7 @@ export async function servePlugin(
         throw error;
       }
     })();
-    if (there?.isSocket() && there.ino === bound.ino) return undefined;
+    if (there?.isSocket() && there.ino === bound.ino && there.ctimeMs === bound.ctimeMs) return undefined;
     const what = there === undefined ? "nothing" : there.isSocket() ? "another socket" : "a file that is no socket";
     // The agent's own dir: whatever took the socket's place goes (a directory there is refused, said by the caller).
     if (there) unlinkSync(path);
