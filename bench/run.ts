@@ -2,6 +2,7 @@
 import { isRoot } from "../test/kit/common.js";
 import { benchAgentApi } from "./agent-api.js";
 import { benchAgentMemory } from "./agent-memory.js";
+import { benchAnnotation } from "./annotation.js";
 import { benchAudit } from "./audit.js";
 import { benchCluster } from "./cluster.js";
 import { benchCri } from "./cri.js";
@@ -23,6 +24,7 @@ if (!only || only === "agent-api") await benchAgentApi();
 if (!only || only === "socket-attack") await benchSocketAttack();
 if (!only || only === "freshness") await benchFreshness();
 if (!only || only === "audit") await benchAudit();
+if (!only || only === "annotation") await benchAnnotation();
 if (!only || only === "cri") await benchCri();
 if (!only || only === "cluster") await benchCluster();
 // Simulated nodes by the hundred and kube-proxy beside meshcni (about 30 minutes): only when asked for.

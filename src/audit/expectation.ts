@@ -90,8 +90,11 @@ export function recordDrift(recorded: RulePlan[], expected: RulePlan[]): string[
   return families.flatMap((family) => {
     const want = lines(expected, family);
     const have = lines(recorded, family);
-    const extra = have.filter((line) => !want.includes(line)).map((line) => `its ADD record's ${family} plan has ${line}`);
-    const lacking = want.filter((line) => !have.includes(line)).map((line) => `its ADD record's ${family} plan lacks ${line}`);
+    // Sets: linear in the lines, however many a pod's annotations make.
+    const wanted = new Set(want);
+    const had = new Set(have);
+    const extra = have.filter((line) => !wanted.has(line)).map((line) => `its ADD record's ${family} plan has ${line}`);
+    const lacking = want.filter((line) => !had.has(line)).map((line) => `its ADD record's ${family} plan lacks ${line}`);
     return [...extra, ...lacking];
   });
 }

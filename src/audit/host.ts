@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { readConfigFiles } from "../cni/config-dir.js";
@@ -123,7 +123,10 @@ export function hostIo(
               Object.entries(networkInterfaces()).flatMap(([ifname, list]) =>
                 (list ?? []).map((entry) => ({ ifname, address: entry.address })),
               ),
-            exists: existsSync,
+            identity: (path) => {
+              const stats = statSync(path, { throwIfNoEntry: false });
+              return stats && `${stats.dev}:${stats.ino}`;
+            },
             list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
             inspect: inspectPlans,
             locate: socket === undefined ? undefined : locate,
@@ -155,6 +158,17 @@ export function hostIo(
       }
     },
     netnsExists: (netns) => existsSync(onHost(netns)),
+    podNetns:
+      socket === undefined
+        ? undefined
+        : async (uids) => {
+            const runtime = await connectRuntime(onHost(socket));
+            try {
+              return await runtime.netnsOfPods(uids, Date.now() + runtimeSweepMs);
+            } finally {
+              runtime.close();
+            }
+          },
     async sandboxIds() {
       if (socket === undefined) return undefined;
       const runtime = await connectRuntime(onHost(socket)).catch(() => undefined);

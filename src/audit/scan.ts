@@ -30,7 +30,8 @@ export interface ScanIo {
   redirector(backend: Backend): Promise<Redirector>;
   /** The addresses of the netns this thread is in. */
   addresses(): NetnsAddress[];
-  exists(path: string): boolean;
+  /** What names the netns a path leads to (device and inode: two paths to one netns share it); undefined when there is none. */
+  identity(path: string): string | undefined;
   list(dir: string): string[];
   inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }>;
   /** Asks the container runtime for these pods' netns, once for all; undefined when there is no runtime to ask (no CRI socket). */
@@ -77,10 +78,16 @@ export async function scanNetns(
 ): Promise<Map<string, Observation>> {
   const observations = new Map<string, Observation>();
   const onHost = hostPaths(options.hostRoot);
-  const toVisit = new Map<string, Array<{ target: ScanTarget; identifiedBy: Identified }>>();
+  // By the netns's identity, so two paths to one netns are seen as one.
+  const toVisit = new Map<string, { netns: string; visitors: Array<{ target: ScanTarget; identifiedBy: Identified }> }>();
   const place = (target: ScanTarget, netns: string, identifiedBy: Identified) => {
-    if (!io.exists(onHost(netns))) observations.set(target.uid, { found: false, reason: `netns ${netns} is gone` });
-    else toVisit.set(netns, [...(toVisit.get(netns) ?? []), { target, identifiedBy }]);
+    const identity = io.identity(onHost(netns));
+    if (identity === undefined) observations.set(target.uid, { found: false, reason: `netns ${netns} is gone` });
+    else {
+      const visit = toVisit.get(identity) ?? { netns, visitors: [] };
+      visit.visitors.push({ target, identifiedBy });
+      toVisit.set(identity, visit);
+    }
   };
   const byIp: ScanTarget[] = [];
   const unrecorded = targets.filter((target) => target.recordedNetns === undefined);
@@ -89,7 +96,13 @@ export async function scanNetns(
       ? await io.locate(unrecorded.map((target) => target.uid)).catch((error: unknown) => errorMessage(error))
       : undefined;
   for (const target of targets) {
-    if (target.recordedNetns !== undefined) place(target, target.recordedNetns, "record");
+    // A record is a file on the node's disk: the path it names is entered only in the runtime's netns dirs.
+    if (target.recordedNetns !== undefined && !inNetnsDirs(target.recordedNetns, options.netnsDirs))
+      observations.set(target.uid, {
+        found: false,
+        reason: `its ADD record names netns ${target.recordedNetns}, which is not in ${options.netnsDirs.join(", ")}: not entered`,
+      });
+    else if (target.recordedNetns !== undefined) place(target, target.recordedNetns, "record");
     else if (located === undefined) byIp.push(target);
     else {
       const found: SandboxLookup =
@@ -122,7 +135,14 @@ export async function scanNetns(
       else place(target, placed.netns, "ip");
     }
   }
-  for (const [netns, visitors] of toVisit) {
+  for (const { netns, visitors } of toVisit.values()) {
+    if (visitors.length > 1) {
+      // One netns is one pod's: claimed by several, it is judged (and written) as none's.
+      const claimants = visitors.map(({ target }) => target.uid).join(", ");
+      const reason = `netns ${netns} is claimed by ${visitors.length} pods (${claimants}): it is taken as none's`;
+      for (const { target } of visitors) observations.set(target.uid, { found: false, reason });
+      continue;
+    }
     // Per netns: an nftables socket belongs to the netns it is opened in.
     const made = new Map<Backend, Promise<Redirector>>();
     const redirector = (backend: Backend) => {

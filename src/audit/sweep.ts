@@ -1,12 +1,14 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
+import type { SandboxLookup } from "../cri/runtime.js";
 import { errorMessage } from "../errors.js";
 import { ApiStatusError } from "../kube/errors.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { podKeyOf, podName } from "../pod-key.js";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Backend } from "../redirect/redirector.js";
-import type { AttachmentRecord, RecordStore } from "../state/records.js";
+import type { RecordStore } from "../state/records.js";
 import { classify, isUnprotected, type Observation, type PodStatus, podStatuses, podsToAudit, sortAudits } from "./classify.js";
+import { confirmNetns, netnsUnconfirmed } from "./confirm.js";
 import type { PodReport, SweepReport, SweepRequest } from "./contract.js";
 import { type ExpectationIo, type Expected, expectations } from "./expectation.js";
 import { backendsAfter, moveAttachment, moveTarget, moveText } from "./move.js";
@@ -21,11 +23,9 @@ import {
   unprotectedLabel,
 } from "./repair.js";
 import type { ScanTarget } from "./scan.js";
+import { pastGrace, staleRecords } from "./stale.js";
 
-/** A record younger than this is never taken as stale: its pod may not be listed yet. */
-export const recordGraceMs = 30_000;
-
-/** A sweep's I/O, passed in: the API, the records, the netns. */
+/** A sweep's I/O, passed in: the API, the records, the netns, the container runtime. */
 export interface SweepIo extends ExpectationIo {
   api: Pick<NodeApi, "listPods" | "readNamespace" | "readService" | "createPodEvent" | "labelPod" | "evictPod">;
   records: RecordStore;
@@ -37,37 +37,10 @@ export interface SweepIo extends ExpectationIo {
   netnsExists(netns: string): boolean;
   /** The ids of the sandboxes the container runtime has (any state); undefined when it cannot say (no socket, no answer). */
   sandboxIds(): Promise<ReadonlySet<string> | undefined>;
+  /** Where the container runtime says these pods' netns are; undefined when there is no runtime to ask (no CRI socket). */
+  podNetns: ((podUids: string[]) => Promise<Map<string, SandboxLookup>>) | undefined;
   now(): number;
 }
-
-/**
- * Records whose pod is gone from the node, whose netns is, or whose sandbox the container
- * runtime no longer has (`sandboxes`, when it could say: a runtime that never calls CNI GC,
- * as containerd never does): host state must not outlive what it describes.
- */
-export function staleRecords(
-  records: AttachmentRecord[],
-  podUids: ReadonlySet<string>,
-  netnsExists: (netns: string) => boolean,
-  now: number,
-  sandboxes: ReadonlySet<string> | undefined,
-): Array<{ record: AttachmentRecord; reason: RecordRemoval }> {
-  return records.flatMap((record) => {
-    if (!pastGrace(record, now)) return [];
-    const reason: RecordRemoval | undefined = !podUids.has(record.pod.uid)
-      ? "podGone"
-      : !netnsExists(record.netns)
-        ? "netnsGone"
-        : sandboxes && !sandboxes.has(record.containerId)
-          ? "sandboxGone"
-          : undefined;
-    return reason ? [{ record, reason }] : [];
-  });
-}
-
-export type RecordRemoval = "podGone" | "netnsGone" | "sandboxGone";
-
-const pastGrace = (record: AttachmentRecord, now: number) => now - Date.parse(record.time) >= recordGraceMs;
 
 /** The API as the request's view (the agent's caches) answers it: its pods, its namespaces (a namespace it lacks from the API). */
 function viewed(api: SweepIo["api"], view: SweepRequest["view"]): SweepIo["api"] {
@@ -119,10 +92,18 @@ async function act(action: RepairAction, entry: Expected, target: ScanTarget, ne
 }
 
 /** A protected pod whose redirect is in another backend than the node's: moved (when `act`), or said why not. */
-async function moveToNodeBackend(audit: PodReport, entry: Expected, act: boolean, io: SweepIo): Promise<void> {
+async function moveToNodeBackend(
+  audit: PodReport,
+  entry: Expected,
+  act: boolean,
+  unconfirmed: string | undefined,
+  io: SweepIo,
+): Promise<void> {
   const target = entry.nodeBackend && moveTarget(audit, entry.record, entry.nodeBackend);
   if (!target || !entry.record) return;
   if ("stays" in target) audit.details.push(target.stays);
+  else if (act && unconfirmed !== undefined)
+    audit.details.push(`its redirect stays in the ${entry.record.backend} backend: ${unconfirmed}`);
   else if (!act)
     audit.details.push(
       `its redirect is in the ${entry.record.backend} backend, the node's is ${target.to}: a sweep that repairs moves it in place`,
@@ -155,7 +136,7 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
     skipUids: new Set(request.limits.skipUids),
     evictionsLeft: request.limits.evictionsLeft,
   };
-  for (const entry of expected) {
+  const judged = expected.map((entry) => {
     const observation: Observation = observations.get(entry.pod.metadata?.uid ?? "") ?? {
       found: false,
       reason: entry.problem ?? "not looked into",
@@ -163,10 +144,20 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
     const audit: PodReport = entry.problem
       ? { uid: "", ...podKeyOf(entry.pod), status: "unknown", details: [entry.problem] }
       : classify(entry.pod, entry.record, observation, entry.recordDrift);
+    return { entry, observation, audit };
+  });
+  const confirmations = request.policy ? await confirmNetns(judged, io.podNetns) : new Map();
+  for (const { entry, observation, audit } of judged) {
     reports.push(audit);
+    const unconfirmed = observation.found ? netnsUnconfirmed(observation, confirmations.get(audit.uid)) : undefined;
     const movable = request.policy !== undefined && request.policy !== "none" && !limits.excludeNamespaces.has(audit.namespace);
-    await moveToNodeBackend(audit, entry, movable, io);
+    await moveToNodeBackend(audit, entry, movable, unconfirmed, io);
     if (!request.policy || !entry.target || !observation.found) continue;
+    const acting = audit.status === "adopted" || isUnprotected(audit);
+    if (acting && unconfirmed !== undefined) {
+      audit.skipped = `not acted on: ${unconfirmed}`;
+      continue;
+    }
     if (audit.status === "adopted")
       record(io, entry, entry.target, observation.netns, { containerId: `adopted-${audit.uid}`, ifname: "eth0" });
     if (!isUnprotected(audit)) continue;

@@ -2,7 +2,7 @@ import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { podName } from "../pod-key.js";
 import type { Family, FirewallSpec } from "../redirect/spec.js";
 import type { LinkerdConf } from "./netconf.js";
-import { type Parsed, parseIdToken, parsePortToken, parseSubnetToken, splitList } from "./tokens.js";
+import { maxAnnotationTokens, type Parsed, parseIdToken, parsePortToken, parseSubnetToken, splitList } from "./tokens.js";
 
 const proxyContainerName = "linkerd-proxy";
 const proxyInitContainerName = "linkerd-init";
@@ -56,15 +56,20 @@ export function serviceDecisionFields(service: V1Service): V1Service {
 
 /** An annotation value that cannot become a rule: the pod's config is invalid. */
 export class AnnotationError extends Error {
+  readonly token: string | undefined;
   constructor(
     readonly pod: string,
     readonly source: "pod" | "namespace",
     readonly annotation: string,
-    readonly token: string,
-    readonly reason: string,
+    problem: { token: string; reason: string } | { count: number },
   ) {
-    super(`pod ${pod}: ${source} annotation ${annotation} has invalid value ${JSON.stringify(token)}: ${reason}`);
+    const what =
+      "token" in problem
+        ? `has invalid value ${JSON.stringify(problem.token)}: ${problem.reason}`
+        : `has ${problem.count} entries: at most ${maxAnnotationTokens} are allowed (the pod's rules, and the agent's audit of them, grow with each)`;
+    super(`pod ${pod}: ${source} annotation ${annotation} ${what}`);
     this.name = "AnnotationError";
+    this.token = "token" in problem ? problem.token : undefined;
   }
 }
 
@@ -94,10 +99,11 @@ function annotationReader(pod: V1Pod, namespace: V1Namespace | undefined) {
     const value = fromPod[key] || fromNamespace[key];
     if (!value) return undefined;
     const tokens = list ? splitList(value) : [value.trim()];
+    if (tokens.length > maxAnnotationTokens) throw new AnnotationError(podName(pod), source, key, { count: tokens.length });
     return tokens.map((token) => {
       const parsed = parse(token);
       if (parsed.ok) return parsed.value;
-      throw new AnnotationError(podName(pod), source, key, token, parsed.reason);
+      throw new AnnotationError(podName(pod), source, key, { token, reason: parsed.reason });
     });
   };
 }

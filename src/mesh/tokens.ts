@@ -66,6 +66,14 @@ export function parseIdToken(token: string | number): Parsed<number> {
   return { ok: true, value: Number(text) };
 }
 
+/**
+ * The most entries one annotation may list. Any user who may create a pod writes its
+ * annotations, and each entry becomes a rule that root writes and the agent reads back and
+ * audits every sweep: unbounded, one pod's 256 KiB of CIDRs (18,000 rules) stalled the node's
+ * audit. A thousand is far past what a skip list holds, and keeps a pod's record under 200 KB.
+ */
+export const maxAnnotationTokens = 1000;
+
 /** Splits a comma-separated annotation value; blank tokens (a trailing comma) carry nothing. */
 export function splitList(value: string): string[] {
   return value

@@ -7,9 +7,15 @@ export function sameArgs(a: readonly string[], b: readonly string[]): boolean {
 
 const show = (args: readonly string[]) => args.join(" ");
 
+// NUL cannot occur in an argument (the kernel's argv, iptables-save's output), so no two rules share a key.
+const ruleKey = (args: readonly string[]) => args.join("\0");
+
 function diffChain(chain: string, planned: string[][], found: string[][]): string[] {
-  const missing = planned.filter((rule) => !found.some((other) => sameArgs(rule, other)));
-  const extra = found.filter((rule) => !planned.some((other) => sameArgs(rule, other)));
+  // Sets, so a diff stays linear in the rules (a tenant's annotations can make a thousand).
+  const inFound = new Set(found.map(ruleKey));
+  const inPlan = new Set(planned.map(ruleKey));
+  const missing = planned.filter((rule) => !inFound.has(ruleKey(rule)));
+  const extra = found.filter((rule) => !inPlan.has(ruleKey(rule)));
   const differences = [
     ...missing.map((rule) => `${chain}: missing rule: ${show(rule)}`),
     ...extra.map((rule) => `${chain}: unexpected rule: ${show(rule)}`),

@@ -77,7 +77,7 @@ export function fakeSweepIo(
           inNetns: (path, action) => node.enter(path, action),
           redirector: async (backend) => node.redirector(backend),
           addresses: () => node.currentAddresses(),
-          exists: (path) => node.netns.has(path),
+          identity: (path) => (node.netns.has(path) ? path : undefined),
           list: (dir) => [...node.netns.keys()].filter((path) => path.startsWith(`${dir}/`)).map((path) => path.slice(dir.length + 1)),
           inspect: inspectPlans,
           locate: options.noRuntime ? undefined : (uids) => node.locate(uids),
@@ -91,6 +91,7 @@ export function fakeSweepIo(
     },
     netnsExists: (netns) => node.netns.has(netns),
     sandboxIds: async () => (options.noRuntime ? undefined : node.sandboxIds()),
+    podNetns: options.noRuntime ? undefined : (uids) => node.locate(uids),
     now: options.now ?? (() => Date.now()),
   };
   return { io, writes, moves };

@@ -1,6 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { beforeEach, describe, expect, it } from "vitest";
-import { recordGraceMs, staleRecords, sweep } from "../../../src/audit/sweep.js";
+import { recordGraceMs, staleRecords } from "../../../src/audit/stale.js";
+import { sweep } from "../../../src/audit/sweep.js";
 import { podObject } from "../../kit/api/server.js";
 import { fakeSweepIo, netnsDir } from "../../kit/audit/fake-sweep.js";
 import { sweepOptions as options, sweepScene } from "../../kit/audit/sweep-scene.js";

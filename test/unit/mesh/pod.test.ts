@@ -9,6 +9,7 @@ import {
   isMeshed,
   needsNamespaceAnnotations,
 } from "../../../src/mesh/pod.js";
+import { maxAnnotationTokens } from "../../../src/mesh/tokens.js";
 import { toCniError } from "../../../src/plugin/failure.js";
 import { podObject } from "../../kit/api/server.js";
 
@@ -169,6 +170,31 @@ describe("annotations", () => {
     for (const part of ["pod shop/web", key, token]) expect((error as Error).message).toContain(part);
     expect(String(error)).toMatch(/^AnnotationError: pod shop\/web: pod annotation /);
     expect(toCniError(error).code).toBe(7);
+  });
+
+  it("takes as many entries as the cap allows, and refuses one more with code 7, naming the annotation, its source and the count", () => {
+    const cidrs = (count: number) => Array.from({ length: count }, (_, i) => `10.${i >> 8}.${i & 255}.0/24`).join(",");
+    const key = "config.linkerd.io/skip-subnets";
+    expect(
+      firewallSpecFor(linkerd, pod({ annotations: { [key]: cidrs(maxAnnotationTokens) } }), undefined, []).subnetsToIgnore,
+    ).toHaveLength(maxAnnotationTokens);
+    for (const [source, make] of [
+      ["pod", (value: string) => [pod({ annotations: { [key]: value } }), undefined] as const],
+      ["namespace", (value: string) => [pod(), namespace({ [key]: value })] as const],
+    ] as const) {
+      const [target, its] = make(`${cidrs(maxAnnotationTokens + 1)},`);
+      let error: unknown;
+      try {
+        firewallSpecFor(linkerd, target, its, []);
+      } catch (caught) {
+        error = caught;
+      }
+      expect(error).toMatchObject({ source, annotation: key, token: undefined });
+      expect((error as Error).message).toContain(
+        `pod shop/web: ${source} annotation ${key} has ${maxAnnotationTokens + 1} entries: at most ${maxAnnotationTokens}`,
+      );
+      expect(toCniError(error).code).toBe(7);
+    }
   });
 
   it("says when the bad value came from the namespace", () => {
