@@ -127,6 +127,7 @@ export class NodeTasks {
     );
     this.stopWriters = writers.stop;
     const lookup = {
+      node: this.node,
       readPod: (namespace: string, name: string) => this.currentApi().readPod(namespace, name),
       readNamespace: (name: string) => this.currentApi().readNamespace(name),
       readService: (namespace: string, name: string) => this.currentApi().readService(namespace, name),

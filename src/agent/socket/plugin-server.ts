@@ -19,6 +19,8 @@ import { type PluginServer, servePlugin } from "./plugin-socket.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
 export interface Lookup {
+  /** The agent's node: the socket answers about its pods alone. */
+  node: string;
   readPod(namespace: string, name: string): Promise<V1Pod>;
   readNamespace(name: string): Promise<V1Namespace>;
   readService(namespace: string, name: string): Promise<V1Service>;
@@ -119,7 +121,14 @@ export async function answerAsk(
       // Without the runtime's UID the cache cannot tell a pod recreated under the same name (its
       // watch event still on the way) from the one asked for: only the API can.
       if (cached && ask.uid !== undefined && cached.metadata?.uid === ask.uid) return { object: decisionFields(cached), cached: true };
-      return { object: decisionFields(await lookup.readPod(ask.namespace, ask.name)), cached: false };
+      const read = await lookup.readPod(ask.namespace, ask.name);
+      // The cache holds the node's pods alone; the API has every pod of the cluster, which a caller of this socket has no need of.
+      const on = read.spec?.nodeName;
+      if (on !== lookup.node)
+        return {
+          error: `pod ${ask.namespace}/${ask.name} is ${on ? `on node ${on}` : "on no node"}, not ${lookup.node}: the agent answers about its node's pods alone`,
+        };
+      return { object: decisionFields(read), cached: false };
     }
     const cached = cache.namespace(ask.name);
     if (cached) return { object: namespaceDecisionFields(cached), cached: true };

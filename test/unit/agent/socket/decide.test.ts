@@ -24,6 +24,7 @@ function decide(pods: V1Pod[], text: string, options: { uid?: string; fromApi?: 
   const store = <T>(entries: Array<[string, T]>) => ({ get: (key: string) => new Map(entries).get(key), fresh: () => true });
   const cache = new NodeCache(store(pods.map((pod) => [podName(pod), pod])), store([["shop", namespace]]));
   const lookup = {
+    node: "n1",
     readPod: async () => {
       if (!options.fromApi) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
       return options.fromApi;
@@ -70,7 +71,7 @@ describe("the agent's decision for the plugin's ADD", () => {
     const typo = podObject("shop", "web", { proxy: "container", annotations: { "config.linkerd.io/skip-inbound-ports": "80a" } }) as V1Pod;
     expect(await decide([typo], netconf())).toMatchObject({ refused: { code: 7, msg: expect.stringContaining('"80a"') } });
     const other = {
-      ...podObject("shop", "web", { proxy: "container" }),
+      ...podObject("shop", "web", { proxy: "container", nodeName: "n1" }),
       metadata: { ...podObject("shop", "web").metadata, uid: "uid-other" },
     };
     expect(await decide([], netconf(), { fromApi: other as V1Pod })).toEqual({
@@ -92,6 +93,7 @@ describe("the agent carries out what it decides when asked to", () => {
   const meshed = podObject("shop", "web", { proxy: "container" }) as V1Pod;
   const cache = new NodeCache(store([[podName(meshed), meshed]]), store([["shop", namespace]]));
   const lookup = {
+    node: "n1",
     readPod: async () => meshed,
     readNamespace: async () => namespace,
     readService: async () => ({ metadata: { name: "kubernetes" }, spec: { ports: [{ port: 443 }] } }),

@@ -25,11 +25,12 @@ describe("the agent's answers to the plugin", () => {
     annotations: { "config.linkerd.io/skip-outbound-ports": "5432" },
   }) as V1Pod;
   const fresh = {
-    ...podObject("shop", "web", { proxy: "container" }),
+    ...podObject("shop", "web", { proxy: "container", nodeName: "n1" }),
     metadata: { ...podObject("shop", "web").metadata, uid: "uid-new" },
   } as V1Pod;
   const asked: string[] = [];
   const api = {
+    node: "n1",
     readPod: async (namespace: string, name: string) => {
       asked.push(`pod ${namespace}/${name}`);
       if (name === "gone") throw Object.assign(new Error("not found"), { code: 404 });
@@ -131,6 +132,19 @@ describe("the agent's answers to the plugin", () => {
     expect(asked).toEqual(["pod shop/web"]);
     expect(await answerAsk({ get: "pod", namespace: "shop", name: "gone" }, cache, api, log)).toEqual({
       error: expect.stringContaining("404"),
+    });
+  });
+
+  it("answers nothing about a pod of another node, or of none, that it read from the API: its socket is its node's", async () => {
+    const elsewhere = (nodeName?: string) => ({
+      ...api,
+      readPod: async () => podObject("shop", "web", { proxy: "container", ...(nodeName ? { nodeName } : {}) }) as V1Pod,
+    });
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web" }, cacheOf([]), elsewhere("n2"), log)).toEqual({
+      error: "pod shop/web is on node n2, not n1: the agent answers about its node's pods alone",
+    });
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web" }, cacheOf([]), elsewhere(), log)).toEqual({
+      error: "pod shop/web is on no node, not n1: the agent answers about its node's pods alone",
     });
   });
 
