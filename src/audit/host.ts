@@ -9,6 +9,7 @@ import { createRedirector, hostBackend, hostPaths } from "../host.js";
 import type { JsonObject } from "../json.js";
 import { createNodeApi, eventComponent } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
+import { nftBypasses } from "../nftables/around.js";
 import { type Backend, inspectPlans } from "../redirect/redirector.js";
 import { defaultStateDir, fileRecordStore } from "../state/records.js";
 import type { SweepRequest } from "./contract.js";
@@ -128,7 +129,15 @@ export function hostIo(
               return stats && `${stats.dev}:${stats.ino}`;
             },
             list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
-            inspect: inspectPlans,
+            // Then what lets TCP around the redirect elsewhere in the netns: another table, another backend, untracked.
+            inspect: async (redirector, plans) => {
+              const found = await inspectPlans(redirector, plans);
+              const around = await nftBypasses(
+                redirector.backend,
+                plans.map((plan) => plan.family),
+              );
+              return { ...found, differences: [...found.differences, ...around] };
+            },
             locate: socket === undefined ? undefined : locate,
           },
         );

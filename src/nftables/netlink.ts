@@ -162,6 +162,8 @@ export const readU32be = (value: Uint8Array | undefined): number | undefined =>
   value && value.byteLength >= 4 ? new DataView(value.buffer, value.byteOffset, 4).getUint32(0, false) : undefined;
 export const readU32host = (value: Uint8Array | undefined): number | undefined =>
   value && value.byteLength >= 4 ? new DataView(value.buffer, value.byteOffset, 4).getUint32(0, true) : undefined;
+export const readU16host = (value: Uint8Array | undefined): number | undefined =>
+  value && value.byteLength >= 2 ? new DataView(value.buffer, value.byteOffset, 2).getUint16(0, true) : undefined;
 export const readU16be = (value: Uint8Array): number => ((value[0] ?? 0) << 8) | (value[1] ?? 0);
 export const readI32be = (value: Uint8Array | undefined): number | undefined =>
   value && value.byteLength >= 4 ? new DataView(value.buffer, value.byteOffset, 4).getInt32(0, false) : undefined;

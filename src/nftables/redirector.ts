@@ -87,7 +87,7 @@ export function nftablesRedirector(openSocket: SocketOpener = () => NftSocket.op
         { word, ...objects },
         { word: "inet", ...listed(nft, "inet") },
       ];
-      return { ...natTableOf(readTable(nft, family, objects)), natBefore: natBefore(family, word, others) };
+      return { ...natTableOf(readTable(nft, family, objects)), natBefore: natBefore(family, { word, table: tableName }, others) };
     },
     expected: canonicalPlan,
     async remove(families) {

@@ -18,6 +18,8 @@ export type ExprAttrs = Map<number, Uint8Array>;
 export interface Other {
   kind: "other";
   name: string;
+  /** The packet leaves conntrack's sight here (`notrack`, or an xtables target that does so): NAT never sees it. */
+  untracks?: true;
 }
 
 const DATA = { value: 1, verdict: 2 } as const;

@@ -7,6 +7,7 @@ import { decodeLookup, encodeLookup, type Lookup } from "./lookup.js";
 import { decodeMeta, encodeMeta, type Meta } from "./meta.js";
 import { decodePayload, encodePayload, type Payload } from "./payload.js";
 import { decodeRedir, encodeRedir, type Redir } from "./redir.js";
+import { decodeTarget } from "./target.js";
 
 /** The expressions of meshcni's rules, one file each with its encoding and decoding side by side. */
 export type Expr = Meta | Cmp | Payload | Bitwise | Lookup | Verdict | Immediate | Redir | Other;
@@ -52,6 +53,8 @@ const decoders: Record<string, (attrs: ExprAttrs) => Expr> = {
   lookup: decodeLookup,
   immediate: decodeImmediate,
   redir: decodeRedir,
+  target: decodeTarget,
+  notrack: () => ({ kind: "other", name: "notrack", untracks: true }),
 };
 
 /** One expression read back; kinds meshcni does not write come back as "other". */
