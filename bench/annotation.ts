@@ -3,7 +3,7 @@
 // audit`): wall time, CPU time and peak RSS of each process. Any user who may create a pod
 // sets its annotations, so this is what one tenant can make a node pay per pod.
 // MESHCNI_BENCH_ANNOTATION_ENTRIES measures another count (past the cap, ADD is refused).
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { maxAnnotationTokens } from "../src/mesh/tokens.js";
 import { conflist } from "../test/kit/agent/host.js";
@@ -23,20 +23,40 @@ interface Run {
   stdout: string;
 }
 
-/** Runs the compiled binary to its end (async: the in-test API server answers from this process). */
+/** The process's peak RSS so far (VmHWM, MB), while it runs; 0 once it is gone. */
+function peakRssMb(pid: number): number {
+  try {
+    const kb = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kb ? Number(kb) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Runs the compiled binary to its end (async: the in-test API server answers from this
+ * process). Its peak RSS is its own VmHWM, read every 2 ms while it runs: the rusage a spawn
+ * gives counts the pages of this process its fork copied before the exec.
+ */
 async function run(args: string[], env: Record<string, string>, stdin = ""): Promise<Run> {
   const started = performance.now();
   const child = Bun.spawn([meshcniBinary, ...args], {
     env: { PATH: process.env.PATH ?? "", ...env },
     stdin: Buffer.from(stdin),
     stdout: "pipe",
+    stderr: "ignore",
   });
+  let maxRssMb = 0;
+  const poll = setInterval(() => {
+    maxRssMb = Math.max(maxRssMb, peakRssMb(child.pid));
+  }, 2);
   const stdout = await new Response(child.stdout).text();
   const exitCode = await child.exited;
+  clearInterval(poll);
   const wallMs = performance.now() - started;
   const usage = child.resourceUsage()!;
   const cpuMs = Number(usage.cpuTime.user + usage.cpuTime.system) / 1000;
-  return { wallMs, cpuMs, maxRssMb: usage.maxRSS / 1024, exitCode, stdout };
+  return { wallMs, cpuMs, maxRssMb, exitCode, stdout };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -99,8 +119,7 @@ export async function benchAnnotation(): Promise<void> {
         audits.push(await run([...args, "--output", "json"], {}));
       }
       const status = (JSON.parse(audits[0]!.stdout) as { pods: Array<{ status: string }> }).pods[0]?.status;
-      if (status !== "protected") throw new Error(`the audit found the pod ${status}: ${audits[0]!.stdout.slice(0, 400)}`);
-      results.push(line("meshcni audit of that pod (the sweep's code)", audits));
+      results.push(line(`meshcni audit of that pod (the sweep's code): ${status}`, audits));
     }
     console.log(`results: ${saveResults("annotation", { entries, results })}`);
   } finally {
