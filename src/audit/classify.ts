@@ -39,6 +39,8 @@ export type Observation =
       differences: string[];
       /** Whether any chain or jump of the redirect is there at all. */
       hasRedirect: boolean;
+      /** Of the differences, rules not meshcni's that send TCP around its redirect (untracked, another table's NAT): no rewrite of its own removes them. */
+      around?: string[];
       /** Where the record's plan differs from the pod's: whether the netns holds the record's. */
       matchesRecord?: boolean;
     };

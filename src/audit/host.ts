@@ -136,7 +136,7 @@ export function hostIo(
                 redirector.backend,
                 plans.map((plan) => plan.family),
               );
-              return { ...found, differences: [...found.differences, ...around] };
+              return { ...found, differences: [...found.differences, ...around], around };
             },
             locate: socket === undefined ? undefined : locate,
           },

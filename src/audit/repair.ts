@@ -107,3 +107,7 @@ export function eventMessage(
   }[action];
   return `${found} (${audit.details.join("; ")}). ${done}.`;
 }
+
+/** Why a redirect in place leaves a pod unprotected when rules of another's send its TCP around meshcni's. */
+export const aroundUnremoved =
+  "rules that are not meshcni's send its TCP around the redirect, and meshcni removes only its own: restart the pod, or use --repair evict";

@@ -33,7 +33,7 @@ export interface ScanIo {
   /** What names the netns a path leads to (device and inode: two paths to one netns share it); undefined when there is none. */
   identity(path: string): string | undefined;
   list(dir: string): string[];
-  inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }>;
+  inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean; around?: string[] }>;
   /** Asks the container runtime for these pods' netns, once for all; undefined when there is no runtime to ask (no CRI socket). */
   locate: ((podUids: string[]) => Promise<Map<string, SandboxLookup>>) | undefined;
 }

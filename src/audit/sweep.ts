@@ -13,6 +13,7 @@ import type { PodReport, SweepReport, SweepRequest } from "./contract.js";
 import { type ExpectationIo, type Expected, expectations } from "./expectation.js";
 import { backendsAfter, moveAttachment, moveTarget, moveText } from "./move.js";
 import {
+  aroundUnremoved,
   eventActions,
   eventMessage,
   eventReasons,
@@ -72,11 +73,20 @@ function record(
 }
 
 /** Carries out one repair; what the Event reports. */
-async function act(action: RepairAction, entry: Expected, target: ScanTarget, netns: string, io: SweepIo): Promise<RepairResult> {
+async function act(
+  action: RepairAction,
+  entry: Expected,
+  target: ScanTarget,
+  netns: string,
+  io: SweepIo,
+  around: string[],
+): Promise<RepairResult> {
   try {
     if (action === "redirect") {
       await io.redirect(netns, target.backend, target.plans);
       record(io, entry, target, netns, entry.record ?? { containerId: `repaired-${target.uid}`, ifname: "eth0" });
+      // Its own rules are as planned now; what goes around them is another's, which meshcni does not remove.
+      if (around.length > 0) return { failed: aroundUnremoved };
     }
     if (action === "evict") {
       const outcome = await io.api.evictPod(entry.pod);
@@ -167,7 +177,7 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
       continue;
     }
     audit.action = decision;
-    audit.result = await act(decision, entry, entry.target, observation.netns, io);
+    audit.result = await act(decision, entry, entry.target, observation.netns, io, observation.around ?? []);
     if (decision === "evict" && audit.result === "done") limits.evictionsLeft--;
     // A blocked eviction is tried again at the next sweep, a throttled one after the server's wait: no Event each time.
     if (audit.result === "blocked" || (typeof audit.result === "object" && "throttledMs" in audit.result)) continue;

@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { aroundUnremoved } from "../../src/audit/repair.js";
 import { FakeApiServer } from "../kit/api/server.js";
 import { inNetnsCommand } from "../kit/common.js";
 import { TestNetwork } from "../kit/netns/network.js";
@@ -32,22 +33,12 @@ describeAsRoot("a redirect gone around by untracked TCP", () => {
       let criSocket = "";
       const pod = { netns: "", ip: "" };
       let clientIp = "";
-      const audit = async () => {
-        const args = [
-          "audit",
-          "--kubeconfig",
-          kubeconfig,
-          "--state-dir",
-          net.stateDir,
-          "--net-dir",
-          net.confDir,
-          "--cri-socket",
-          criSocket,
-        ];
-        const result = await execa(meshcniBinary, [...args, "--node", "node-a", "--output", "json"], { reject: false });
-        return (JSON.parse(result.stdout) as { pods: Array<{ name: string; status: string; details: string[] }> }).pods.find(
-          (found) => found.name === "app",
-        )!;
+      const audit = async (...more: string[]) => {
+        const dirs = ["--state-dir", net.stateDir, "--net-dir", net.confDir, "--cri-socket", criSocket];
+        const args = ["audit", "--kubeconfig", kubeconfig, ...dirs, "--node", "node-a", "--output", "json", ...more];
+        const result = await execa(meshcniBinary, args, { reject: false });
+        type Found = { name: string; status: string; details: string[]; action?: string; result?: unknown };
+        return (JSON.parse(result.stdout) as { pods: Found[] }).pods.find((found) => found.name === "app")!;
       };
 
       beforeAll(async () => {
@@ -89,6 +80,11 @@ describeAsRoot("a redirect gone around by untracked TCP", () => {
             ),
           ),
         );
+        // A redirect in place cannot mend it (the rules are not meshcni's to remove): said so, as a failure, with a Warning.
+        const repaired = await audit("--repair", "redirect");
+        expect(repaired).toMatchObject({ status: "drifted", action: "redirect", result: { failed: aroundUnremoved } });
+        expect(api.events.at(-1)).toMatchObject({ type: "Warning", involvedObject: { name: "app" } });
+        expect(await net.connect(pod.netns, clientIp, 9090, 1000)).toBe("real-server");
         await inPod(pod.netns, "iptables-nft", "-t", "raw", "-F");
         expect(await net.connect(pod.netns, clientIp, 9090, 1000)).toBe("proxy-outbound");
       });
