@@ -29,6 +29,7 @@ export const errnoNames: Record<number, string> = {
   19: "ENODEV",
   22: "EINVAL",
   24: "EMFILE",
+  27: "EFBIG",
   28: "ENOSPC",
   34: "ERANGE",
   36: "ENAMETOOLONG",

@@ -39,6 +39,8 @@ export type Observation =
       differences: string[];
       /** Whether any chain or jump of the redirect is there at all. */
       hasRedirect: boolean;
+      /** Why its rules could not be read (too many, too slow): it is not taken as protected. */
+      unreadable?: string;
       /** Of the differences, rules not meshcni's that send TCP around its redirect (untracked, another table's NAT): no rewrite of its own removes them. */
       around?: string[];
       /** Where the record's plan differs from the pod's: whether the netns holds the record's. */
@@ -88,6 +90,12 @@ export function classify(pod: V1Pod, record: AttachmentRecord | undefined, obser
   const base = { uid: "", ...podKeyOf(pod) };
   if (!observation.found) return { ...base, status: "unknown", details: [observation.reason] };
   const { differences, hasRedirect } = observation;
+  if (observation.unreadable !== undefined)
+    return {
+      ...base,
+      status: "drifted",
+      details: [`its netns could not be read (${observation.unreadable}): what it holds is unknown, so it is not taken as protected`],
+    };
   if (observation.identifiedBy === "ip") {
     // Never proof: no record, no status to act on, until the runtime can be asked.
     const holds = differences.length === 0 ? "meshcni's plan" : hasRedirect ? "rules that differ from the plan" : "no redirect";

@@ -83,6 +83,12 @@ export function hostValues(values: {
 
 /** What a sweep may spend asking the container runtime where pods' netns are, all pods together. */
 const runtimeSweepMs = 15_000;
+/**
+ * From a scan's start, when it starts no more netns visits: with the runtime's 15 s and a
+ * last visit's iptables processes (10 s each at most), the sweep still reports and repairs
+ * within its 60 s (agent/sweeps/sweep-child.ts).
+ */
+const scanVisitsMs = 30_000;
 
 /**
  * The sweep's I/O on this host: the API (as `config` allows), the state dir, meshcni's
@@ -115,7 +121,11 @@ export function hostIo(
       try {
         return await scanNetns(
           targets,
-          { hostRoot, netnsDirs: dirs.netnsDirs },
+          {
+            hostRoot,
+            netnsDirs: dirs.netnsDirs,
+            time: { deadline: Date.now() + scanVisitsMs, turn: Math.floor(Date.now() / 60_000), now: Date.now },
+          },
           {
             inNetns,
             redirector,

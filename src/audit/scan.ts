@@ -64,6 +64,24 @@ export function placeByIp(ips: string[], held: Map<string, NetnsAddress[]>, dirs
 }
 
 /**
+ * The time a scan may spend in netns: visits start at the `turn`th (of the sweeps: each
+ * starts elsewhere, so a pod whose netns is slow to read cannot keep the same others unread
+ * sweep after sweep), and none starts past `deadline` (`now`'s clock), so the sweep still
+ * reports, and repairs, within its own deadline.
+ */
+export interface ScanTime {
+  deadline: number;
+  turn: number;
+  now(): number;
+}
+
+/** The list from its `turn`th entry round to the one before it, pure. */
+export function rotated<T>(list: T[], turn: number): T[] {
+  const start = list.length === 0 ? 0 : ((turn % list.length) + list.length) % list.length;
+  return [...list.slice(start), ...list.slice(0, start)];
+}
+
+/**
  * Looks into each pod's netns: a recorded one by its path (ADD wrote it, as the runtime
  * passed it); else the one the container runtime says its sandbox has; only without a
  * runtime to ask, the one netns holding the pod's IP (a hint: see placeByIp, and
@@ -73,7 +91,7 @@ export function placeByIp(ips: string[], held: Map<string, NetnsAddress[]>, dirs
  */
 export async function scanNetns(
   targets: ScanTarget[],
-  options: { hostRoot: string; netnsDirs: string[] },
+  options: { hostRoot: string; netnsDirs: string[]; time?: ScanTime },
   io: ScanIo,
 ): Promise<Map<string, Observation>> {
   const observations = new Map<string, Observation>();
@@ -135,7 +153,12 @@ export async function scanNetns(
       else place(target, placed.netns, "ip");
     }
   }
-  for (const { netns, visitors } of toVisit.values()) {
+  for (const { netns, visitors } of rotated([...toVisit.values()], options.time?.turn ?? 0)) {
+    if (options.time && options.time.now() >= options.time.deadline) {
+      const reason = `not looked into: this sweep's time for netns ran out on other pods (it starts elsewhere next time)`;
+      for (const { target } of visitors) observations.set(target.uid, { found: false, reason });
+      continue;
+    }
     if (visitors.length > 1) {
       // One netns is one pod's: claimed by several, it is judged (and written) as none's.
       const claimants = visitors.map(({ target }) => target.uid).join(", ");
@@ -153,10 +176,16 @@ export async function scanNetns(
     try {
       await io.inNetns(onHost(netns), async () => {
         for (const { target, identifiedBy } of visitors) {
-          const found = await io.inspect(await redirector(target.backend), target.plans);
-          const asRecorded = target.recordPlans && (await io.inspect(await redirector(target.backend), target.recordPlans));
-          const matchesRecord = asRecorded ? { matchesRecord: asRecorded.differences.length === 0 } : {};
-          observations.set(target.uid, { found: true, netns, identifiedBy, ...found, ...matchesRecord });
+          try {
+            const found = await io.inspect(await redirector(target.backend), target.plans);
+            const asRecorded = target.recordPlans && (await io.inspect(await redirector(target.backend), target.recordPlans));
+            const matchesRecord = asRecorded ? { matchesRecord: asRecorded.differences.length === 0 } : {};
+            observations.set(target.uid, { found: true, netns, identifiedBy, ...found, ...matchesRecord });
+          } catch (error) {
+            // The pod's netns, entered, whose rules could not be read (more than a dump takes, a save killed): never protected.
+            const unreadable = errorMessage(error);
+            observations.set(target.uid, { found: true, netns, identifiedBy, differences: [unreadable], hasRedirect: true, unreadable });
+          }
         }
       });
     } catch (error) {

@@ -14,6 +14,10 @@ const NETLINK_EXT_ACK = 11;
 const receiveBytes = 64 << 10;
 
 /** The kernel refused an nf_tables request: which message, its errno, and what the kernel said of it. */
+/** The most one dump reads: some 40,000 rules (meshcni's own, at the annotations' cap, are under 1 MiB). */
+export const dumpLimitBytes = 8 << 20;
+const EFBIG = 27;
+
 export class NftablesError extends Error {
   constructor(
     readonly what: string,
@@ -142,11 +146,16 @@ export class NftSocket {
       throw new NftablesError("batch", 71, `the kernel acknowledged ${acked.size} of ${parts.length} messages`);
   }
 
-  /** Runs a dump to its end (NLMSG_DONE); an error reply throws. */
+  /**
+   * Runs a dump to its end (NLMSG_DONE); an error reply throws, as does a dump past
+   * dumpLimitBytes: a pod with NET_ADMIN fills its own netns as it likes, and what reads it
+   * back (the audit, in the agent's cgroup) must stay bounded.
+   */
   dump(what: string, request: (seq: number) => Uint8Array): NetlinkMessage[] {
     const seq = this.seq++;
     this.io.sendToKernel(this.fd, request(seq));
     const found: NetlinkMessage[] = [];
+    let bytes = 0;
     for (;;) {
       const replies = this.drain();
       if (replies.length === 0) throw new NftablesError(what, 71, "the dump ended without its last message");
@@ -156,7 +165,11 @@ export class NftSocket {
         if (reply.type === NLMSG_ERROR) {
           const answer = parseError(reply);
           if (answer.errno !== 0) throw new NftablesError(what, answer.errno, answer.message);
-        } else found.push(reply);
+        } else {
+          found.push(reply);
+          bytes += reply.payload.byteLength;
+          if (bytes > dumpLimitBytes) throw new NftablesError(what, EFBIG, `more than ${dumpLimitBytes >> 20} MiB: not read further`);
+        }
       }
     }
   }

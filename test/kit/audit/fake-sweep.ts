@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { scanNetns } from "../../../src/audit/scan.js";
+import { type ScanIo, type ScanTime, scanNetns } from "../../../src/audit/scan.js";
 import type { SweepIo } from "../../../src/audit/sweep.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
 import { parseNetConf } from "../../../src/mesh/netconf.js";
@@ -33,6 +33,10 @@ export function fakeSweepIo(
     noRuntime?: boolean;
     /** The backend meshcni's entry selects (nft, as ADD's auto finds it on a FakeNode). */
     backend?: Backend;
+    /** The scan's time for netns visits (none: unbounded). */
+    scanTime?: ScanTime;
+    /** What reads a netns's rules, in place of the real inspection over the fake tables. */
+    inspect?: ScanIo["inspect"];
   } = {},
 ) {
   const writes: ApiWrites = { events: [], labels: [], evictions: [] };
@@ -72,14 +76,14 @@ export function fakeSweepIo(
     scan: (targets) =>
       scanNetns(
         targets,
-        { hostRoot: "/", netnsDirs: [netnsDir] },
+        { hostRoot: "/", netnsDirs: [netnsDir], ...(options.scanTime ? { time: options.scanTime } : {}) },
         {
           inNetns: (path, action) => node.enter(path, action),
           redirector: async (backend) => node.redirector(backend),
           addresses: () => node.currentAddresses(),
           identity: (path) => (node.netns.has(path) ? path : undefined),
           list: (dir) => [...node.netns.keys()].filter((path) => path.startsWith(`${dir}/`)).map((path) => path.slice(dir.length + 1)),
-          inspect: inspectPlans,
+          inspect: options.inspect ?? inspectPlans,
           locate: options.noRuntime ? undefined : (uids) => node.locate(uids),
         },
       ),
