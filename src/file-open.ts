@@ -28,17 +28,33 @@ export function openNonBlocking(path: string, flags: number, mode?: number): num
   return openSync(path, flags | constants.O_NONBLOCK, mode);
 }
 
+/** A regular file past what its reader takes. */
+export class FileTooLargeError extends Error {
+  constructor(
+    readonly path: string,
+    readonly maxBytes: number,
+  ) {
+    super(`${path} is larger than ${maxBytes} bytes`);
+    this.name = "FileTooLargeError";
+  }
+}
+
 /**
  * Reads a regular file, at most `maxBytes`: a fifo, device or directory named by a
  * config (a kubeconfig, a token) is refused rather than read, so no input can hang the
  * plugin on an open or a read.
  */
 export function readRegularFile(path: string, maxBytes = 4 << 20): string {
+  return readRegular(path, maxBytes).text;
+}
+
+/** readRegularFile, with what the open file's fstat said (its mode, its time). */
+export function readRegular(path: string, maxBytes = 4 << 20): { text: string; stat: Stats } {
   const fd = openNonBlocking(path, constants.O_RDONLY);
   try {
     const stat = fstatSync(fd);
     if (!stat.isFile()) throw new FileKindError(path, fileKind(stat));
-    if (stat.size > maxBytes) throw new Error(`${path} is larger than ${maxBytes} bytes`);
+    if (stat.size > maxBytes) throw new FileTooLargeError(path, maxBytes);
     const buffer = Buffer.alloc(stat.size);
     let read = 0;
     while (read < stat.size) {
@@ -46,7 +62,7 @@ export function readRegularFile(path: string, maxBytes = 4 << 20): string {
       if (count === 0) break;
       read += count;
     }
-    return buffer.subarray(0, read).toString("utf8");
+    return { text: buffer.subarray(0, read).toString("utf8"), stat };
   } finally {
     closeSync(fd);
   }

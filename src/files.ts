@@ -1,6 +1,7 @@
 import {
   chmodSync,
   closeSync,
+  constants,
   copyFileSync,
   fstatSync,
   fsyncSync,
@@ -15,6 +16,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { errnoCode } from "./errors.js";
+import { openNonBlocking } from "./file-open.js";
 
 /**
  * node:crypto is loaded only when a hash is needed (a container ID that cannot be a file
@@ -102,11 +104,16 @@ export function copyAtomic(source: string, path: string, mode: number): void {
   });
 }
 
-/** Whether two files hold the same bytes, read a chunk at a time. */
+/**
+ * Whether two regular files hold the same bytes, read a chunk at a time. Either being
+ * anything else (a fifo put where the binary goes: opened without blocking) is no match,
+ * so the caller replaces it.
+ */
 export function sameContent(a: string, b: string, chunkBytes = 1 << 20): boolean {
-  const [fa, fb] = [openSync(a, "r"), openSync(b, "r")];
+  const [fa, fb] = [openNonBlocking(a, constants.O_RDONLY), openNonBlocking(b, constants.O_RDONLY)];
   try {
-    if (fstatSync(fa).size !== fstatSync(fb).size) return false;
+    const [sa, sb] = [fstatSync(fa), fstatSync(fb)];
+    if (!sa.isFile() || !sb.isFile() || sa.size !== sb.size) return false;
     const [ba, bb] = [Buffer.alloc(chunkBytes), Buffer.alloc(chunkBytes)];
     for (;;) {
       const read = readSync(fa, ba, 0, chunkBytes, null);

@@ -18,8 +18,14 @@ export class NetDirReporter {
   ) {}
 
   /** Says what the installer did with the net dir (log, metrics) and schedules what it asks for: a retry, a back-off. */
-  report(plan: NetDirPlan & { writtenOverMs?: number }, eventAt: number | undefined): void {
+  report(plan: NetDirPlan & { writtenOverMs?: number; skipped?: string[] }, eventAt: number | undefined): void {
     const { netDir } = this;
+    const skipped = plan.skipped ?? [];
+    this.problems.set(
+      "netdir-skipped",
+      skipped.length > 0 ? `entries in ${netDir} skipped, as libcni skips a directory: ${skipped.join("; ")}` : undefined,
+      { level: "warn" },
+    );
     if (plan.kind === "wait") {
       this.log.debug("the active config is not valid yet, retrying shortly", { file: plan.file });
       this.watcher.schedule(eventAt, plan.retryInMs);

@@ -3,10 +3,10 @@
  * what makes one valid (libcni's rules). Pure but for readConfigFiles.
  */
 
-import { readdirSync, statSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
-import { readRegularFile } from "../file-open.js";
+import { FileKindError, FileTooLargeError, readRegular } from "../file-open.js";
 import { isJsonObject, type JsonObject } from "../json.js";
 
 export interface ConfigFile {
@@ -14,6 +14,8 @@ export interface ConfigFile {
   text: string;
   /** When it was last written (ms since the epoch), when read from a dir. */
   modifiedMs?: number;
+  /** Its permission bits, when read from a dir: a rewrite keeps them. */
+  mode?: number;
 }
 
 export type ParsedConfig = { valid: true; kind: "conf" | "conflist"; json: JsonObject } | { valid: false; reason: string };
@@ -74,17 +76,27 @@ export function brokenConfigReason(name: string, reason: string): string {
   return `${name} is not a valid CNI config (${reason}): containerd fails to load the CNI config dir until it is fixed or removed`;
 }
 
-/** The config files in the net dir as they are now, and those set aside; one vanishing mid-read is skipped. */
-export function readConfigFiles(netDir: string): ConfigFile[] {
+/** The most a config file is read to: libcni has no limit, but no chain comes near it. */
+const configMaxBytes = 1 << 20;
+
+/**
+ * The config files in the net dir as they are now, and those set aside; one vanishing
+ * mid-read is skipped. So is an entry named as a config that is no regular file (a
+ * directory, a fifo: never opened so as to block) or is over 1 MiB, each told to `skipped`
+ * with why: libcni skips a directory too, and one such entry must not stop meshcni reading
+ * the rest.
+ */
+export function readConfigFiles(netDir: string, skipped: (name: string, why: string) => void = () => undefined): ConfigFile[] {
   return readdirSync(netDir)
     .filter(isNetDirFile)
     .flatMap((name) => {
       try {
-        const path = join(netDir, name);
-        return [{ name, text: readRegularFile(path), modifiedMs: statSync(path).mtimeMs }];
+        const { text, stat } = readRegular(join(netDir, name), configMaxBytes);
+        return [{ name, text, modifiedMs: stat.mtimeMs, mode: stat.mode & 0o7777 }];
       } catch (error) {
-        if (errnoCode(error) === "ENOENT") return [];
-        throw error;
+        if (error instanceof FileKindError || error instanceof FileTooLargeError) skipped(name, error.message);
+        else if (errnoCode(error) !== "ENOENT") throw error;
+        return [];
       }
     });
 }

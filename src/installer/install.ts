@@ -62,9 +62,12 @@ export class Installation {
    * the plan, so the caller can report and schedule it; undefined without a usable template.
    * The memory is kept only once the writes succeeded: a failed write is planned again.
    */
-  syncNetDir(): (NetDirPlan & { writtenOverMs?: number }) | undefined {
+  syncNetDir(): (NetDirPlan & { writtenOverMs?: number; skipped: string[] }) | undefined {
     if (!this.template.ok) return undefined;
-    const files = readConfigFiles(this.paths.netDir);
+    const skipped: string[] = [];
+    const files = readConfigFiles(this.paths.netDir, (name, why) => skipped.push(`${name}: ${why}`));
+    // A file rewritten keeps its mode (an operator's 0600 stays so); a new one is 0644, as runtimes expect.
+    const modeOf = (name: string) => files.find((file) => file.name === name)?.mode ?? 0o644;
     const executables = pluginExecutables(this.paths.pluginDirs, this.options.hostRoot);
     const runnable = (config: Parameters<typeof checkChain>[0]) => {
       const chain = checkChain(config, executables, new Set());
@@ -72,9 +75,9 @@ export class Installation {
     };
     const { plan, memory } = planNetDir(files, this.template.entry, this.memory, this.now(), runnable);
     if (plan.kind === "apply") {
-      for (const { name, text } of plan.removals) writeAtomic(join(this.paths.netDir, name), text);
+      for (const { name, text } of plan.removals) writeAtomic(join(this.paths.netDir, name), text, modeOf(name));
       for (const write of [...plan.fallbacks, ...(plan.write ? [plan.write] : [])]) {
-        writeAtomic(join(this.paths.netDir, write.name), write.text);
+        writeAtomic(join(this.paths.netDir, write.name), write.text, modeOf(write.replaces ?? write.name));
         if (write.replaces) rmSync(join(this.paths.netDir, write.replaces), { force: true });
       }
     }
@@ -82,7 +85,7 @@ export class Installation {
     // When the file meshcni re-chained was last written by someone else: the re-chain's latency, whatever woke the agent.
     const source = plan.kind === "apply" && plan.write ? (plan.write.replaces ?? plan.write.name) : undefined;
     const writtenOverMs = files.find((file) => file.name === source)?.modifiedMs;
-    return writtenOverMs === undefined ? plan : { ...plan, writtenOverMs };
+    return writtenOverMs === undefined ? { ...plan, skipped } : { ...plan, writtenOverMs, skipped };
   }
 
   /** Whether the binary, the kubeconfig and the entry are in place, from the disk. */

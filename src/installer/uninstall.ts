@@ -15,7 +15,7 @@ export function removeEntries(netDir: string): string[] {
   for (const file of readConfigFiles(netDir)) {
     const text = withoutEntry(parseConfig(file));
     if (text === undefined) continue;
-    writeAtomic(join(netDir, file.name), text);
+    writeAtomic(join(netDir, file.name), text, file.mode);
     changed.push(file.name);
   }
   return changed;

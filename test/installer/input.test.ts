@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
@@ -20,6 +20,31 @@ describe("meshcni install: bad input", () => {
       expect(readdirSync(suite.host.netDir)).toEqual(["ZZZ-meshcni-kubeconfig"]);
       writeFileSync(suite.host.path("10-calico.conflist"), calico());
       await suite.host.waitFor(chainedIn("10-calico.conflist"));
+    });
+
+    it("is stopped by no fifo where its binary goes, nor a directory or fifo named as a config; keeps a config's mode (issue 57)", async () => {
+      suite.host = new AgentHarness();
+      writeFileSync(suite.host.path("10-calico.conflist"), calico());
+      chmodSync(suite.host.path("10-calico.conflist"), 0o600);
+      mkdirSync(suite.host.path("05-dir.conflist"));
+      execFileSync("mkfifo", [suite.host.path("07-fifo.conflist"), `${suite.host.binDir}/meshcni`]);
+      await suite.host.start();
+      await suite.host.waitFor(chainedIn("10-calico.conflist"));
+      await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+      expect(statSync(suite.host.path("10-calico.conflist")).mode & 0o777).toBe(0o600);
+      expect(statSync(`${suite.host.binDir}/meshcni`).isFile()).toBe(true);
+      expect(suite.host.logs).toContainEqual(
+        expect.objectContaining({
+          level: "warn",
+          msg: expect.stringMatching(
+            /skipped, as libcni skips a directory: 05-dir\.conflist: .* is a directory.*07-fifo\.conflist: .* is a fifo/,
+          ),
+        }),
+      );
+      // Taken out again, and the config rewritten by another: re-chained, its mode kept.
+      writeFileSync(suite.host.path("10-calico.conflist"), calico());
+      await suite.host.waitFor(chainedIn("10-calico.conflist"));
+      expect(statSync(suite.host.path("10-calico.conflist")).mode & 0o777).toBe(0o600);
     });
 
     it("refuses an invalid template", async () => {

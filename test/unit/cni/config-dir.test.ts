@@ -92,7 +92,7 @@ describe("reading the net dir", () => {
   const dir = mkdtempSync(join(tmpdir(), "meshcni-netdir-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("reads its configs and those set aside, skips one gone before it is read, and refuses a directory named as one", () => {
+  it("reads its configs and those set aside, skips one gone before it is read, and skips a directory named as one, saying so", () => {
     writeFileSync(join(dir, "10-calico.conflist"), '{"plugins":[]}');
     writeFileSync(join(dir, "05-cilium.conflist.cilium_bak"), "{}");
     writeFileSync(join(dir, "notes.txt"), "x");
@@ -102,8 +102,14 @@ describe("reading the net dir", () => {
       { name: "05-cilium.conflist.cilium_bak", text: "{}" },
       { name: "10-calico.conflist", text: '{"plugins":[]}' },
     ]);
-    expect(files.every((file) => typeof file.modifiedMs === "number" && file.modifiedMs > 0)).toBe(true);
+    expect(files.every((file) => typeof file.modifiedMs === "number" && file.modifiedMs > 0 && file.mode === 0o644)).toBe(true);
     mkdirSync(join(dir, "30-dir.conf"));
-    expect(() => readConfigFiles(dir)).toThrow("30-dir.conf is a directory, not a regular file");
+    writeFileSync(join(dir, "40-huge.conflist"), Buffer.alloc((1 << 20) + 1, 32));
+    const skipped: string[] = [];
+    expect(readConfigFiles(dir, (name, why) => skipped.push(`${name}: ${why}`)).map((file) => file.name)).toHaveLength(2);
+    expect(skipped.sort()).toEqual([
+      expect.stringMatching(/^30-dir\.conf: .*30-dir\.conf is a directory, not a regular file$/),
+      expect.stringMatching(/^40-huge\.conflist: .* is larger than 1048576 bytes$/),
+    ]);
   });
 });
