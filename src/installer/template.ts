@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
 import { errorMessage } from "../errors.js";
+import { readRegularFile } from "../file-open.js";
 import { isJsonObject, type JsonObject } from "../json.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
 import { isOwnEntry } from "../mesh/netconf.js";
@@ -50,7 +50,7 @@ export function loadTemplate(options: InstallOptions): Template {
   let text = options.template ?? defaultTemplate;
   if (options.templateFile) {
     try {
-      text = readFileSync(options.templateFile, "utf8");
+      text = readRegularFile(options.templateFile);
     } catch (error) {
       return { ok: false, reason: `cannot read the netconf template ${options.templateFile}: ${errorMessage(error)}` };
     }
