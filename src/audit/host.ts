@@ -6,6 +6,7 @@ import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { criSocketOf, criSockets } from "../cri/sockets.js";
 import { timeoutFlag } from "../flags.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
+import { legacyBypasses } from "../iptables/legacy-around.js";
 import type { JsonObject } from "../json.js";
 import { createNodeApi, eventComponent } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
@@ -142,10 +143,11 @@ export function hostIo(
             // Then what lets TCP around the redirect elsewhere in the netns: another table, another backend, untracked.
             inspect: async (redirector, plans) => {
               const found = await inspectPlans(redirector, plans);
-              const around = await nftBypasses(
-                redirector.backend,
-                plans.map((plan) => plan.family),
-              );
+              const families = plans.map((plan) => plan.family);
+              const around = [
+                ...(await nftBypasses(redirector.backend, families)),
+                ...(await legacyBypasses(redirector.backend, families)),
+              ];
               return { ...found, differences: [...found.differences, ...around], around };
             },
             locate: socket === undefined ? undefined : locate,

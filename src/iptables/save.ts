@@ -28,12 +28,15 @@ export function tokenize(text: string): string[] {
 }
 
 /** Parses `iptables-save -t nat` output; other tables, comments and counters are skipped. */
-export function parseNatTable(output: string): NatTable {
+export const parseNatTable = (output: string): NatTable => parseSavedTable(output, "nat");
+
+/** Parses one table of `iptables-save` output (`nat`, `raw`…); other tables, comments and counters are skipped. */
+export function parseSavedTable(output: string, name: string): NatTable {
   const table = emptyTable(false);
-  let inNat = false;
+  let inTable = false;
   for (const line of output.split("\n")) {
-    if (line.startsWith("*")) inNat = line === "*nat";
-    else if (!inNat || line.startsWith("#")) continue;
+    if (line.startsWith("*")) inTable = line === `*${name}`;
+    else if (!inTable || line.startsWith("#")) continue;
     else if (line.startsWith(":")) table.chains.add(line.slice(1).split(" ")[0]!);
     else if (line.startsWith("-A ")) {
       const match = /^-A (\S+) ?(.*)$/.exec(line)!;

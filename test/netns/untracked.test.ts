@@ -89,6 +89,22 @@ describeAsRoot("a redirect gone around by untracked TCP", () => {
         expect(await net.connect(pod.netns, clientIp, 9090, 1000)).toBe("proxy-outbound");
       });
 
+      it("is drifted, naming the rule, once iptables-legacy's raw table (which nf_tables cannot list) leaves its TCP untracked", async () => {
+        for (const chain of ["OUTPUT", "PREROUTING"])
+          await inPod(pod.netns, "iptables-legacy", "-t", "raw", "-A", chain, "-p", "tcp", "-j", "CT", "--notrack");
+        expect(await net.connect(pod.netns, clientIp, 9090, 1000)).toBe("real-server");
+        const found = await audit();
+        expect(found.status).toBe("drifted");
+        expect(found.details.sort()).toEqual(
+          ["OUTPUT", "PREROUTING"].map(
+            (chain) => `ipv4: untracked TCP never reaches the redirect: iptables-legacy raw: -A ${chain} -p tcp -j CT --notrack`,
+          ),
+        );
+        await inPod(pod.netns, "iptables-legacy", "-t", "raw", "-F");
+        expect(await net.connect(pod.netns, clientIp, 9090, 1000)).toBe("proxy-outbound");
+        expect(await audit()).toMatchObject({ status: "protected" });
+      });
+
       it("is drifted, naming the rule, once a table of the pod's own leaves TCP untracked before conntrack", async () => {
         const chain = (name: string, hook: string, match: string) =>
           `chain ${name} { type filter hook ${hook} priority -250; tcp ${match} 9090 notrack; };`;
