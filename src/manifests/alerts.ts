@@ -90,6 +90,14 @@ export const alertRules: AlertRule[] = [
     "For 15 minutes the agent on node {{ $labels.node }} has found pods whose redirect is in the {{ $labels.backend }} backend while its netconf selects another (an iptables-mode change not carried out): its sweeps move protected pods, so a count that stays means moves failing (meshcni_redirect_moves_total) or an agent running an older netconf. The agent's log says which backend it runs with and why a move failed.",
   ),
   alert(
+    "MeshcniMeshedPodsUnjudged",
+    "warning",
+    'max by (node) (meshcni_meshed_pods{status="unknown"}) > 0',
+    "15m",
+    "meshcni cannot tell whether meshed pods on node {{ $labels.node }} are redirected",
+    "For 15 minutes the agent on node {{ $labels.node }} has had meshed pods whose redirect it cannot judge (status unknown): no netns found, the container runtime not confirming one, a netns two pods claim, or no plan to compare with. Such a pod may run without its proxy's redirect. meshcni audit on the node names each pod and why.",
+  ),
+  alert(
     "MeshcniPluginTokenFailing",
     "warning",
     'sum by (node) (increase(meshcni_plugin_token_requests_total{result="failed"}[15m])) > 0 and on (node) max by (node) (meshcni_plugin_token_remaining_seconds) < 600',

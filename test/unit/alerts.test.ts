@@ -110,6 +110,17 @@ const cases: Array<{ alert: string; series: Array<[string, string]>; at: string;
     fires: [{ node: "n1", backend: "nft" }],
   },
   {
+    alert: "MeshcniMeshedPodsUnjudged",
+    series: [
+      ['meshcni_meshed_pods{node="n1",status="unknown"}', "1x30"],
+      // Judged again within minutes (a pod's netns found once it started): no alert.
+      ['meshcni_meshed_pods{node="n2",status="unknown"}', "1 1 1 0x27"],
+      ['meshcni_meshed_pods{node="n3",status="protected"}', "5x30"],
+    ],
+    at: "20m",
+    fires: [{ node: "n1" }],
+  },
+  {
     alert: "MeshcniPluginTokenFailing",
     series: [
       ['meshcni_plugin_token_requests_total{node="n1",result="failed"}', "0+1x40"],
