@@ -121,7 +121,13 @@ export class NodeTasks {
     if (!this.socketPath) return undefined;
     const { install, sweep } = this.options;
     const writers = startWriters(
-      { binary: install.sourceBinary, hostRoot: install.hostRoot, netnsDirs: sweep.netnsDirs, template: this.template },
+      {
+        binary: install.sourceBinary,
+        hostRoot: install.hostRoot,
+        netnsDirs: sweep.netnsDirs,
+        template: this.template,
+        criSocket: sweep.criSocket,
+      },
       this.log,
       this.metrics,
     );

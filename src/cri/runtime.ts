@@ -16,6 +16,8 @@ export interface PodRuntime {
   netnsOfPods(podUids: string[], deadline: number): Promise<Map<string, SandboxLookup>>;
   /** The ids of every sandbox the runtime has, in any state (the CNI container ids it gave its ADDs). */
   sandboxIds(deadline: number): Promise<Set<string>>;
+  /** One pod's ready sandboxes (by its UID label alone) and the netns of each. */
+  readySandboxesOf(podUid: string, deadline: number): Promise<Array<{ sandbox: string; netns: string | undefined }>>;
   close(): void;
 }
 
@@ -91,6 +93,16 @@ export async function connectRuntime(socket: string, deadlineMs = 3000): Promise
       };
       await Promise.all(Array.from({ length: statusesAtOnce }, worker));
       return found;
+    },
+    async readySandboxesOf(podUid, deadline) {
+      const filter = { state: { state: "SANDBOX_READY" }, labelSelector: { [podUidLabel]: podUid } };
+      const { items } = await call<{ items: Array<{ id: string }> }>("ListPodSandbox", { filter }, deadline);
+      return Promise.all(
+        items.map(async ({ id }) => {
+          const found = await statusOf(id, deadline);
+          return { sandbox: id, netns: "netns" in found ? found.netns : undefined };
+        }),
+      );
     },
     async sandboxIds(deadline) {
       const { items } = await call<{ items: Array<{ id: string }> }>("ListPodSandbox", {}, deadline);

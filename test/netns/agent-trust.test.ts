@@ -49,6 +49,8 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     api.addNode({ metadata: { name: node } });
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
     const args = ["--template", agentTemplate(net.stateDir), "--node", node, "--state-dir", net.stateDir, "--audit-seconds", "1"];
+    // The node's runtime, which the agent asks before it writes for a pod: whose sandbox holds which netns.
+    args.push("--cri-socket", await net.criSocket());
     await host.startWithApi(api, args, {
       POD_NAMESPACE: "meshcni",
     });
@@ -95,9 +97,45 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     ]);
   });
 
+  it("cannot have a tenant's plan written into a victim's netns by naming the tenant, running elsewhere, while passing the victim's", async () => {
+    const victim = net.netnsPath(`mc-${net.id}-victim`);
+    const rules = await natRules(`mc-${net.id}-victim`, "nft");
+    const tenant = await net.addNetns("tenant");
+    api.addPod(
+      podObject("shop", "tenant", {
+        proxy: "container",
+        nodeName: node,
+        annotations: { "config.linkerd.io/skip-inbound-ports": "1-65535", "config.linkerd.io/skip-outbound-ports": "1-65535" },
+      }),
+    );
+    net.runtime.sandboxes.set("uid-shop-tenant", net.netnsPath(tenant));
+    const { dev, ino } = statSync(victim);
+    const ask = {
+      get: "decision",
+      netconf: JSON.stringify({ cniVersion: "1.0.0", name: "primary", ...entry, prevResult: { cniVersion: "1.0.0" } }),
+      namespace: "shop",
+      name: "tenant",
+      uid: "uid-shop-tenant",
+      apply: { containerId: "c-forged", ifname: "eth0", netns: victim, netnsId: { dev, ino } },
+    };
+    const answer = await askAsOther(ask, victim);
+    // Handed back: a plugin the caller made cannot write it (no capabilities), the runtime's real plugin still can.
+    expect(Object.keys(answer)).toEqual(["decided"]);
+    expect(await natRules(`mc-${net.id}-victim`, "nft")).toEqual(rules);
+    const reasons = host.logs.filter(
+      (line) => line.msg === "the plugin writes itself: the agent writes only what its own netconf entry says",
+    );
+    expect(reasons.map((line) => line.reason)).toContainEqual(
+      expect.stringMatching(
+        new RegExp(`^the container runtime runs pod shop/tenant in sandbox \\S+ with netns ${net.netnsPath(tenant)}, not ${victim}$`),
+      ),
+    );
+  });
+
   it("finds a record weakened by hand (the caller owns the state dir as root) at its next sweep, and writes the pod's plan back, not the record's", async () => {
     const netns = await net.addNetns("weakened");
     const path = net.netnsPath(netns);
+    net.runtime.sandboxes.set("uid-shop-weakened", path);
     api.addPod(podObject("shop", "weakened", { proxy: "container", nodeName: node }));
     const args = `${podArgs("shop", "weakened")};K8S_POD_UID=uid-shop-weakened`;
     const added = await invokePlugin(pluginEnv(path, "c-weakened", args), { cniVersion: "1.0.0", name: "primary", ...entry });

@@ -72,6 +72,11 @@ export async function answerAsk(
       pluginLog.close();
       return { applied: { result: answer.decided.result } };
     }
+    const untied = await writing.untied?.(pod, containerId, path);
+    if (untied) {
+      writing.handBack("ADD", untied);
+      return answer;
+    }
     const outcome = await writing.write(
       { verb: "ADD", hostRoot: writing.hostRoot, target: { containerId, ifname, netns: path }, netnsId: netns, pod, plans, settings },
       deadline,

@@ -2,6 +2,7 @@ import type { WriteAsk } from "../../applier/contract.js";
 import type { Template } from "../../installer/template.js";
 import { type Logger, SaidOnce } from "../../log.js";
 import type { AgentMetrics } from "../metrics.js";
+import { type NetnsTie, netnsTie } from "./netns-tie.js";
 import { type WriteScope, writeScopeOf } from "./write-scope.js";
 import { AgentWriter, type WriteOutcome, WriterPool } from "./writer.js";
 
@@ -11,6 +12,8 @@ export interface Writing {
   /** The paths its writers keep to (write-scope.ts). */
   scope: WriteScope;
   write(ask: WriteAsk, deadline: number): Promise<WriteOutcome>;
+  /** Why an ADD's netns is not its pod's, by the container runtime's word (netns-tie.ts); absent without a runtime to ask. */
+  untied?: NetnsTie | undefined;
   /** A write left to the plugin before it reached a writer (outside the scope): counted, and said once per reason. */
   handBack(verb: "ADD" | "DEL", reason: string): void;
 }
@@ -30,6 +33,8 @@ export interface WritersConfig {
   netnsDirs: string[];
   /** The plugin's entry as the agent chains it now: its paths are the only ones the writers write to. */
   template: () => Template;
+  /** The container runtime's CRI socket ("auto", or "" for none), to tie an ADD's netns to its pod. */
+  criSocket: string;
 }
 
 /** Starts the writers; `writing` is undefined when the agent's own entry is invalid (the plugin then writes everything). */
@@ -44,7 +49,7 @@ export function startWriters(config: WritersConfig, log: Logger, metrics: AgentM
  * entry is invalid: the plugin then writes everything itself.
  */
 export function agentWriting(
-  { hostRoot, netnsDirs, template }: Omit<WritersConfig, "binary">,
+  { hostRoot, netnsDirs, template, criSocket }: Omit<WritersConfig, "binary">,
   writer: Pick<WriterPool, "write">,
   log: Logger,
   metrics: AgentMetrics,
@@ -60,6 +65,7 @@ export function agentWriting(
   const said = new SaidOnce();
   return {
     hostRoot,
+    untied: netnsTie(criSocket, hostRoot),
     get scope() {
       const current = template();
       if (current !== held.template) {

@@ -9,7 +9,7 @@ import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 const withEntry = (entry: Record<string, unknown>) => {
   const options = parseAgentOptions(["--node", "n1", "--template", JSON.stringify({ type: "meshcni", ...entry })], {}, "/bin/meshcni");
   const template = loadTemplate(options.install);
-  return { hostRoot: options.install.hostRoot, netnsDirs: options.sweep.netnsDirs, template: () => template };
+  return { hostRoot: options.install.hostRoot, netnsDirs: options.sweep.netnsDirs, template: () => template, criSocket: "" };
 };
 
 describe("how the agent writes for the plugin", () => {
