@@ -16,6 +16,8 @@ export interface PodRuntime {
   netnsOfPods(podUids: string[], deadline: number): Promise<Map<string, SandboxLookup>>;
   /** The ids of every sandbox the runtime has, in any state (the CNI container ids it gave its ADDs). */
   sandboxIds(deadline: number): Promise<Set<string>>;
+  /** A sandbox's netns while the runtime has it ready; undefined for one not ready, or not there. */
+  readyNetnsOf(sandbox: string, deadline: number): Promise<string | undefined>;
   /** One pod's ready sandboxes (by its UID label alone) and the netns of each. */
   readySandboxesOf(podUid: string, deadline: number): Promise<Array<{ sandbox: string; netns: string | undefined }>>;
   close(): void;
@@ -93,6 +95,13 @@ export async function connectRuntime(socket: string, deadlineMs = 3000): Promise
       };
       await Promise.all(Array.from({ length: statusesAtOnce }, worker));
       return found;
+    },
+    async readyNetnsOf(sandbox, deadline) {
+      const request = { podSandboxId: sandbox, verbose: true };
+      const found = await call<{ status?: { state?: string }; info: Record<string, string> }>("PodSandboxStatus", request, deadline).catch(
+        () => undefined,
+      );
+      return found?.status?.state === "SANDBOX_READY" ? sandboxNetns(found.info) : undefined;
     },
     async readySandboxesOf(podUid, deadline) {
       const filter = { state: { state: "SANDBOX_READY" }, labelSelector: { [podUidLabel]: podUid } };

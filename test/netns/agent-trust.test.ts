@@ -132,6 +132,48 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     );
   });
 
+  it("writes into no netns another pod's attachment holds, by the runtime's word, and lets no record alone lock a pod out", async () => {
+    const skipAll = { "config.linkerd.io/skip-inbound-ports": "1-65535", "config.linkerd.io/skip-outbound-ports": "1-65535" };
+    const netconf = JSON.stringify({ cniVersion: "1.0.0", name: "primary", ...entry, prevResult: { cniVersion: "1.0.0" } });
+    const addFor = (name: string, containerId: string, path: string) => {
+      const { dev, ino } = statSync(path);
+      const apply = { containerId, ifname: "eth0", netns: path, netnsId: { dev, ino } };
+      return askAsOther({ get: "decision", netconf, namespace: "shop", name, uid: `uid-shop-${name}`, apply }, path);
+    };
+    // The owner's sandbox, ready in the runtime with its netns, ADDed as the runtime would (its sandbox id, its record).
+    const owner = net.netnsPath(await net.addNetns("owner"));
+    api.addPod(podObject("shop", "owner", { proxy: "container", nodeName: node }));
+    net.runtime.sandboxes.set("uid-shop-owner", owner);
+    const args = `${podArgs("shop", "owner")};K8S_POD_UID=uid-shop-owner`;
+    const added = await invokePlugin(pluginEnv(owner, net.runtime.sandboxIdOf(owner), args), {
+      cniVersion: "1.0.0",
+      name: "primary",
+      ...entry,
+    });
+    expect(added.exitCode, added.stdout).toBe(0);
+    const rules = await natRules(owner, "nft");
+    // A pod with no sandbox yet (the runtime cannot say where it runs), named with the owner's netns.
+    api.addPod(podObject("shop", "late", { proxy: "container", nodeName: node, annotations: skipAll }));
+    expect(Object.keys(await addFor("late", "c-late", owner))).toEqual(["decided"]);
+    expect(await natRules(owner, "nft")).toEqual(rules);
+    const reasons = host.logs.filter(
+      (line) => line.msg === "the plugin writes itself: the agent writes only what its own netconf entry says",
+    );
+    expect(reasons.map((line) => line.reason)).toContainEqual(
+      `netns ${owner} is another pod's (uid uid-shop-owner): the container runtime has its sandbox ${net.runtime.sandboxIdOf(owner)} ready there`,
+    );
+    // A record of a caller's making, claiming a new pod's netns before its ADD: not believed, the pod's ADD is written.
+    const fresh = net.netnsPath(await net.addNetns("fresh"));
+    api.addPod(podObject("shop", "fresh", { proxy: "container", nodeName: node }));
+    const forged = { version: 1, state: "added", pod: { namespace: "shop", name: "ghost", uid: "uid-ghost" }, containerId: "c-ghost" };
+    writeFileSync(
+      join(net.stateDir, "attachments", "c-ghost_eth0.json"),
+      JSON.stringify({ ...forged, ifname: "eth0", netns: fresh, backend: "nft", plans: [], time: new Date().toISOString() }),
+    );
+    expect(Object.keys(await addFor("fresh", net.runtime.sandboxIdOf(fresh), fresh))).toEqual(["applied"]);
+    expect(await natRules(fresh, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
+  });
+
   it("finds a record weakened by hand (the caller owns the state dir as root) at its next sweep, and writes the pod's plan back, not the record's", async () => {
     const netns = await net.addNetns("weakened");
     const path = net.netnsPath(netns);

@@ -3,6 +3,7 @@ import { connectRuntime, type PodRuntime } from "../../cri/runtime.js";
 import { criSocketOf } from "../../cri/sockets.js";
 import { errorMessage } from "../../errors.js";
 import { hostPaths } from "../../host.js";
+import { NetnsClaims } from "./netns-claims.js";
 
 /** A pod's ready sandbox as the container runtime lists it. */
 export interface ReadySandbox {
@@ -26,18 +27,22 @@ export function untiedNetns(pod: string, sandboxes: ReadySandbox[], containerId:
 /** What a check may spend asking the runtime: a pod start waits for it. */
 const tieDeadlineMs = 500;
 
-/**
- * The agent's check, through the runtime's CRI socket (connected at first use, kept), that
- * an ADD's netns is its pod's; undefined without a socket. A runtime that cannot answer
- * leaves the write to the plugin, saying why.
- */
+/** Why an ADD's netns is not its pod's, or undefined when the agent may write there. */
 export type NetnsTie = (
   pod: { namespace: string; name: string; uid: string },
   containerId: string,
   netns: string,
 ) => Promise<string | undefined>;
 
-export function netnsTie(criSocket: string, hostRoot: string): NetnsTie | undefined {
+/**
+ * The agent's check, through the runtime's CRI socket (connected at the agent's start,
+ * kept), that an ADD's netns is its pod's: the pod runs in no other (untiedNetns), and no
+ * other pod's attachment holds it, by a record of the node's (`recordsDir`) whose sandbox
+ * the runtime has ready in that very netns (a record alone, a file on the disk, locks no pod
+ * out: a caller racing a new sandbox with a record of its own is not believed). Undefined
+ * without a socket. A runtime that cannot answer leaves the write to the plugin, saying why.
+ */
+export function netnsTie(criSocket: string, hostRoot: string, recordsDir: () => string): NetnsTie | undefined {
   const onHost = hostPaths(hostRoot);
   const socket = criSocketOf(criSocket, (path) => existsSync(onHost(path)));
   if (socket === undefined) return undefined;
@@ -45,11 +50,18 @@ export function netnsTie(criSocket: string, hostRoot: string): NetnsTie | undefi
   // Connected now: the client's modules load at the agent's start, not in a pod's start.
   let runtime: Promise<PodRuntime> | undefined = connect();
   runtime.catch(() => undefined);
+  const claims = new NetnsClaims(recordsDir);
   return async (pod, containerId, netns) => {
     try {
       runtime ??= connect();
-      const sandboxes = await (await runtime).readySandboxesOf(pod.uid, Date.now() + tieDeadlineMs);
-      return untiedNetns(`${pod.namespace}/${pod.name}`, sandboxes, containerId, netns);
+      const client = await runtime;
+      const deadline = Date.now() + tieDeadlineMs;
+      const untied = untiedNetns(`${pod.namespace}/${pod.name}`, await client.readySandboxesOf(pod.uid, deadline), containerId, netns);
+      if (untied) return untied;
+      for (const other of claims.of(netns).filter((claim) => claim.uid !== pod.uid && claim.containerId !== containerId))
+        if ((await client.readyNetnsOf(other.containerId, deadline)) === netns)
+          return `netns ${netns} is another pod's (uid ${other.uid}): the container runtime has its sandbox ${other.containerId} ready there`;
+      return undefined;
     } catch (error) {
       const failed = runtime;
       runtime = undefined;

@@ -1,4 +1,6 @@
+import { join } from "node:path";
 import type { WriteAsk } from "../../applier/contract.js";
+import { hostPaths } from "../../host.js";
 import type { Template } from "../../installer/template.js";
 import { type Logger, SaidOnce } from "../../log.js";
 import type { AgentMetrics } from "../metrics.js";
@@ -65,7 +67,7 @@ export function agentWriting(
   const said = new SaidOnce();
   return {
     hostRoot,
-    untied: netnsTie(criSocket, hostRoot),
+    untied: netnsTie(criSocket, hostRoot, () => join(hostPaths(hostRoot)(held.scope.stateDir), "attachments")),
     get scope() {
       const current = template();
       if (current !== held.template) {

@@ -29,13 +29,17 @@ export class FakeCriRuntime {
   readonly calls: string[] = [];
   private server: grpc.Server | undefined;
 
+  /** A sandbox's id: the CNI container id its ADD was given, cnitool's, from the netns path (cnitool/cnitool.go). */
+  sandboxIdOf(netns: string): string {
+    return `cnitool-${createHash("sha512").update(netns).digest("hex").slice(0, 20)}`;
+  }
+
   async start(): Promise<void> {
     const definition = fromJSON(protobuf.parse(runtimeProto).root.toJSON(), { longs: Number, enums: String, defaults: true });
     const { RuntimeService } = (grpc.loadPackageDefinition(definition).runtime as grpc.GrpcObject).v1 as {
       RuntimeService: grpc.ServiceClientConstructor;
     };
-    // A sandbox's id is the CNI container id its ADD was given: cnitool's, from the netns path (cnitool/cnitool.go).
-    const idOf = (netns: string) => `cnitool-${createHash("sha512").update(netns).digest("hex").slice(0, 20)}`;
+    const idOf = (netns: string) => this.sandboxIdOf(netns);
     const all = () => [
       ...[...this.sandboxes].map(([uid, netns]) => ({ uid, netns, state: "SANDBOX_READY" })),
       ...[...this.notReady].flatMap(([uid, paths]) => paths.map((netns) => ({ uid, netns, state: "SANDBOX_NOTREADY" }))),

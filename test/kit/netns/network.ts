@@ -163,13 +163,14 @@ export class TestNetwork {
   /**
    * Starts a pod as kubelet would: its object in the API first (the plugin reads it during
    * ADD), a netns the runtime knows as its sandbox's, cnitool ADD through `network`, then the
-   * object again with its node and IP, as the API shows a running pod. Meshed unless said.
+   * object again with its IP, as the API shows a running pod. Meshed unless said.
    */
   async startPod(
     api: FakeApiServer,
     pod: { namespace: string; name: string; network: string; node?: string; options?: PodOptions; dirs?: { conf: string; bin: string } },
   ): Promise<{ netns: string; ip: string }> {
-    const options: PodOptions = { proxy: "container", ...pod.options };
+    // Bound to its node before its sandbox starts, as the scheduler binds a pod before kubelet runs it.
+    const options: PodOptions = { proxy: "container", ...pod.options, ...(pod.node ? { nodeName: pod.node } : {}) };
     const object = podObject(pod.namespace, pod.name, options);
     api.addPod(object);
     const netns = await this.addNetns(pod.name);
@@ -177,7 +178,7 @@ export class TestNetwork {
     const added = await this.cnitool("add", pod.network, netns, podArgs(pod.namespace, pod.name), pod.dirs);
     if (added.exitCode !== 0) throw new Error(`ADD of ${pod.namespace}/${pod.name} failed: ${added.stdout}${added.stderr}`);
     const ip = resultAddress(added);
-    api.addPod(podObject(pod.namespace, pod.name, { ...options, ...(pod.node ? { nodeName: pod.node } : {}), podIP: ip }));
+    api.addPod(podObject(pod.namespace, pod.name, { ...options, podIP: ip }));
     return { netns, ip };
   }
 
