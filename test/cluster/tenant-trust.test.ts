@@ -60,7 +60,15 @@ describeAsRoot("tenants against meshcni on a real cluster", () => {
 
   beforeAll(async () => {
     await cluster.up();
-    await meshcni.deploy(["--audit-seconds", String(auditSeconds)]);
+    await meshcni.deploy();
+    // Sweeps more often than the default minute (an agent flag the manifests leave at its default), rolled out.
+    const args = ["--audit-seconds", String(auditSeconds)].map((value) => ({
+      op: "add",
+      path: "/spec/template/spec/containers/0/args/-",
+      value,
+    }));
+    await cluster.kubectl(["-n", "meshcni", "patch", "daemonset", "meshcni", "--type=json", "-p", JSON.stringify(args)]);
+    await meshcni.rolledOut();
     const wide = { "config.linkerd.io/skip-subnets": subnets(maxAnnotationTokens) };
     await cluster.kubectl(
       ["apply", "-f", "-"],
@@ -98,19 +106,19 @@ describeAsRoot("tenants against meshcni on a real cluster", () => {
     expect(await cluster.connect("victim", `${clientIp}:8080`)).toContain(proxyOutbound);
     await flushOutbound("victim");
     const flushedAt = Date.now();
-    expect(await cluster.connect("victim", `${clientIp}:8080`)).toContain("client-8080");
-    await until(
-      async () => (await cluster.connect("victim", `${clientIp}:8080`)).includes(proxyOutbound),
-      2 * auditSeconds * 1000 + 15_000,
-      500,
-    );
+    // The bypass itself is proven with TCP by the next test; here a sweep may mend it before a connection could show it.
+    const repaired = () =>
+      events("victim").then((found) => found.some((event) => event.reason === "MeshRedirectDrifted" && event.action === "WriteRedirect"));
+    await until(repaired, 2 * auditSeconds * 1000 + 15_000, 250);
     const repairedInMs = Date.now() - flushedAt;
     console.log(
       `the victim's flushed redirect was repaired ${(repairedInMs / 1000).toFixed(1)} s after the flush (sweeps every ${auditSeconds} s)`,
     );
+    expect(repairedInMs).toBeLessThan(2 * auditSeconds * 1000 + 5000);
     expect(await events("victim")).toContainEqual(
       expect.objectContaining({ reason: "MeshRedirectDrifted", action: "WriteRedirect", type: "Normal" }),
     );
+    expect(await cluster.connect("victim", `${clientIp}:8080`)).toContain(proxyOutbound);
   });
 
   it("reports a pod whose own NET_ADMIN sends its TCP around the proxy untracked: a Warning, and no claim it was mended", async () => {
