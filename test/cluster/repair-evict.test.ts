@@ -3,18 +3,17 @@ import { agentUser, auditEvents, describeRequest } from "../kit/cluster/audit.js
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
 import { hostPort } from "../kit/cluster/families.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
-import { asList, disruptionBudget, meshedDeployment, plainPod, proxyInbound, releaseGate } from "../kit/cluster/workloads.js";
+import {
+  asList,
+  disruptionBudget,
+  type EventObject,
+  meshedDeployment,
+  plainPod,
+  proxyInbound,
+  releaseGate,
+} from "../kit/cluster/workloads.js";
 import { until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
-
-interface EventObject {
-  reason: string;
-  action?: string;
-  type: string;
-  message: string;
-  involvedObject: { name: string };
-  reportingComponent?: string;
-}
 
 /** The shop's pods are Ready only once the test says so: a replacement stays unready until it is released. */
 const released = "meshcni.test/released";

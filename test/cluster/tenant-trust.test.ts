@@ -6,19 +6,9 @@ import { maxAnnotationTokens } from "../../src/mesh/tokens.js";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { agentStateDir } from "../kit/cluster/layout.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
-import { asList, meshedPod, plainPod, proxyOutbound } from "../kit/cluster/workloads.js";
+import { asList, type EventObject, meshedPod, plainPod, proxyOutbound } from "../kit/cluster/workloads.js";
 import { until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
-
-interface EventObject {
-  reason: string;
-  action?: string;
-  type: string;
-  message: string;
-  involvedObject: { name: string };
-  lastTimestamp?: string;
-  eventTime?: string;
-}
 
 /** The agent's sweeps, this often: "within two sweeps" is then within 20 s (and a sweep's own time). */
 const auditSeconds = 10;

@@ -162,3 +162,13 @@ export async function expectRunningPodsRedirected(cluster: RealCluster, app: str
   expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${hostPort(pod.status.podIP!, 8080)} src=${client}`));
   return pods.length;
 }
+
+/** What the tests read of an Event. */
+export interface EventObject {
+  reason: string;
+  action?: string;
+  type: string;
+  message: string;
+  involvedObject: { name: string };
+  reportingComponent?: string;
+}
