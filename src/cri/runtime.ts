@@ -23,6 +23,9 @@ export interface PodRuntime {
   close(): void;
 }
 
+/** gRPC's NOT_FOUND: the runtime has no such sandbox. */
+const grpcNotFound = 5;
+
 /** Statuses asked at once: a hung runtime costs a sweep one call's deadline, not one per pod. */
 const statusesAtOnce = 4;
 
@@ -46,7 +49,9 @@ export async function connectRuntime(socket: string, deadlineMs = 3000): Promise
   const call = <T>(method: string, request: object, until = Number.POSITIVE_INFINITY): Promise<T> =>
     new Promise((resolve, reject) => {
       client[method]!.call(client, request, { deadline: Math.min(Date.now() + deadlineMs, until) }, (error, response) =>
-        error ? reject(new Error(`${method} on ${socket}: ${error.details || error.message}`)) : resolve(response as T),
+        error
+          ? reject(Object.assign(new Error(`${method} on ${socket}: ${error.details || error.message}`), { grpcCode: error.code }))
+          : resolve(response as T),
       );
     });
   const statusOf = async (sandbox: string, until: number): Promise<SandboxLookup> => {
@@ -98,8 +103,12 @@ export async function connectRuntime(socket: string, deadlineMs = 3000): Promise
     },
     async readyNetnsOf(sandbox, deadline) {
       const request = { podSandboxId: sandbox, verbose: true };
+      // Only "no such sandbox" is an answer; a runtime that failed or was slow has said nothing.
       const found = await call<{ status?: { state?: string }; info: Record<string, string> }>("PodSandboxStatus", request, deadline).catch(
-        () => undefined,
+        (error: { grpcCode?: number }) => {
+          if (error.grpcCode === grpcNotFound) return undefined;
+          throw error;
+        },
       );
       return found?.status?.state === "SANDBOX_READY" ? sandboxNetns(found.info) : undefined;
     },

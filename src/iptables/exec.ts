@@ -135,6 +135,13 @@ export async function createIptablesRunner(
   };
 }
 
+/** One save of a table (`-t raw`…), its output; a binary failed, missing or killed throws (IptablesError): never read as "no rules". */
+export async function checkedSave(binary: string, args: string[]): Promise<string> {
+  const ran = await run(binary, args, { PATH: searchPath });
+  if (ran.exitCode !== 0 || ran.failure) throw new IptablesError(binary, args, ran.exitCode, ran.stderr, ran.failure);
+  return ran.stdout;
+}
+
 /** Backend detection's probe: a failed or missing binary counts as no rules. */
 export const hostSaveProbe: SaveProbe = async (binary, args) => {
   const ran = await run(binary, args, { PATH: searchPath });

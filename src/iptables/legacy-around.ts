@@ -1,26 +1,31 @@
 import { readFileSync } from "node:fs";
 import type { Backend } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
-import { jumpTarget, type NatTable, type SavedRule } from "../redirect/table.js";
+import { groupedBy, jumpTarget, type NatTable, type SavedRule } from "../redirect/table.js";
 import { binaryName } from "./binaries.js";
-import { hostSaveProbe } from "./exec.js";
+import { checkedSave } from "./exec.js";
 import { parseSavedTable } from "./save.js";
 
 /** The hooks whose chains see a pod's connections before its redirect does. */
 const entryChains = ["PREROUTING", "OUTPUT"];
 
+/** Whether a rule can match TCP: no protocol, `-p tcp`, or `! -p` another. */
 const tcpOrAny = (rule: SavedRule) => {
   const at = rule.args.indexOf("-p");
-  return at < 0 || rule.args[at + 1] === "tcp";
+  if (at < 0) return true;
+  const tcp = rule.args[at + 1] === "tcp";
+  return rule.args[at - 1] === "!" ? !tcp : tcp;
 };
 const untracks = (rule: SavedRule) => jumpTarget(rule) === "NOTRACK" || (jumpTarget(rule) === "CT" && rule.args.includes("--notrack"));
 const rewrites = (rule: SavedRule) => ["DNAT", "REDIRECT"].includes(jumpTarget(rule) ?? "");
 
 /** Rules of a saved table reached from PREROUTING or OUTPUT (through -j and -g) that `matters` takes, as `-A` lines, pure. */
 export function reachedRules(table: NatTable, matters: (rule: SavedRule) => boolean): string[] {
+  // By chain once: a pod can fill its own tables, and the walk must stay linear in the rules.
+  const byChain = groupedBy(table.rules, (rule) => rule.chain);
   const reached = new Set(entryChains);
   for (const chain of reached)
-    for (const rule of table.rules.filter((candidate) => candidate.chain === chain)) {
+    for (const rule of byChain.get(chain) ?? []) {
       const at = rule.args.findIndex((token) => token === "-j" || token === "-g");
       const next = at >= 0 ? rule.args[at + 1] : undefined;
       if (next && table.chains.has(next)) reached.add(next);
@@ -55,7 +60,7 @@ export async function legacyBypasses(
   backend: Backend,
   families: Family[],
   tables = legacyTables,
-  save: (binary: string, args: string[]) => Promise<string> = hostSaveProbe,
+  save: (binary: string, args: string[]) => Promise<string> = checkedSave,
 ): Promise<string[]> {
   const found: string[] = [];
   for (const family of families) {

@@ -1,4 +1,5 @@
 import type { Family } from "../redirect/spec.js";
+import { groupedBy } from "../redirect/table.js";
 import { decodeChain, HOOK_OUTPUT, HOOK_PREROUTING, type NftChain, PRIORITY_DSTNAT } from "./chain.js";
 import type { NetlinkMessage } from "./netlink.js";
 import { decodeRule, type NftRule } from "./rule.js";
@@ -47,14 +48,21 @@ function rulesReached(
   return dumps.flatMap(({ word, chains, rules }) => {
     const mine = (table: string | undefined) => own !== undefined && word === own.word && table === own.table;
     const decoded = rules.map(decodeRule).filter(({ table }) => !mine(table));
+    // Grouped once, by table then chain: a pod can fill its own tables, and the walk must stay linear in the rules.
+    const byTable = new Map(
+      [...groupedBy(decoded, ({ table }) => table)].map(([table, entries]) => {
+        const inTable = entries.map(({ rule }) => rule);
+        return [table, { inTable, byChain: groupedBy(inTable, (rule) => rule.chain) }];
+      }),
+    );
     return chains.map(decodeChain).flatMap(({ table, chain }) => {
       const hook = chain.hook;
       if (!hook || !hookNames[hook.num] || !hooked(hook) || mine(table)) return [];
-      const inTable = decoded.filter((rule) => rule.table === table).map(({ rule }) => rule);
+      const { inTable, byChain } = byTable.get(table) ?? { inTable: [], byChain: new Map<string, NftRule[]>() };
       // The chains it reaches: itself, and those its rules (and theirs) jump or go to.
       const reached = new Set([chain.name]);
       for (const name of reached)
-        for (const rule of inTable.filter((candidate) => candidate.chain === name))
+        for (const rule of byChain.get(name) ?? [])
           for (const expr of rule.exprs) if (expr.kind === "verdict" && expr.chain) reached.add(expr.chain);
       return inTable
         .filter((rule) => reached.has(rule.chain))

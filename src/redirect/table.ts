@@ -58,3 +58,14 @@ export function ownLines(table: NatTable): string[] {
   const line = (rule: SavedRule) => `-A ${rule.chain} ${rule.args.join(" ")}`;
   return [...jumpsIntoOwnChains(table).map(line), ...ownChains.flatMap((chain) => rulesOf(table, chain).map(line))];
 }
+
+/** Items grouped by a key, in their order: one pass, so walking rules chain by chain stays linear. */
+export function groupedBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
+  const groups = new Map<K, T[]>();
+  for (const item of items) {
+    const group = groups.get(key(item));
+    if (group) group.push(item);
+    else groups.set(key(item), [item]);
+  }
+  return groups;
+}

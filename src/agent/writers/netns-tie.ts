@@ -52,9 +52,10 @@ export function netnsTie(criSocket: string, hostRoot: string, recordsDir: () => 
   runtime.catch(() => undefined);
   const claims = new NetnsClaims(recordsDir);
   return async (pod, containerId, netns) => {
+    runtime ??= connect();
+    const mine = runtime;
     try {
-      runtime ??= connect();
-      const client = await runtime;
+      const client = await mine;
       const deadline = Date.now() + tieDeadlineMs;
       const untied = untiedNetns(`${pod.namespace}/${pod.name}`, await client.readySandboxesOf(pod.uid, deadline), containerId, netns);
       if (untied) return untied;
@@ -63,12 +64,12 @@ export function netnsTie(criSocket: string, hostRoot: string, recordsDir: () => 
           return `netns ${netns} is another pod's (uid ${other.uid}): the container runtime has its sandbox ${other.containerId} ready there`;
       return undefined;
     } catch (error) {
-      const failed = runtime;
-      runtime = undefined;
-      failed?.then(
-        (client) => client.close(),
-        () => undefined,
+      // A client that could not be made is made anew by the next ADD; a made one reconnects by itself (gRPC), so stays.
+      const made = await mine.then(
+        () => true,
+        () => false,
       );
+      if (!made && runtime === mine) runtime = undefined;
       return `the container runtime could not confirm the netns is the pod's: ${errorMessage(error)}`;
     }
   };

@@ -38,6 +38,24 @@ describe("iptables-legacy's tables around the redirect", () => {
     ]);
   });
 
+  it("reads `! -p udp` as matching TCP, and a save that fails as no answer (thrown), never as an empty table", async () => {
+    const raw = ["*raw", ":OUTPUT ACCEPT [0:0]", "-A OUTPUT ! -p udp -j CT --notrack", "-A OUTPUT ! -p tcp -j NOTRACK", "COMMIT"].join(
+      "\n",
+    );
+    expect(
+      await legacyBypasses(
+        "nft",
+        ["ipv4"],
+        () => ["raw"],
+        async () => raw,
+      ),
+    ).toEqual(["ipv4: untracked TCP never reaches the redirect: iptables-legacy raw: -A OUTPUT ! -p udp -j CT --notrack"]);
+    const failing = async () => {
+      throw new Error("iptables-legacy-save timed out after 10 s and was killed");
+    };
+    await expect(legacyBypasses("nft", ["ipv4"], () => ["raw"], failing)).rejects.toThrow("timed out");
+  });
+
   it("leaves the nat table to the legacy backend's own reading, which holds meshcni's rules", async () => {
     expect(
       await legacyBypasses(
