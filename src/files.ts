@@ -110,19 +110,23 @@ export function copyAtomic(source: string, path: string, mode: number): void {
  * so the caller replaces it.
  */
 export function sameContent(a: string, b: string, chunkBytes = 1 << 20): boolean {
-  const [fa, fb] = [openNonBlocking(a, constants.O_RDONLY), openNonBlocking(b, constants.O_RDONLY)];
+  const fa = openNonBlocking(a, constants.O_RDONLY);
   try {
-    const [sa, sb] = [fstatSync(fa), fstatSync(fb)];
-    if (!sa.isFile() || !sb.isFile() || sa.size !== sb.size) return false;
-    const [ba, bb] = [Buffer.alloc(chunkBytes), Buffer.alloc(chunkBytes)];
-    for (;;) {
-      const read = readSync(fa, ba, 0, chunkBytes, null);
-      if (read === 0) return true;
-      if (readSync(fb, bb, 0, chunkBytes, null) !== read || !ba.subarray(0, read).equals(bb.subarray(0, read))) return false;
+    const fb = openNonBlocking(b, constants.O_RDONLY);
+    try {
+      const [sa, sb] = [fstatSync(fa), fstatSync(fb)];
+      if (!sa.isFile() || !sb.isFile() || sa.size !== sb.size) return false;
+      const [ba, bb] = [Buffer.alloc(chunkBytes), Buffer.alloc(chunkBytes)];
+      for (;;) {
+        const read = readSync(fa, ba, 0, chunkBytes, null);
+        if (read === 0) return true;
+        if (readSync(fb, bb, 0, chunkBytes, null) !== read || !ba.subarray(0, read).equals(bb.subarray(0, read))) return false;
+      }
+    } finally {
+      closeSync(fb);
     }
   } finally {
     closeSync(fa);
-    closeSync(fb);
   }
 }
 
