@@ -106,57 +106,49 @@ export function hostIo(
   const stateDir = onHost(dirs.stateDir);
   const redirector = (backend: Backend) => createRedirector(backend, { stateDir });
   const socket = criSocketOf(dirs.criSocket, (path) => existsSync(onHost(path)));
+  /** One question to the container runtime, on a connection made for it (only when asked) and closed after. */
+  const askRuntime = async <T>(ask: (runtime: PodRuntime) => Promise<T>): Promise<T> => {
+    const runtime = await connectRuntime(onHost(socket!));
+    try {
+      return await ask(runtime);
+    } finally {
+      runtime.close();
+    }
+  };
+  const podNetns =
+    socket === undefined ? undefined : (uids: string[]) => askRuntime((runtime) => runtime.netnsOfPods(uids, Date.now() + runtimeSweepMs));
   return {
     api: createNodeApi(config, node, eventComponent, explain),
     records: fileRecordStore(stateDir),
     netconf: () => (entry ? entryNetconf(entry as JsonObject) : activeNetconf(readConfigFiles(onHost(dirs.netDir)))),
     // The netconf's state_dir holds the backend ADD detected: the same answer, read where the plugin wrote it.
     backend: (conf) => hostBackend(conf, hostRoot),
-    async scan(targets) {
-      // Connected only when a pod has no record to say where its netns is.
-      let runtime: Promise<PodRuntime> | undefined;
-      const locate = (uids: string[]) => {
-        runtime ??= connectRuntime(onHost(socket!));
-        return runtime.then((connected) => connected.netnsOfPods(uids, Date.now() + runtimeSweepMs));
-      };
-      try {
-        return await scanNetns(
-          targets,
-          {
-            hostRoot,
-            netnsDirs: dirs.netnsDirs,
-            time: { deadline: Date.now() + scanVisitsMs, turn: Math.floor(Date.now() / 60_000), now: Date.now },
+    scan: (targets) =>
+      scanNetns(
+        targets,
+        {
+          hostRoot,
+          netnsDirs: dirs.netnsDirs,
+          time: { deadline: Date.now() + scanVisitsMs, turn: Math.floor(Date.now() / 60_000), now: Date.now },
+        },
+        {
+          inNetns,
+          redirector,
+          // getifaddrs in this thread, which is in the netns being looked into.
+          addresses: () =>
+            Object.entries(networkInterfaces()).flatMap(([ifname, list]) =>
+              (list ?? []).map((entry) => ({ ifname, address: entry.address })),
+            ),
+          identity: (path) => {
+            const stats = statSync(path, { throwIfNoEntry: false });
+            return stats && `${stats.dev}:${stats.ino}`;
           },
-          {
-            inNetns,
-            redirector,
-            // getifaddrs in this thread, which is in the netns being looked into.
-            addresses: () =>
-              Object.entries(networkInterfaces()).flatMap(([ifname, list]) =>
-                (list ?? []).map((entry) => ({ ifname, address: entry.address })),
-              ),
-            identity: (path) => {
-              const stats = statSync(path, { throwIfNoEntry: false });
-              return stats && `${stats.dev}:${stats.ino}`;
-            },
-            list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
-            // Then what lets TCP around the redirect elsewhere in the netns: another table, another backend, untracked.
-            inspect: async (redirector, plans) => {
-              const found = await inspectPlans(redirector, plans);
-              const families = plans.map((plan) => plan.family);
-              const around = [
-                ...(await nftBypasses(redirector.backend, families)),
-                ...(await legacyBypasses(redirector.backend, families)),
-              ];
-              return { ...found, differences: [...found.differences, ...around], around };
-            },
-            locate: socket === undefined ? undefined : locate,
-          },
-        );
-      } finally {
-        (await runtime?.catch(() => undefined))?.close();
-      }
-    },
+          list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
+          inspect: inspectPlans,
+          around: async (backend, families) => [...(await nftBypasses(backend, families)), ...(await legacyBypasses(backend, families))],
+          locate: podNetns,
+        },
+      ),
     async redirect(netns, backend, plans) {
       const made = await redirector(backend);
       try {
@@ -179,28 +171,11 @@ export function hostIo(
       }
     },
     netnsExists: (netns) => existsSync(onHost(netns)),
-    podNetns:
-      socket === undefined
-        ? undefined
-        : async (uids) => {
-            const runtime = await connectRuntime(onHost(socket));
-            try {
-              return await runtime.netnsOfPods(uids, Date.now() + runtimeSweepMs);
-            } finally {
-              runtime.close();
-            }
-          },
+    podNetns,
     async sandboxIds() {
       if (socket === undefined) return undefined;
-      const runtime = await connectRuntime(onHost(socket)).catch(() => undefined);
       // A runtime that cannot answer keeps every record: none is taken as gone on its silence.
-      try {
-        return await runtime?.sandboxIds(Date.now() + runtimeSweepMs);
-      } catch {
-        return undefined;
-      } finally {
-        runtime?.close();
-      }
+      return askRuntime((runtime) => runtime.sandboxIds(Date.now() + runtimeSweepMs)).catch(() => undefined);
     },
     now: () => Date.now(),
   };

@@ -5,6 +5,7 @@ import { hostPaths } from "../host.js";
 import { inNetnsDirs } from "../netns/paths.js";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Backend, Redirector } from "../redirect/redirector.js";
+import type { Family } from "../redirect/spec.js";
 import type { Identified, Observation } from "./classify.js";
 
 /** One pod to look for: its netns as ADD recorded it (host path), else its IPs; what to compare it with. */
@@ -33,7 +34,9 @@ export interface ScanIo {
   /** What names the netns a path leads to (device and inode: two paths to one netns share it); undefined when there is none. */
   identity(path: string): string | undefined;
   list(dir: string): string[];
-  inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean; around?: string[] }>;
+  inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }>;
+  /** What in the netns this thread is in sends TCP around a redirect held by `backend`, outside meshcni's rules: once per pod. */
+  around(backend: Backend, families: Family[]): Promise<string[]>;
   /** Asks the container runtime for these pods' netns, once for all; undefined when there is no runtime to ask (no CRI socket). */
   locate: ((podUids: string[]) => Promise<Map<string, SandboxLookup>>) | undefined;
 }
@@ -178,9 +181,15 @@ export async function scanNetns(
         for (const { target, identifiedBy } of visitors) {
           try {
             const found = await io.inspect(await redirector(target.backend), target.plans);
+            // Listed once per pod, whatever plans it is compared with: none of it is meshcni's, and all of it is a difference.
+            const around = await io.around(
+              target.backend,
+              target.plans.map((plan) => plan.family),
+            );
             const asRecorded = target.recordPlans && (await io.inspect(await redirector(target.backend), target.recordPlans));
-            const matchesRecord = asRecorded ? { matchesRecord: asRecorded.differences.length === 0 } : {};
-            observations.set(target.uid, { found: true, netns, identifiedBy, ...found, ...matchesRecord });
+            const matchesRecord = asRecorded ? { matchesRecord: asRecorded.differences.length === 0 && around.length === 0 } : {};
+            const differences = [...found.differences, ...around];
+            observations.set(target.uid, { found: true, netns, identifiedBy, ...found, differences, around, ...matchesRecord });
           } catch (error) {
             // The pod's netns, entered, whose rules could not be read (more than a dump takes, a save killed): never protected.
             const unreadable = errorMessage(error);

@@ -84,6 +84,8 @@ export function fakeSweepIo(
           identity: (path) => (node.netns.has(path) ? path : undefined),
           list: (dir) => [...node.netns.keys()].filter((path) => path.startsWith(`${dir}/`)).map((path) => path.slice(dir.length + 1)),
           inspect: options.inspect ?? inspectPlans,
+          // The FakeNode holds meshcni's nat table alone: nothing goes around it.
+          around: async () => [],
           locate: options.noRuntime ? undefined : (uids) => node.locate(uids),
         },
       ),
