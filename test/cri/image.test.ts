@@ -99,6 +99,9 @@ describeAsRoot("the agent from its image under containerd", () => {
     };
     const sandbox = await runtime.client.runPodSandbox(sandboxConfig);
     runtime.sandboxes.add(sandbox);
+    // The ConfigMap kubelet hands the container is the API's (the agent checks its netconf against it).
+    const configMap = { cni_network_config: agentTemplate(net.stateDir) };
+    api.setConfigMap("meshcni", "meshcni-config", configMap);
     // The container deploy/'s DaemonSet describes, for this node's dirs, as kubelet hands it to containerd.
     const manifests = renderManifests(
       parseManifestArgs(["--net-dir", host.netDir, "--bin-dir", host.binDir, "--netns-dir", netnsDir, "--cri-socket", runtime.socket]),
@@ -107,7 +110,7 @@ describeAsRoot("the agent from its image under containerd", () => {
       pod: { name: "meshcni-img01", namespace: "meshcni", nodeName: node },
       // The one change: the plugin's template names this test's state dir, and the state dir's mount is it, so the host's
       // /var/run/meshcni is never touched.
-      configMaps: { "meshcni-config": { cni_network_config: agentTemplate(net.stateDir) } },
+      configMaps: { "meshcni-config": configMap },
       hostPath: (path) => (path === "/var/run/meshcni" ? net.stateDir : path),
       serviceEnv: { KUBERNETES_SERVICE_HOST: "127.0.0.1", KUBERNETES_SERVICE_PORT: String(api.port) },
       serviceAccountDir: host.serviceAccountDir,
@@ -132,6 +135,9 @@ describeAsRoot("the agent from its image under containerd", () => {
       await sleep(50);
     }
     expect(readdirSync(host.binDir)).toContain("meshcni");
+    // Meshed pods are scheduled once the startup taint is lifted (the agent ready: its plugin's kubeconfig written). Chained
+    // before that, a pod's ADD fails, retryably, until then (fail closed).
+    await until(() => (api.nodes.get(node)?.spec as { taints?: unknown[] } | undefined)?.taints?.length === 0, 30_000);
     api.addPod(podObject("shop", "web", { proxy: "container" }));
     const pod: Sandbox = await runtime.runPod(runtime.sandboxConfig("shop", "web"));
     expect(await natRules(pod.podNetns, "nft")).toContain(":PROXY_INIT_REDIRECT - [0:0]");
@@ -153,8 +159,7 @@ describeAsRoot("the agent from its image under containerd", () => {
     expect(status).toMatch(/^NoNewPrivs:\s+1$/m);
     // CAP_NET_ADMIN (12), CAP_NET_RAW (13), CAP_SYS_ADMIN (21).
     expect(status).toMatch(/^CapEff:\s+0000000000203000$/m);
-    // Ready on the probe's port (the DaemonSet's --listen :9911, on the host network), and the startup taint lifted.
+    // Ready on the probe's port (the DaemonSet's --listen :9911, on the host network).
     expect((await fetch("http://127.0.0.1:9911/readyz")).status).toBe(200);
-    await until(() => (api.nodes.get(node)?.spec as { taints?: unknown[] } | undefined)?.taints?.length === 0, 10_000);
   });
 });
