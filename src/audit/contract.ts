@@ -87,6 +87,8 @@ const podReportSchema = v.object({
   moved: v.optional(v.object({ from: v.picklist(backends), to: v.picklist(backends), failed: v.optional(v.string()) })),
   /** Why an unprotected pod was left alone. */
   skipped: v.optional(v.string()),
+  /** Why the netns it was found in is not taken as its own (a record the container runtime does not confirm), when that left it alone. */
+  unconfirmed: v.optional(v.string()),
   /** Why its Event could not be created. */
   eventFailed: v.optional(v.string()),
 });

@@ -165,7 +165,7 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
     if (!request.policy || !entry.target || !observation.found) continue;
     const acting = audit.status === "adopted" || isUnprotected(audit);
     if (acting && unconfirmed !== undefined) {
-      audit.skipped = `not acted on: ${unconfirmed}`;
+      Object.assign(audit, { skipped: `not acted on: ${unconfirmed}`, unconfirmed });
       continue;
     }
     if (audit.status === "adopted")

@@ -34,6 +34,8 @@ export const socketBounds = {
   heldBytes: 4 << 20,
   /** How often the socket's path is looked at, to take it back from whatever took its place. */
   reclaimMs: 1000,
+  /** Take-backs after the first are said at most this often, with their count: one put back at once, each time, would fill the log. */
+  reclaimSaidEveryMs: 60_000,
 };
 export type SocketBounds = typeof socketBounds;
 
@@ -169,9 +171,17 @@ export async function servePlugin(
     return reclaiming;
   };
   // An lstat a second: a listener put in its place gets no plugin's question (the plugin proves whom it asks) for long.
+  const sayEvery = Math.ceil(bounds.reclaimSaidEveryMs / bounds.reclaimMs);
+  const unsaid = { times: 0, found: "", looksSinceSaid: Number.POSITIVE_INFINITY };
   const watching = setInterval(() => {
+    unsaid.looksSinceSaid++;
     reclaim().then(
-      (found) => found && log.warn("the plugin's socket was replaced: took it back", { socket: path, found }),
+      (found) => {
+        if (found) Object.assign(unsaid, { times: unsaid.times + 1, found });
+        if (unsaid.times === 0 || unsaid.looksSinceSaid < sayEvery) return;
+        log.warn("the plugin's socket was replaced: took it back", { socket: path, found: unsaid.found, times: unsaid.times });
+        Object.assign(unsaid, { times: 0, looksSinceSaid: 0 });
+      },
       (error: unknown) => log.error("cannot take the plugin's socket back", { socket: path, error: errorMessage(error) }),
     );
   }, bounds.reclaimMs);

@@ -2,7 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { type PodStatus, podsToAudit } from "../../audit/classify.js";
 import type { SweepReport, SweepRequest } from "../../audit/contract.js";
 import { resultKind } from "../../audit/repair.js";
-import { type Logger, StandingProblems } from "../../log.js";
+import { type Logger, SaidOnce, StandingProblems } from "../../log.js";
 import { formatPodKey, podName } from "../../pod-key.js";
 import type { MonitorOptions } from "./options.js";
 import { runSweepChild } from "./sweep-child.js";
@@ -45,6 +45,7 @@ export class AuditMonitor {
   private draining: Promise<void> | undefined;
   private readonly retries = new Set<NodeJS.Timeout>();
   private readonly problems: StandingProblems;
+  private readonly unconfirmedSaid = new SaidOnce(1000);
 
   constructor(
     private readonly options: MonitorOptions,
@@ -182,8 +183,10 @@ export class AuditMonitor {
       const fields = { pod: formatPodKey(pod), status: pod.status, details: pod.details };
       if (pod.status === "adopted")
         this.log.info("adopted a pod whose redirect was set up without meshcni (recorded now)", { pod: formatPodKey(pod) });
-      // Left alone (recently acted on, excluded…): the gauge shows it; the log would repeat it every sweep.
-      if (pod.skipped) this.log.debug("leaving an unprotected pod alone", { ...fields, reason: pod.skipped });
+      // Left alone (recently acted on, excluded…): the gauge shows it; the log would repeat it every sweep. Warned of once per pod
+      // and reason: a netns the runtime does not confirm as the pod's (a record forged through a hostPath, or no runtime to ask).
+      const warned = pod.unconfirmed !== undefined && this.unconfirmedSaid.first(`${pod.uid} ${pod.unconfirmed}`);
+      if (pod.skipped) this.log[warned ? "warn" : "debug"]("leaving an unprotected pod alone", { ...fields, reason: pod.skipped });
       if (pod.moved) {
         const { from, to, failed } = pod.moved;
         this.metrics.moved(from, to, failed === undefined ? "done" : "failed");

@@ -61,6 +61,7 @@ describe("a sweep, against a record that names a netns not the pod's", () => {
         name: "tenant",
         status: "missing",
         skipped: `not acted on: its ADD record names netns ${other}, but the container runtime says the pod's sandbox has ${netns}`,
+        unconfirmed: `its ADD record names netns ${other}, but the container runtime says the pod's sandbox has ${netns}`,
       }),
     ]);
     expect(report.pods[0]!.action).toBeUndefined();

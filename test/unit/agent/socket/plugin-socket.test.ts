@@ -122,7 +122,7 @@ describe("the plugin's socket, bounded", () => {
   });
 
   it("takes its path back from a listener put in its place (every reclaimMs), saying so; nothing to take back, nothing done", async () => {
-    await serve({ reclaimMs: 50 });
+    await serve({ reclaimMs: 50, reclaimSaidEveryMs: 0 });
     expect(await server.reclaim()).toBeUndefined();
     // Someone else's listener where the agent's socket was, as through a hostPath to its dir.
     unlinkSync(path);
@@ -132,7 +132,7 @@ describe("the plugin's socket, bounded", () => {
     expect(lines.at(-1)).toEqual({
       level: "warn",
       message: "the plugin's socket was replaced: took it back",
-      fields: { socket: path, found: "another socket" },
+      fields: { socket: path, found: "another socket", times: 1 },
     });
     const plugin = await connectAgent(path, 2000, nodeConnector);
     expect(await plugin.ask({ get: "namespace", name: "shop" })).toEqual({ object: "namespace", cached: true });
@@ -144,6 +144,28 @@ describe("the plugin's socket, bounded", () => {
     const again = await connectAgent(path, 2000, nodeConnector);
     expect(await again.ask({ get: "namespace", name: "shop" })).toEqual({ object: "namespace", cached: true });
     again.close();
+  });
+
+  it("says the first take-back at once, then those after it at most every reclaimSaidEveryMs, with their count", async () => {
+    await serve({ reclaimMs: 10, reclaimSaidEveryMs: 200 });
+    // A listener put back as soon as its path is taken, for 500 ms: about 50 take-backs.
+    const others: ReturnType<typeof createServer>[] = [];
+    const until = performance.now() + 500;
+    while (performance.now() < until) {
+      const other = createServer();
+      rmSync(path, { force: true });
+      await new Promise<void>((resolve) => other.listen(path, () => resolve()));
+      others.push(other);
+      await new Promise((resolve) => setTimeout(resolve, 15));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const said = lines.filter((line) => line.message === "the plugin's socket was replaced: took it back");
+    const times = said.map((line) => line.fields?.times as number);
+    expect(times[0]).toBe(1);
+    expect(said.length).toBeLessThanOrEqual(5);
+    expect(times.slice(1).every((count) => count > 1)).toBe(true);
+    expect(times.reduce((sum, count) => sum + count, 0)).toBeGreaterThan(said.length);
+    for (const other of others) other.close();
   });
 
   it("the plugin does not ask a question longer than the agent reads: it does the work itself", async () => {

@@ -2,9 +2,9 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AuditMonitor } from "../../../../src/agent/sweeps/monitor.js";
 import type { SweepOptions } from "../../../../src/agent/sweeps/options.js";
-import type { SweepRequest } from "../../../../src/audit/contract.js";
+import type { PodReport, SweepRequest } from "../../../../src/audit/contract.js";
 import { podObject } from "../../../kit/api/server.js";
-import { memoryLogger } from "../../../kit/memory-logger.js";
+import { type LogEntry, memoryLogger } from "../../../kit/memory-logger.js";
 
 const pod = (name: string, deleting = false) =>
   podObject("shop", name, { proxy: "container", nodeName: "n1", podIP: "10.0.0.9", deleting }) as V1Pod;
@@ -17,6 +17,8 @@ const pod = (name: string, deleting = false) =>
 describe("the agent's sweeps on pod events", () => {
   let sweeps: Array<{ at: number; pods: string[] }>;
   let entries: unknown[];
+  let reported: PodReport[];
+  let lines: LogEntry[];
   const entry = { type: "meshcni", state_dir: "/var/run/meshcni" };
   let monitor: AuditMonitor;
 
@@ -24,6 +26,8 @@ describe("the agent's sweeps on pod events", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "performance"] });
     sweeps = [];
     entries = [];
+    reported = [];
+    lines = [];
     const sweep = { repair: "redirect", maxEvictionsPerMinute: 2, excludeNamespaces: [], evictNamespaces: undefined, auditSeconds: 600 };
     monitor = new AuditMonitor(
       {
@@ -36,7 +40,7 @@ describe("the agent's sweeps on pod events", () => {
         sweep: sweep as unknown as SweepOptions,
         view: () => undefined,
       },
-      memoryLogger([]),
+      memoryLogger(lines),
       {
         statuses: () => undefined,
         repaired: () => undefined,
@@ -52,7 +56,7 @@ describe("the agent's sweeps on pod events", () => {
         return {
           report: {
             node: "n1",
-            pods: [],
+            pods: reported,
             summary,
             recordsRemoved: { podGone: 0, netnsGone: 0, sandboxGone: 0 },
             backends: { records: {} },
@@ -92,5 +96,29 @@ describe("the agent's sweeps on pod events", () => {
     monitor.changed(podObject("shop", "plain", { proxy: false, nodeName: "n1", podIP: "10.0.0.8" }) as V1Pod);
     await vi.advanceTimersByTimeAsync(10_000);
     expect(sweeps).toEqual([]);
+  });
+
+  it("warns once per pod and reason of a netns the runtime does not confirm as the pod's; other pods left alone, and later sweeps, at debug", async () => {
+    const unconfirmed =
+      "its ADD record names netns /run/netns/cni-b, but the container runtime says the pod's sandbox has /run/netns/cni-a";
+    const base = { namespace: "shop", uid: "u1", status: "missing" as const, details: [] };
+    reported = [
+      { ...base, name: "web", skipped: `not acted on: ${unconfirmed}`, unconfirmed },
+      { ...base, name: "api", uid: "u2", skipped: "acted on 1 min ago: left alone for 5 min" },
+    ];
+    const said = () =>
+      lines.filter((line) => line.message === "leaving an unprotected pod alone").map((line) => [line.level, line.fields?.pod]);
+    monitor.changed(pod("web"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(said()).toEqual([
+      ["warn", "shop/web"],
+      ["debug", "shop/api"],
+    ]);
+    monitor.changed(pod("web"));
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(said().slice(2)).toEqual([
+      ["debug", "shop/web"],
+      ["debug", "shop/api"],
+    ]);
   });
 });
