@@ -7,6 +7,7 @@
 //	probe connect HOST:PORT                          (an IPv6 HOST in brackets) prints the line the server answered, or fails (exit 1)
 //	probe connect-each HOST:PORT...                  connects to all at once; prints "HOST:PORT<tab>answer" per target, in
 //	                                                 the order given, the answer "error: ..." for a target that did not answer
+//	probe squat PATH                                 holds a unix socket's path against its owner (squat.go)
 //
 // The original destination is what the kernel's REDIRECT rewrote (SO_ORIGINAL_DST): a
 // connection to the app's port that a proxy listener answers, naming the app's address, is
@@ -30,7 +31,7 @@ const soOriginalDst = 80
 
 func main() {
 	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR=BANNER... | probe connect HOST:PORT | probe connect-each HOST:PORT...")
+		fmt.Fprintln(os.Stderr, "usage: probe serve ADDR=BANNER... | probe connect HOST:PORT | probe connect-each HOST:PORT... | probe squat PATH")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -75,6 +76,8 @@ func main() {
 		for i, target := range targets {
 			fmt.Printf("%s\t%s\n", target, answers[i])
 		}
+	case "squat":
+		squat(os.Args[2])
 	default:
 		fmt.Fprintf(os.Stderr, "probe: unknown command %q\n", os.Args[1])
 		os.Exit(2)

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import { buildImage } from "../../../build/image.js";
@@ -26,11 +26,11 @@ async function pauseBinary(): Promise<string> {
   return binary;
 }
 
-/** The probe (test/cluster/probe): the test pods' app, proxy stand-in and client; built here when its source changed. */
+/** The probe (test/cluster/probe): the test pods' app, proxy stand-in, client and socket squatter; built here when its source changed. */
 export async function probeBinary(): Promise<string> {
   const source = join(projectRoot, "test/cluster/probe");
   const binary = join(cache, "probe");
-  if (!newer(binary, join(source, "main.go"))) {
+  if (!readdirSync(source).every((file) => newer(binary, join(source, file)))) {
     await execa("go", ["build", "-trimpath", "-ldflags=-s -w", "-o", binary, "."], {
       cwd: source,
       env: { PATH: `/usr/local/go/bin:${process.env.PATH}`, CGO_ENABLED: "0" },

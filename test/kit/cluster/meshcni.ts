@@ -121,6 +121,15 @@ export async function agentMetric(name: string, host = "127.0.0.1"): Promise<str
   return new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "m").exec(await agentMetricsText(host))?.[1];
 }
 
+/** The value of the agent's series `name` whose labels include `labels` (besides the node's), as its text says it; undefined when absent. */
+export async function agentSeries(name: string, labels: Record<string, string>, host = "127.0.0.1"): Promise<number | undefined> {
+  for (const [, labelText, value] of (await agentMetricsText(host)).matchAll(new RegExp(`^${name}\\{([^}]*)\\} (\\S+)$`, "gm"))) {
+    const has = Object.fromEntries([...labelText!.matchAll(/(\w+)="([^"]*)"/g)].map(([, key, held]) => [key, held]));
+    if (Object.entries(labels).every(([key, wanted]) => has[key] === wanted)) return Number(value);
+  }
+  return undefined;
+}
+
 /**
  * meshcni on the cluster as an operator installs it: the manifests applied with kubectl,
  * then the DaemonSet's rollout awaited (its pod ready: chained, kubeconfig written).

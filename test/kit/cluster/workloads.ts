@@ -127,6 +127,33 @@ export function plainPod(
   };
 }
 
+/**
+ * A pod of a tenant allowed a hostPath and nothing else (root, every capability dropped, its
+ * own netns) holding the path of the socket `socket` (in the host's dir `dir`) against its
+ * owner, answering what it is asked as the agent would answer (the probe's `squat`).
+ */
+export function squatterPod(name: string, dir: string, socket: string): Manifest {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace: "default", labels: { app: name } },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        {
+          name: "squat",
+          image: probeImage,
+          imagePullPolicy: "Never",
+          args: ["squat", socket],
+          securityContext: { runAsUser: 0, capabilities: { drop: ["ALL"] }, allowPrivilegeEscalation: false },
+          volumeMounts: [{ name: "state", mountPath: dir }],
+        },
+      ],
+      volumes: [{ name: "state", hostPath: { path: dir, type: "Directory" } }],
+    },
+  };
+}
+
 /** Sets a pod's readiness-gate condition, as the controller a gate waits for would: the pod is then Ready. */
 export async function releaseGate(cluster: RealCluster, pod: string, conditionType: string, namespace = "default"): Promise<void> {
   const status = { status: { conditions: [{ type: conditionType, status: "True", lastTransitionTime: new Date().toISOString() }] } };
