@@ -39,21 +39,26 @@ export type NetnsTie = (
  * kept), that an ADD's netns is its pod's: the pod runs in no other (untiedNetns), and no
  * other pod's attachment holds it, by a record of the node's (`recordsDir`) whose sandbox
  * the runtime has ready in that very netns (a record alone, a file on the disk, locks no pod
- * out: a caller racing a new sandbox with a record of its own is not believed). Undefined
- * without a socket. A runtime that cannot answer leaves the write to the plugin, saying why.
+ * out: a caller racing a new sandbox with a record of its own is not believed). No check
+ * while the node has no runtime's socket (`--cri-socket auto` finding none), looked for
+ * again at each ADD until one is there: a runtime starting after the agent is asked from
+ * then on. A runtime that cannot answer leaves the write to the plugin, saying why.
  */
-export function netnsTie(criSocket: string, hostRoot: string, recordsDir: () => string): NetnsTie | undefined {
+export function netnsTie(criSocket: string, hostRoot: string, recordsDir: () => string): NetnsTie {
   const onHost = hostPaths(hostRoot);
-  const socket = criSocketOf(criSocket, (path) => existsSync(onHost(path)));
-  if (socket === undefined) return undefined;
-  const connect = () => connectRuntime(onHost(socket), tieDeadlineMs);
+  const connect = () => {
+    const socket = criSocketOf(criSocket, (path) => existsSync(onHost(path)));
+    const made = socket === undefined ? undefined : connectRuntime(onHost(socket), tieDeadlineMs);
+    made?.catch(() => undefined);
+    return made;
+  };
   // Connected now: the client's modules load at the agent's start, not in a pod's start.
   let runtime: Promise<PodRuntime> | undefined = connect();
-  runtime.catch(() => undefined);
   const claims = new NetnsClaims(recordsDir);
   return async (pod, containerId, netns) => {
     runtime ??= connect();
     const mine = runtime;
+    if (mine === undefined) return undefined;
     try {
       const client = await mine;
       const deadline = Date.now() + tieDeadlineMs;

@@ -15,7 +15,7 @@ export interface Writing {
   scope: WriteScope;
   write(ask: WriteAsk, deadline: number): Promise<WriteOutcome>;
   /** Why an ADD's netns is not its pod's, by the container runtime's word (netns-tie.ts); absent without a runtime to ask. */
-  untied?: NetnsTie | undefined;
+  untied?: NetnsTie;
   /** A write left to the plugin before it reached a writer (outside the scope): counted, and said once per reason. */
   handBack(verb: "ADD" | "DEL", reason: string): void;
 }
