@@ -6,6 +6,7 @@ import { errnoCode, errorMessage } from "../errors.js";
 import { processFileName, removeFile } from "../files.js";
 import type { IptablesBackend } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
+import { readLimitBytes } from "../redirect/table.js";
 import { binaryName } from "./binaries.js";
 import type { SaveProbe } from "./detect.js";
 
@@ -28,8 +29,8 @@ interface Ran {
   exitCode: number | undefined;
   stdout: string;
   stderr: string;
-  /** Why it did not run or was killed: ENOENT, or the timeout. */
-  failure: "notFound" | "timedOut" | Error | undefined;
+  /** Why it did not run or was killed: ENOENT, the timeout, or output past readLimitBytes. */
+  failure: "notFound" | "timedOut" | "tooLarge" | Error | undefined;
 }
 
 /**
@@ -47,7 +48,13 @@ function run(binary: string, args: string[], env: NodeJS.ProcessEnv, input?: str
       failure = "timedOut";
       child.kill("SIGKILL");
     }, iptablesTimeoutMs);
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    let bytes = 0;
+    child.stdout.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= readLimitBytes) return void stdout.push(chunk);
+      failure ??= "tooLarge";
+      child.kill("SIGKILL");
+    });
     child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
     // A binary that exits before reading its input closes the pipe: its exit code says what happened.
     child.stdin.on("error", () => undefined);
@@ -83,7 +90,9 @@ export class IptablesError extends Error {
         ? `${binary} not found (searched ${searchPath}); install iptables or set linkerd.iptables-mode`
         : timedOut
           ? `${binary} timed out after ${iptablesTimeoutMs / 1000} s and was killed`
-          : `${binary} failed: ${stderr.trim() || (failure ? errorMessage(failure) : `exit code ${exitCode}`)}`,
+          : failure === "tooLarge"
+            ? `${binary} wrote more than ${readLimitBytes >> 20} MiB and was killed: not read further`
+            : `${binary} failed: ${stderr.trim() || (failure ? errorMessage(failure) : `exit code ${exitCode}`)}`,
     );
     this.name = "IptablesError";
     this.notFound = notFound;

@@ -1,4 +1,5 @@
 import { type Libc, libc } from "../libc.js";
+import { readLimitBytes } from "../redirect/table.js";
 import { errnoNames, SyscallError } from "../syscall-error.js";
 import type { BatchPart } from "./message.js";
 import { encodeBatch, type NetlinkMessage, NLM_F_ACK, NLMSG_DONE, NLMSG_ERROR, parseAttrs, parseError, parseMessages } from "./netlink.js";
@@ -14,8 +15,6 @@ const NETLINK_EXT_ACK = 11;
 const receiveBytes = 64 << 10;
 
 /** The kernel refused an nf_tables request: which message, its errno, and what the kernel said of it. */
-/** The most one dump reads: some 40,000 rules (meshcni's own, at the annotations' cap, are under 1 MiB). */
-export const dumpLimitBytes = 8 << 20;
 const EFBIG = 27;
 
 export class NftablesError extends Error {
@@ -148,7 +147,7 @@ export class NftSocket {
 
   /**
    * Runs a dump to its end (NLMSG_DONE); an error reply throws, as does a dump past
-   * dumpLimitBytes: a pod with NET_ADMIN fills its own netns as it likes, and what reads it
+   * readLimitBytes: a pod with NET_ADMIN fills its own netns as it likes, and what reads it
    * back (the audit, in the agent's cgroup) must stay bounded.
    */
   dump(what: string, request: (seq: number) => Uint8Array): NetlinkMessage[] {
@@ -168,7 +167,7 @@ export class NftSocket {
         } else {
           found.push(reply);
           bytes += reply.payload.byteLength;
-          if (bytes > dumpLimitBytes) throw new NftablesError(what, EFBIG, `more than ${dumpLimitBytes >> 20} MiB: not read further`);
+          if (bytes > readLimitBytes) throw new NftablesError(what, EFBIG, `more than ${readLimitBytes >> 20} MiB: not read further`);
         }
       }
     }

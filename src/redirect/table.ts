@@ -1,5 +1,12 @@
 import { ownChains } from "./plan.js";
 
+/**
+ * The most of a netns's rules any backend reads at once (an nf_tables dump, an iptables
+ * save's output): some 40,000 rules. meshcni's own, at the annotations' cap, are under 1 MiB;
+ * a pod with NET_ADMIN fills its own netns as it likes, and the agent reading it must not.
+ */
+export const readLimitBytes = 8 << 20;
+
 /** One rule read back from a netns, in the plan's vocabulary (iptables arguments). */
 export interface SavedRule {
   chain: string;
