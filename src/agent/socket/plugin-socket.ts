@@ -144,7 +144,9 @@ export async function servePlugin(
     return { listening, ino, ctimeMs };
   };
   let bound = await listen();
+  let closed = false;
   const takeBack = async () => {
+    if (closed) return undefined;
     const there = (() => {
       try {
         return lstatSync(path);
@@ -160,6 +162,8 @@ export async function servePlugin(
     // Closed first: closing a unix server unlinks its path (libuv), which is the new one's once it listens.
     bound.listening.close();
     bound = await listen();
+    // Closed meanwhile: the listener just made goes too.
+    if (closed) bound.listening.close();
     return what;
   };
   // One at a time: the check and a caller must not both take it back.
@@ -189,6 +193,7 @@ export async function servePlugin(
   return {
     close: () =>
       new Promise<void>((resolve) => {
+        closed = true;
         clearInterval(watching);
         bound.listening.close(() => resolve());
         for (const connection of connections) connection.destroy();
