@@ -26,11 +26,33 @@ export async function agentProcess(cluster: RealCluster, node = nodeName, namesp
   return status === "RUNNING" && Number(pid) > 0 ? Number(pid) : undefined;
 }
 
-/** A process's CPU time so far (user and system, seconds) and its peak resident memory (VmHWM, MB), from /proc. */
+/**
+ * A process's CPU time so far with its waited-for children's (the agent's sweeps run as
+ * child processes), seconds, and its own peak resident memory (VmHWM, MB), from /proc.
+ */
 export function processUsage(pid: number): { cpuSeconds: number; peakRssMb: number } {
-  // The fields after the command's ")" (which may hold spaces): utime and stime are the 12th and 13th, in clock ticks (100 a second here).
+  // The fields after the command's ")" (which may hold spaces): utime, stime, cutime and cstime are the 12th to 15th, in clock ticks (100 a second here).
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  const peakKb = Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
-  return { cpuSeconds: ticks / 100, peakRssMb: peakKb / 1024 };
+  const ticks = [11, 12, 13, 14].reduce((sum, at) => sum + Number(fields[at]), 0);
+  return { cpuSeconds: ticks / 100, peakRssMb: peakRssMb(pid) ?? 0 };
+}
+
+/** A process's peak resident memory (VmHWM, MB); undefined once it is gone. */
+function peakRssMb(pid: number): number | undefined {
+  try {
+    return Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The highest peak memory (MB) of the process's children seen by looking every 50 ms until `signal` (a sweep lives for under a second). */
+export async function childrenPeakRssMb(pid: number, signal: AbortSignal): Promise<number> {
+  let highest = 0;
+  while (!signal.aborted) {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").split(" ").filter(Boolean);
+    for (const child of children) highest = Math.max(highest, peakRssMb(Number(child)) ?? 0);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return highest;
 }
