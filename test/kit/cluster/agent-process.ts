@@ -40,7 +40,9 @@ export function processUsage(pid: number): { cpuSeconds: number; peakRssMb: numb
 /** A process's peak resident memory (VmHWM, MB); undefined once it is gone. */
 function peakRssMb(pid: number): number | undefined {
   try {
-    return Number(/^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]) / 1024;
+    // A zombie (a sweep ended, not yet waited for) has no VmHWM line.
+    const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kb === undefined ? undefined : Number(kb) / 1024;
   } catch {
     return undefined;
   }
