@@ -4,7 +4,7 @@ import { latestVersion } from "../cni/version.js";
 import { errorMessage } from "../errors.js";
 import type { JsonObject } from "../json.js";
 import type { NodeApi } from "../kube/node-api.js";
-import { isOwnEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
+import { isEntryOfType, isRedirectEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
 import { firewallSpecFor, isControlPlane, needsNamespaceAnnotations, readApiServerPorts, redirectFamilies } from "../mesh/pod.js";
 import { planLines, planRules, type RulePlan } from "../redirect/plan.js";
 import type { Backend } from "../redirect/redirector.js";
@@ -23,7 +23,9 @@ export function activeNetconf(files: ConfigFile[]): NetConf {
   if (!active) throw new Error("there is no CNI config");
   if (!active.config.valid) throw new Error(brokenConfigReason(active.file.name, active.config.reason));
   const { json } = active.config;
-  const entry = active.config.kind === "conflist" ? (json.plugins as unknown[]).find(isOwnEntry) : undefined;
+  // meshcni's own first: linkerd-cni's may sit beside it during a switch.
+  const plugins = active.config.kind === "conflist" ? (json.plugins as unknown[]) : [];
+  const entry = plugins.find(isEntryOfType("meshcni")) ?? plugins.find(isRedirectEntry);
   if (!entry) throw new Error(`the active CNI config ${active.file.name} holds no meshcni entry`);
   return entryNetconf(entry as JsonObject, json);
 }

@@ -4,7 +4,7 @@
 
 import type { ConfigFile, ParsedConfig } from "../cni/config-dir.js";
 import type { JsonObject } from "../json.js";
-import { isOwnEntry } from "../mesh/netconf.js";
+import { isEntryOfType } from "../mesh/netconf.js";
 
 function render(json: JsonObject): string {
   return `${JSON.stringify(json, null, 2)}\n`;
@@ -25,7 +25,8 @@ export interface EntryWrite {
  */
 export function withEntry(file: ConfigFile, config: ParsedConfig & { valid: true }, entry: JsonObject): EntryWrite {
   if (config.kind === "conflist") {
-    const plugins = (config.json.plugins as unknown[]).filter((plugin) => !isOwnEntry(plugin));
+    const own = isEntryOfType(entry.type as string);
+    const plugins = (config.json.plugins as unknown[]).filter((plugin) => !own(plugin));
     return { name: file.name, text: render({ ...config.json, plugins: [...plugins, entry] }) };
   }
   const wrapped = { cniVersion: config.json.cniVersion, name: config.json.name, plugins: [config.json, entry] };
@@ -36,19 +37,20 @@ export function withEntry(file: ConfigFile, config: ParsedConfig & { valid: true
 export function hasEntry(config: ParsedConfig, entry: JsonObject): boolean {
   if (!config.valid || config.kind !== "conflist") return false;
   const plugins = config.json.plugins as unknown[];
-  const own = plugins.filter(isOwnEntry);
+  const own = plugins.filter(isEntryOfType(entry.type as string));
   return own.length === 1 && plugins.at(-1) === own[0] && JSON.stringify(own[0]) === JSON.stringify(entry);
 }
 
-/** The config with every own entry removed, or undefined when it holds none. */
-export function withoutEntry(config: ParsedConfig): string | undefined {
+/** The config with every entry of meshcni's `type` removed, or undefined when it holds none. */
+export function withoutEntry(config: ParsedConfig, type: string): string | undefined {
   if (!config.valid || config.kind !== "conflist") return undefined;
   const plugins = config.json.plugins as unknown[];
-  const others = plugins.filter((plugin) => !isOwnEntry(plugin));
+  const own = isEntryOfType(type);
+  const others = plugins.filter((plugin) => !own(plugin));
   return others.length === plugins.length ? undefined : render({ ...config.json, plugins: others });
 }
 
-/** How many own entries a config holds (more than one is a duplicate). */
-export function entryCount(config: ParsedConfig): number {
-  return config.valid && config.kind === "conflist" ? (config.json.plugins as unknown[]).filter(isOwnEntry).length : 0;
+/** How many entries of meshcni's `type` a config holds (more than one is a duplicate). */
+export function entryCount(config: ParsedConfig, type: string): number {
+  return config.valid && config.kind === "conflist" ? (config.json.plugins as unknown[]).filter(isEntryOfType(type)).length : 0;
 }

@@ -99,7 +99,8 @@ export class Installation {
    * redirect (their netns still there).
    */
   uninstall(): { changed: string[]; running: string[] } {
-    const changed = removeEntries(this.paths.netDir);
+    // Without a usable template, the entry meshcni writes unless told otherwise.
+    const changed = removeEntries(this.paths.netDir, this.template.ok ? this.template.binaryName : "meshcni");
     const running = runningRecordedPods(this.paths.stateDir, this.options.hostRoot);
     removeInstalledFiles(this.paths, this.template.ok ? this.template.binaryName : undefined);
     return { changed, running };

@@ -78,7 +78,7 @@ export function planNetDir(
   const chained = runnable(config) ? [] : fallbackConfigs(files, active.file.name, runnable);
   const keep = new Set([active.file.name, ...chained.map(({ file }) => file.name)]);
   const removals = files.flatMap((file) => {
-    const text = keep.has(file.name) ? undefined : withoutEntry(parseConfig(file));
+    const text = keep.has(file.name) ? undefined : withoutEntry(parseConfig(file), entry.type as string);
     return text === undefined ? [] : [{ name: file.name, text }];
   });
   const fallbacks = chained.filter(({ config }) => !hasEntry(config, entry)).map(({ file, config }) => withEntry(file, config, entry));
@@ -103,7 +103,7 @@ export function planNetDir(
     return { plan: { ...base, fight }, memory: { ...settled, fight: verdict.state } };
   }
   remembered.set(written.name, written.text);
-  const write = { ...written, cause, duplicates: entryCount(config) > 1 };
+  const write = { ...written, cause, duplicates: entryCount(config, entry.type as string) > 1 };
   return { plan: { ...base, write }, memory: { ...settled, fight: verdict.state } };
 }
 

@@ -2,7 +2,7 @@ import { errorMessage } from "../errors.js";
 import { readRegularFile } from "../file-open.js";
 import { isJsonObject, type JsonObject } from "../json.js";
 import { linkerdDefaults } from "../mesh/defaults.js";
-import { isOwnEntry } from "../mesh/netconf.js";
+import { isRedirectEntry } from "../mesh/netconf.js";
 import { type InstallOptions, installPaths } from "./options.js";
 
 /** Linkerd's installer placeholder for where the kubeconfig lands on the host. */
@@ -34,7 +34,7 @@ export function renderTemplate(text: string, kubeconfigPath: string, agentSocket
   if (!isJsonObject(entry)) {
     return { ok: false, reason: "the netconf template must be a JSON object" };
   }
-  if (!isOwnEntry(entry)) {
+  if (!isRedirectEntry(entry)) {
     return {
       ok: false,
       reason: `the netconf template's type must be "meshcni" or "linkerd-cni", not ${JSON.stringify(entry.type)}`,

@@ -9,11 +9,11 @@ import { fileRecordStore } from "../state/records.js";
 import { withoutEntry } from "./conflist.js";
 import type { InstallPaths } from "./options.js";
 
-/** Writes every config that holds meshcni's entry without it (atomically); returns their names. */
-export function removeEntries(netDir: string): string[] {
+/** Writes every config that holds meshcni's entry (of its template's `type`) without it (atomically); returns their names. */
+export function removeEntries(netDir: string, type: string): string[] {
   const changed: string[] = [];
   for (const file of readConfigFiles(netDir)) {
-    const text = withoutEntry(parseConfig(file));
+    const text = withoutEntry(parseConfig(file), type);
     if (text === undefined) continue;
     writeAtomic(join(netDir, file.name), text, file.mode);
     changed.push(file.name);

@@ -98,11 +98,20 @@ export function parseNetConf(stdin: string): NetConf {
   return { ...parsed.output, cniVersion };
 }
 
-/** Plugin types that are meshcni's entry in a conflist (an existing linkerd-cni entry is replaced). */
-const ownTypes = new Set(["meshcni", "linkerd-cni"]);
+/** Plugin types whose entry plans a pod's redirect from this netconf: meshcni's, and linkerd-cni's (the same netconf). */
+const redirectTypes = new Set(["meshcni", "linkerd-cni"]);
 
-/** Whether a conflist's plugin entry is meshcni's. */
-export function isOwnEntry(plugin: unknown): boolean {
-  const type = (plugin as { type?: unknown } | null)?.type;
-  return typeof type === "string" && ownTypes.has(type);
+const typeOf = (plugin: unknown) => (plugin as { type?: unknown } | null)?.type;
+
+/** Whether a conflist's plugin entry is a redirect plugin's, meshcni's or linkerd-cni's: what reads the netconf looks for. */
+export function isRedirectEntry(plugin: unknown): boolean {
+  const type = typeOf(plugin);
+  return typeof type === "string" && redirectTypes.has(type);
 }
+
+/**
+ * Whether an entry is the one meshcni writes, of its template's type (`meshcni`, or
+ * `linkerd-cni` where it was installed under Linkerd's names): what it writes, replaces and
+ * removes. Any other, linkerd-cni's own entry beside meshcni's included, is another plugin's.
+ */
+export const isEntryOfType = (type: string) => (plugin: unknown) => typeOf(plugin) === type;

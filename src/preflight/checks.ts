@@ -3,7 +3,7 @@ import type { ConfigFile } from "../cni/config-dir.js";
 import { activeConfig, brokenConfigReason, loadOrder, parseConfig } from "../cni/config-dir.js";
 import { compareVersions } from "../cni/version.js";
 import type { Detection } from "../host.js";
-import { isOwnEntry } from "../mesh/netconf.js";
+import { isRedirectEntry } from "../mesh/netconf.js";
 import { accessChecks, type CriFact, type StateDirFact } from "./access.js";
 import type { CheckResult, Level } from "./result.js";
 import type { RuntimeCni } from "./runtime.js";
@@ -86,7 +86,7 @@ export function preflight(facts: NodeFacts): CheckResult[] {
     else {
       const { json, kind } = active.config;
       const plugins = kind === "conflist" ? (json.plugins as Array<{ type: string }>) : [json as { type: string }];
-      const primary = plugins.find((plugin) => !isOwnEntry(plugin))?.type ?? "(none)";
+      const primary = plugins.find((plugin) => !isRedirectEntry(plugin))?.type ?? "(none)";
       const version = String(json.cniVersion ?? "(none)");
       add(
         "runtime config",

@@ -86,12 +86,16 @@ describe("meshcni install: keeping itself chained", () => {
     expect(suite.host.stderr.some((line) => line.includes('"level":"error"'))).toBe(false);
   });
 
-  it("replaces an existing linkerd-cni entry and duplicate entries with one", async () => {
+  it("replaces duplicate entries of its own with one, and leaves linkerd-cni's entry where it is, running and after its uninstall", async () => {
+    // linkerd-cni installed beside meshcni, as an operator rolling back does (the safe order): its entry is linkerd-cni's.
     const linkerd = { name: "linkerd-cni", type: "linkerd-cni", linkerd: {} };
-    await started({ "10-calico.conflist": conflist("k8s", [{ type: "calico" }, linkerd, { type: "meshcni" }, { type: "portmap" }]) });
-    await suite.host.waitFor(() => suite.host.types("10-calico.conflist").join() === "calico,portmap,meshcni");
+    const entries = [{ type: "calico" }, { type: "meshcni", old: 1 }, linkerd, { type: "meshcni", old: 2 }, { type: "portmap" }];
+    await started({ "10-calico.conflist": conflist("k8s", entries) });
+    await suite.host.waitFor(() => suite.host.types("10-calico.conflist").join() === "calico,linkerd-cni,portmap,meshcni");
     // Said once the file is written.
     await suite.host.waitFor(() => suite.host.logs.some((line) => line.msg.includes("duplicate")), 2000);
+    expect(await suite.host.stop("SIGTERM")).toBe(0);
+    expect(suite.host.json("10-calico.conflist")).toEqual(JSON.parse(conflist("k8s", [{ type: "calico" }, linkerd, { type: "portmap" }])));
   });
 
   it("backs off and warns, naming the file, when another agent keeps removing the entry", async () => {

@@ -14,15 +14,28 @@ describe("chaining", () => {
     expect(hasEntry(parseConfig({ name: chained.name, text: chained.text }), entry)).toBe(true);
   });
 
-  it("replaces an existing meshcni or linkerd-cni entry instead of adding a second", () => {
+  it("replaces an earlier entry of its own type instead of adding a second; linkerd-cni's entry is linkerd-cni's", () => {
     const stale = configFile("10-calicoConflist.conflist", {
       ...calicoConflist,
       plugins: [{ type: "linkerd-cni" }, ...calicoConflist.plugins, { type: "meshcni", old: true }],
     });
     const config = parseConfig(stale);
-    expect(entryCount(config)).toBe(2);
+    expect(entryCount(config, "meshcni")).toBe(1);
     expect(hasEntry(config, entry)).toBe(false);
-    expect(JSON.parse(withEntry(stale, config as never, entry).text).plugins).toEqual([...calicoConflist.plugins, entry]);
+    expect(JSON.parse(withEntry(stale, config as never, entry).text).plugins).toEqual([
+      { type: "linkerd-cni" },
+      ...calicoConflist.plugins,
+      entry,
+    ]);
+    expect(JSON.parse(withoutEntry(config, "meshcni")!).plugins).toEqual([{ type: "linkerd-cni" }, ...calicoConflist.plugins]);
+    // Installed under Linkerd's names (the template's type linkerd-cni), meshcni's entry is that type: it takes linkerd-cni's place.
+    const asLinkerd = { ...entry, type: "linkerd-cni" };
+    expect(entryCount(config, "linkerd-cni")).toBe(1);
+    expect(JSON.parse(withEntry(stale, config as never, asLinkerd).text).plugins).toEqual([
+      ...calicoConflist.plugins,
+      { type: "meshcni", old: true },
+      asLinkerd,
+    ]);
   });
 
   it("is not chained when the entry is not last or differs", () => {
@@ -41,8 +54,8 @@ describe("chaining", () => {
 
   it("unchains every own entry and nothing else; undefined when there is none", () => {
     const chained = configFile("a.conflist", { ...calicoConflist, plugins: [...calicoConflist.plugins, entry] });
-    expect(JSON.parse(withoutEntry(parseConfig(chained))!)).toEqual(calicoConflist);
-    expect(withoutEntry(parseConfig(configFile("a.conflist", calicoConflist)))).toBeUndefined();
-    expect(withoutEntry(parseConfig(configFile("a.conf", { type: "bridge" })))).toBeUndefined();
+    expect(JSON.parse(withoutEntry(parseConfig(chained), "meshcni")!)).toEqual(calicoConflist);
+    expect(withoutEntry(parseConfig(configFile("a.conflist", calicoConflist)), "meshcni")).toBeUndefined();
+    expect(withoutEntry(parseConfig(configFile("a.conf", { type: "bridge" })), "meshcni")).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CniError } from "../../../src/cni/errors.js";
 import { linkerdDefaults } from "../../../src/mesh/defaults.js";
-import { isOwnEntry, parseNetConf } from "../../../src/mesh/netconf.js";
+import { isEntryOfType, isRedirectEntry, parseNetConf } from "../../../src/mesh/netconf.js";
 
 function failure(conf: unknown): { code: number; msg: string } {
   try {
@@ -190,15 +190,18 @@ describe("netconf", () => {
     expect(defaults.linkerd).toMatchObject({ "ports-to-redirect": [], "subnets-to-ignore": [], "use-wait-flag": false });
   });
 
-  it("knows its own entry in a chain: meshcni's, or linkerd-cni's that it replaces", () => {
-    expect(["meshcni", "linkerd-cni", "calico", "", undefined].map((type) => isOwnEntry({ type }))).toEqual([
+  it("knows a redirect plugin's entry in a chain (meshcni's or linkerd-cni's), and its own by its template's type alone", () => {
+    expect(["meshcni", "linkerd-cni", "calico", "", undefined].map((type) => isRedirectEntry({ type }))).toEqual([
       true,
       true,
       false,
       false,
       false,
     ]);
-    expect(isOwnEntry(null)).toBe(false);
-    expect(isOwnEntry("meshcni")).toBe(false);
+    expect(isRedirectEntry(null)).toBe(false);
+    expect(isRedirectEntry("meshcni")).toBe(false);
+    expect(["meshcni", "linkerd-cni", undefined].map((type) => isEntryOfType("meshcni")({ type }))).toEqual([true, false, false]);
+    expect(isEntryOfType("linkerd-cni")({ type: "linkerd-cni" })).toBe(true);
+    expect(isEntryOfType("meshcni")(null)).toBe(false);
   });
 });
