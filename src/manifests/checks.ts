@@ -1,3 +1,4 @@
+import { linkerdDefaults } from "../mesh/defaults.js";
 import { linkerdKeys } from "../mesh/netconf.js";
 import { parseTaint } from "../taint-spec.js";
 import type { ManifestOptions } from "./options.js";
@@ -103,9 +104,32 @@ export function checkManifestOptions(options: ManifestOptions): string[] {
       `--netconf ${key}: no such setting${editDistance(key, closest) <= 3 ? ` (did you mean ${closest}?)` : ""}; the settings are ${linkerdKeys.join(", ")}`,
     );
   }
+  const proxyPorts = proxyPortsLeftOut(options.linkerd["inbound-ports-to-ignore"]);
+  if (proxyPorts) warnings.push(proxyPorts);
   if (!options.createNamespace)
     warnings.push(
       `no Namespace object: ${options.namespace} must exist and admit privileged pods (pod-security.kubernetes.io/enforce=privileged); --create-namespace to include one`,
     );
   return warnings;
+}
+
+/**
+ * Why a given inbound-ports-to-ignore may redirect the proxy's own admin and control ports
+ * (4191, 4190 by default), which Linkerd's chart always adds to the operator's list:
+ * `--netconf` replaces the list whole. Said, not refused: a proxy may listen elsewhere, and
+ * only the list says where.
+ */
+function proxyPortsLeftOut(given: unknown): string | undefined {
+  if (!Array.isArray(given)) return undefined;
+  const covers = (token: unknown, port: number) => {
+    const [low, high = low] = String(token).trim().split("-").map(Number);
+    return low !== undefined && low <= port && port <= high!;
+  };
+  const missing = linkerdDefaults["inbound-ports-to-ignore"].map(Number).filter((port) => !given.some((token) => covers(token, port)));
+  if (missing.length === 0) return undefined;
+  return (
+    `--netconf inbound-ports-to-ignore=${JSON.stringify(given)} leaves out ${missing.join(", ")}, the proxy's admin and control ports ` +
+    `unless it was given others (Linkerd's chart always ignores them; the list given replaces the default whole): ` +
+    `give ${JSON.stringify([...missing.map(String), ...given.map(String)])} if the proxy listens there`
+  );
 }

@@ -151,4 +151,13 @@ describe("meshcni manifests flags", () => {
     const daemonSet = rendered(["--priority-class", ""]).find((object) => object.kind === "DaemonSet") as unknown as IDaemonSet;
     expect(daemonSet.spec!.template.spec).not.toHaveProperty("priorityClassName");
   });
+
+  it("says an inbound-ports-to-ignore that leaves out the proxy's admin and control ports (the list replaces the default whole)", () => {
+    expect(parseManifestArgs(["--netconf", 'inbound-ports-to-ignore=["25"]']).warnings).toEqual([
+      `--netconf inbound-ports-to-ignore=["25"] leaves out 4191, 4190, the proxy's admin and control ports unless it was given others ` +
+        `(Linkerd's chart always ignores them; the list given replaces the default whole): give ["4191","4190","25"] if the proxy listens there`,
+    ]);
+    expect(parseManifestArgs(["--netconf", 'inbound-ports-to-ignore=["4190-4191", 25]']).warnings).toEqual([]);
+    expect(parseManifestArgs(["--netconf", 'inbound-ports-to-ignore=["4191", "4190", "25"]']).warnings).toEqual([]);
+  });
 });
