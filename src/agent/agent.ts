@@ -7,7 +7,7 @@ import type { Template } from "../installer/template.js";
 import { type Logger, StandingProblems } from "../log.js";
 import { Credentials } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
-import { type NetconfSource, netconfSourceOf } from "./netconf-source.js";
+import { type NetconfSource, netconfSourceOf, sayNetconf } from "./netconf-source.js";
 import { NetDirReporter } from "./netdir-report.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
@@ -109,7 +109,7 @@ export class NodeAgent {
     }
     const { template } = this.installation;
     if (!template.ok) this.log.error(template.reason);
-    else this.log.info("starting with this netconf", { from: this.netconfSource ? "kubelet" : "flags", netconf: template.entry });
+    else sayNetconf(this.log, "starting with this netconf", { from: this.netconfSource ? "kubelet" : "flags" }, template.entry);
     this.installBinary();
     this.watcher.start();
     this.reconcile(undefined);
@@ -130,7 +130,7 @@ export class NodeAgent {
   private replaceNetconf(template: Template & { ok: true }): void {
     if (this.stopped) return;
     this.installation.replaceTemplate(template);
-    this.log.info("running with this netconf", { source: "the ConfigMap, as the API holds it", netconf: template.entry });
+    sayNetconf(this.log, "running with this netconf", { source: "the ConfigMap, as the API holds it" }, template.entry);
     this.installBinary();
     this.nodeTasks?.netconfReplaced();
     this.watcher.schedule();

@@ -11,9 +11,21 @@ import type { Template } from "../installer/template.js";
 import { isJsonObject } from "../json.js";
 import type { NodeApi } from "../kube/node-api.js";
 import type { Logger, StandingProblems } from "../log.js";
+import { unknownLinkerdKeys } from "../mesh/unknown-keys.js";
 import type { AgentOptions } from "./options.js";
 
 /** The ConfigMap key the agent's netconf comes from (Linkerd's `linkerd-cni-config` has the same). */
+/**
+ * Says the netconf the agent runs with, and any linkerd setting in it meshcni does not read:
+ * the plugin ignores such a key (as linkerd-cni does), so a typo would change nothing unsaid.
+ */
+export function sayNetconf(log: Logger, message: string, fields: Record<string, unknown>, entry: Record<string, unknown>): void {
+  log.info(message, { ...fields, netconf: entry });
+  const unknown = unknownLinkerdKeys(entry);
+  if (unknown.length > 0)
+    log.warn("the netconf holds linkerd settings meshcni does not read (the plugin ignores them)", { keys: unknown.join(", ") });
+}
+
 export const netconfKey = "cni_network_config";
 
 /** What a read of the ConfigMap means for the netconf the agent runs with. */

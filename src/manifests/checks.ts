@@ -1,5 +1,6 @@
 import { linkerdDefaults } from "../mesh/defaults.js";
 import { linkerdKeys } from "../mesh/netconf.js";
+import { didYouMean } from "../mesh/unknown-keys.js";
 import { parseTaint } from "../taint-spec.js";
 import type { ManifestOptions } from "./options.js";
 import { systemNamespaces } from "./policy.js";
@@ -31,21 +32,6 @@ export function quantityValue(flag: string, text: string): number {
   if (/^[eE]/.test(suffix)) return base * 10 ** Number(suffix.slice(1));
   const at = binary.indexOf(suffix);
   return base * (at >= 0 ? 1024 ** (at + 1) : suffixes[suffix]!);
-}
-
-/** The distance between two words, for "did you mean". */
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length]!;
 }
 
 function absoluteDir(flag: string, path: string): void {
@@ -98,11 +84,8 @@ export function checkManifestOptions(options: ManifestOptions): string[] {
   if (selectorLabel in options.labels)
     throw new Error(`--label ${selectorLabel}: the DaemonSet selects its pods by it (${selectorLabel}=meshcni); it cannot change`);
   for (const key of Object.keys(options.linkerd)) {
-    if (linkerdKeys.includes(key)) continue;
-    const closest = [...linkerdKeys].sort((a, b) => editDistance(key, a) - editDistance(key, b))[0]!;
-    throw new Error(
-      `--netconf ${key}: no such setting${editDistance(key, closest) <= 3 ? ` (did you mean ${closest}?)` : ""}; the settings are ${linkerdKeys.join(", ")}`,
-    );
+    if (!linkerdKeys.includes(key))
+      throw new Error(`--netconf ${key}: no such setting${didYouMean(key)}; the settings are ${linkerdKeys.join(", ")}`);
   }
   const proxyPorts = proxyPortsLeftOut(options.linkerd["inbound-ports-to-ignore"]);
   if (proxyPorts) warnings.push(proxyPorts);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { differingKeys, judgeNetconf, NetconfSource, netconfKey } from "../../../src/agent/netconf-source.js";
+import { differingKeys, judgeNetconf, NetconfSource, netconfKey, sayNetconf } from "../../../src/agent/netconf-source.js";
 import { renderTemplate, type Template } from "../../../src/installer/template.js";
 import { StandingProblems } from "../../../src/log.js";
 import { type LogEntry, memoryLogger } from "../../kit/memory-logger.js";
@@ -129,5 +129,21 @@ describe("the agent's ConfigMap, read through the API", () => {
     source.follow(api);
     source.follow(api);
     expect(reads).toHaveLength(1);
+  });
+
+  it("says the netconf it runs with, and warns of linkerd settings meshcni does not read, naming the likely one meant", () => {
+    const lines: LogEntry[] = [];
+    const entry = { type: "meshcni", linkerd: { "proxy-uidd": 2102, "iptables-mode": "nft", colour: "blue" } };
+    sayNetconf(memoryLogger(lines), "starting with this netconf", { from: "flags" }, entry);
+    expect(lines).toEqual([
+      { level: "info", message: "starting with this netconf", fields: { from: "flags", netconf: entry } },
+      {
+        level: "warn",
+        message: "the netconf holds linkerd settings meshcni does not read (the plugin ignores them)",
+        fields: { keys: "proxy-uidd (did you mean proxy-uid?), colour" },
+      },
+    ]);
+    sayNetconf(memoryLogger(lines), "running with this netconf", {}, { type: "meshcni", linkerd: { "proxy-uid": 2102 } });
+    expect(lines).toHaveLength(3);
   });
 });
