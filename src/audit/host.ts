@@ -8,6 +8,7 @@ import { timeoutFlag } from "../flags.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
 import { legacyBypasses } from "../iptables/legacy-around.js";
 import type { JsonObject } from "../json.js";
+import type { ApiChoice } from "../kube/cli-access.js";
 import { createNodeApi, eventComponent } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
 import { nftBypasses } from "../nftables/around.js";
@@ -23,6 +24,7 @@ import type { SweepIo } from "./sweep.js";
 export const hostFlags = {
   node: { type: "string" as const },
   kubeconfig: { type: "string" as const },
+  context: { type: "string" as const },
   "host-root": { type: "string" as const },
   "state-dir": { type: "string" as const, default: defaultStateDir },
   "net-dir": { type: "string" as const, default: "/etc/cni/net.d" },
@@ -34,7 +36,9 @@ export const hostFlags = {
 
 export const hostFlagsUsage = `  --node NAME               the node [NODE_NAME] (this host's name)
   --output FORMAT           table or json (table)
-  --kubeconfig PATH         API access [KUBECONFIG] (else ~/.kube/config, else in-cluster; "-": stdin)
+  --kubeconfig PATH         API access [KUBECONFIG, files kubectl merges] (else ~/.kube/config, else
+                            in-cluster; "-": stdin)
+  --context NAME            the kubeconfig's context to use (its current one)
   --timeout SECONDS         give up on the API server after this long (30)
   --host-root DIR           where the host's filesystem is mounted [CONTAINER_MOUNT_PREFIX] ("")
   --state-dir DIR           the plugin's state_dir on the host (${defaultStateDir})
@@ -48,7 +52,7 @@ export const hostFlagsUsage = `  --node NAME               the node [NODE_NAME] 
 export interface HostValues {
   node: string;
   dirs: SweepRequest["dirs"];
-  kubeconfig: string | undefined;
+  access: ApiChoice;
   output: "table" | "json";
   timeoutSeconds: number;
 }
@@ -57,6 +61,7 @@ export interface HostValues {
 export function hostValues(values: {
   node?: string;
   kubeconfig?: string;
+  context?: string;
   "host-root"?: string;
   "state-dir": string;
   "net-dir": string;
@@ -76,7 +81,7 @@ export function hostValues(values: {
       netnsDirs: values["netns-dir"],
       criSocket: values["cri-socket"],
     },
-    kubeconfig: values.kubeconfig,
+    access: { kubeconfig: values.kubeconfig, context: values.context },
     output: values.output,
     timeoutSeconds: timeoutFlag(values.timeout),
   };

@@ -79,7 +79,7 @@ export async function runAudit(argv: string[]): Promise<number> {
   };
   return withDeadline(host.timeoutSeconds, (signal) => {
     const io = () => {
-      const { config, target } = cliKubeConfig(host.kubeconfig, process.env, signal);
+      const { config, target } = cliKubeConfig(host.access, process.env, signal);
       return hostIo(request, config, operatorError(target, host.timeoutSeconds, auditNeeds));
     };
     return runSweepOf("audit", request, io, host.output);

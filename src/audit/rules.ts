@@ -58,7 +58,7 @@ export async function runRules(argv: string[]): Promise<number> {
 
 async function printRules(key: NonNullable<ReturnType<typeof parsePodKey>>, host: HostValues, signal: AbortSignal): Promise<number> {
   try {
-    const { config, target } = cliKubeConfig(host.kubeconfig, process.env, signal);
+    const { config, target } = cliKubeConfig(host.access, process.env, signal);
     const explain = operatorError(target, host.timeoutSeconds, "list on pods, get on namespaces and services");
     const io = hostIo(host, config, explain);
     const onHost = hostPaths(host.dirs.hostRoot);

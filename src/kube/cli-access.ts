@@ -29,13 +29,41 @@ class DeadlineKubeConfig extends KubeConfig {
   }
 }
 
+/** What a hand-run command is told of its credentials: --kubeconfig ("-": stdin) and --context, as kubectl takes them. */
+export interface ApiChoice {
+  kubeconfig?: string | undefined;
+  context?: string | undefined;
+}
+
 /**
- * The credentials of a command run by hand, as kubectl finds them: `path` ("-": stdin), else
- * KUBECONFIG, else ~/.kube/config, else the pod's ServiceAccount; none of them is an error
- * saying so (client-node would quietly try http://localhost:8080).
+ * KUBECONFIG's files merged as kubectl merges them: a file that does not exist is skipped,
+ * and the first file to name a cluster, a user or a context (or to set the current context)
+ * wins. client-node's own merge throws on a missing file or a name given twice, and lets the
+ * last current context win.
+ */
+function loadKubeconfigList(config: KubeConfig, files: string[]): void {
+  const merged = { clusters: [] as Named[], users: [] as Named[], contexts: [] as Named[], currentContext: "" };
+  const found = files.filter((file) => existsSync(file));
+  if (found.length === 0) throw new Error(`none of the files it lists exists`);
+  for (const file of found) {
+    const one = new KubeConfig();
+    one.loadFromFile(file);
+    for (const kind of ["clusters", "users", "contexts"] as const)
+      for (const item of one[kind] as Named[]) if (!merged[kind].some((held) => held.name === item.name)) merged[kind].push(item);
+    merged.currentContext ||= one.currentContext;
+  }
+  config.loadFromOptions(merged);
+}
+type Named = { name: string };
+
+/**
+ * The credentials of a command run by hand, as kubectl finds them: `--kubeconfig` ("-":
+ * stdin), else KUBECONFIG's files, else ~/.kube/config, else the pod's ServiceAccount; none
+ * of them is an error saying so (client-node would quietly try http://localhost:8080).
+ * `--context` chooses another context than the current one.
  */
 export function cliKubeConfig(
-  path: string | undefined,
+  { kubeconfig: path, context: chosen }: ApiChoice,
   env: NodeJS.ProcessEnv,
   signal: AbortSignal,
 ): { config: KubeConfig; target: ApiTarget } {
@@ -52,7 +80,7 @@ export function cliKubeConfig(
       config.loadFromFile(path);
     } else if (kubeconfigs.length > 0) {
       source = `KUBECONFIG=${env.KUBECONFIG}`;
-      config.loadFromDefault();
+      loadKubeconfigList(config, kubeconfigs);
     } else if (existsSync(home)) {
       source = home;
       config.loadFromFile(home);
@@ -67,6 +95,12 @@ export function cliKubeConfig(
     // As the plugin says it: the errno alone when there is one (the runtime's message repeats the path).
     const why = errnoCode(error) ?? errorMessage(error);
     throw new Error(`cannot read kubeconfig ${path === "-" ? "on stdin" : (path ?? env.KUBECONFIG ?? home)}: ${why}`);
+  }
+  if (chosen !== undefined) {
+    const contexts = config.getContexts().map((known) => known.name);
+    if (!contexts.includes(chosen))
+      throw new Error(`--context ${chosen}: ${source} has no such context${contexts.length ? ` (it has ${contexts.join(", ")})` : ""}`);
+    config.setCurrentContext(chosen);
   }
   const context = config.getCurrentContext();
   const cluster = config.getCurrentCluster();

@@ -7,8 +7,9 @@ import { clusterView, renderClusterView, unprotectedReasons } from "./view.js";
 
 export const statusUsage = `meshcni status [options]   is any meshed pod in the cluster running without its redirect?
 
-  --kubeconfig FILE         whose credentials (KUBECONFIG, then ~/.kube/config, then in-cluster, by
-                            default); reads only: nodes, pods and events
+  --kubeconfig FILE         whose credentials (KUBECONFIG's files as kubectl merges them, then
+                            ~/.kube/config, then in-cluster, by default); reads only: nodes, pods and events
+  --context NAME            the kubeconfig's context to use (its current one)
   --output table|json       (table)
   --timeout SECONDS         give up on the API server after this long (30)
 
@@ -22,7 +23,7 @@ API error.
 
 /** `meshcni status`: the cluster as meshcni's agents report it, read-only. */
 export async function runStatus(argv: string[]): Promise<number> {
-  let values: { kubeconfig?: string; output: string; timeout: string };
+  let values: { kubeconfig?: string; context?: string; output: string; timeout: string };
   let output: "table" | "json";
   let timeoutSeconds: number;
   try {
@@ -30,6 +31,7 @@ export async function runStatus(argv: string[]): Promise<number> {
       args: argv,
       options: {
         kubeconfig: { type: "string" },
+        context: { type: "string" },
         output: { type: "string", default: "table" },
         timeout: { type: "string", default: "30" },
       },
@@ -42,7 +44,7 @@ export async function runStatus(argv: string[]): Promise<number> {
   }
   return withDeadline(timeoutSeconds, async (signal) => {
     try {
-      const { config, target } = cliKubeConfig(values.kubeconfig, process.env, signal);
+      const { config, target } = cliKubeConfig(values, process.env, signal);
       const api = config.makeApiClient(CoreV1Api);
       const explain = operatorError(target, timeoutSeconds, "list on nodes, pods and events in every namespace");
       const read = <T>(request: Promise<T>) =>

@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { operatorError } from "../../../src/kube/cli-access.js";
+import { cliKubeConfig, operatorError } from "../../../src/kube/cli-access.js";
 import { ApiStatusError } from "../../../src/kube/errors.js";
 
 const target = { server: "https://10.0.0.1:6443", context: "prod", user: "ops", source: "/home/ops/.kube/config" };
@@ -45,5 +48,58 @@ describe("a hand-run command's API failures, in the operator's words", () => {
     expect((untrusted as Error).message).toMatch(
       /^cannot trust the API server .*: TLS: self signed certificate in certificate chain; check the cluster's certificate-authority in \/home\/ops\/\.kube\/config$/,
     );
+  });
+});
+
+/** A kubeconfig naming one cluster, user and context each (`name`), its current context `current`. */
+const kubeconfig = (name: string, server: string, current = "") =>
+  JSON.stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name, cluster: { server } }],
+    users: [{ name, user: { token: `token-${name}` } }],
+    contexts: [{ name, context: { cluster: name, user: name } }],
+    "current-context": current,
+  });
+
+describe("a hand-run command's kubeconfig, as kubectl takes it", () => {
+  const signal = new AbortController().signal;
+  const inDir = (files: Record<string, string>, test: (dir: string) => void) => {
+    const dir = mkdtempSync(join(tmpdir(), "meshcni-kubeconfig-"));
+    try {
+      for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+      test(dir);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it("merges KUBECONFIG's files: a missing one skipped, the first to name an entry or the current context winning", () => {
+    // b names a cluster prod too (another server) and its own current context: a's win.
+    const staging = JSON.parse(kubeconfig("staging", "https://10.0.0.2:6443", "staging"));
+    staging.clusters.push({ name: "prod", cluster: { server: "https://10.9.9.9:6443" } });
+    inDir({ a: kubeconfig("prod", "https://10.0.0.1:6443", "prod"), b: JSON.stringify(staging) }, (dir) => {
+      const KUBECONFIG = [join(dir, "missing"), join(dir, "a"), join(dir, "b")].join(delimiter);
+      const { config, target } = cliKubeConfig({}, { KUBECONFIG }, signal);
+      expect(target).toMatchObject({ context: "prod", server: "https://10.0.0.1:6443", user: "prod", source: `KUBECONFIG=${KUBECONFIG}` });
+      expect(config.getContexts().map((context) => context.name)).toEqual(["prod", "staging"]);
+      // --context chooses another of the merged ones.
+      expect(cliKubeConfig({ context: "staging" }, { KUBECONFIG }, signal).target).toMatchObject({
+        server: "https://10.0.0.2:6443",
+        user: "staging",
+      });
+    });
+  });
+
+  it("refuses a --context the kubeconfig does not have, and a KUBECONFIG none of whose files exists, naming them", () => {
+    inDir({ a: kubeconfig("prod", "https://10.0.0.1:6443", "prod") }, (dir) => {
+      expect(() => cliKubeConfig({ kubeconfig: join(dir, "a"), context: "dev" }, {}, signal)).toThrow(
+        `--context dev: ${join(dir, "a")} has no such context (it has prod)`,
+      );
+      const KUBECONFIG = [join(dir, "x"), join(dir, "y")].join(delimiter);
+      expect(() => cliKubeConfig({}, { KUBECONFIG }, signal)).toThrow(
+        `cannot read kubeconfig ${KUBECONFIG}: none of the files it lists exists`,
+      );
+    });
   });
 });
