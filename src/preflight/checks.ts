@@ -65,6 +65,8 @@ export function preflight(facts: NodeFacts): CheckResult[] {
     const flags = Object.entries({ "--net-dir": runtime.confDir, "--bin-dir": runtime.binDirs[0], "--netns-dir": runtime.netnsDir })
       .filter(([flag, value]) => value !== defaults[flag as keyof typeof defaults])
       .map(([flag, value]) => `${flag} ${value}`);
+    // Its other plugin dirs: the agent must see every one, or a chain whose plugin lives there is ChainBroken.
+    flags.push(...runtime.binDirs.slice(1).map((dir) => `--extra-bin-dir ${dir}`));
     // manifests' default CRI socket is containerd's.
     if (runtime.runtime === "cri-o") flags.push(`--cri-socket ${facts.cri.socket ?? "/var/run/crio/crio.sock"}`);
     if (flags.length > 0)

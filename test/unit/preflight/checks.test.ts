@@ -192,6 +192,11 @@ describe("meshcni check --pre", () => {
     expect(about(results, "install")[0]!.message).toBe(
       "this node's runtime uses non-default paths: install with `meshcni manifests --bin-dir /usr/lib/cni`",
     );
+    // CRI-O with two plugin_dirs: the install line names both, the second as --extra-bin-dir (the agent looks there for the chain's plugins).
+    const twoDirs = { ...runtime, runtime: "cri-o" as const, binDirs: ["/opt/cni/bin", "/usr/libexec/cni"] };
+    expect(about(check({ runtime: twoDirs, cri: { flag: "auto", socket: "/var/run/crio/crio.sock" } }), "install")[0]!.message).toBe(
+      "this node's runtime uses non-default paths: install with `meshcni manifests --extra-bin-dir /usr/libexec/cni --cri-socket /var/run/crio/crio.sock`",
+    );
     expect(about(check({ runtime: undefined }), "runtime")[0]!.level).toBe("warn");
     expect(about(check({ runtime: { file: "/etc/containerd/config.toml", invalid: "Invalid TOML" } }), "runtime")[0]!.level).toBe("fail");
   });
