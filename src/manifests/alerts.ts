@@ -20,9 +20,11 @@ const alert = (name: string, severity: "critical" | "warning", expr: string, wai
 });
 
 /**
- * meshcni's alerts, on the agent's own series (each carries its `node`): what pages is a
- * meshed pod talking plaintext; the rest say why that may come (an agent not ready, a fight
- * over the config, caches the agent no longer trusts, repairs or token minting failing).
+ * meshcni's alerts, on the agent's own series (each carries its `node`), and one on
+ * kube-state-metrics' for a node whose agent never became ready (it has no series): what
+ * pages is a meshed pod talking plaintext; the rest say why that may come (an agent not
+ * ready or missing, a fight over the config, caches the agent no longer trusts, repairs or
+ * token minting failing).
  */
 export const alertRules: AlertRule[] = [
   alert(
@@ -40,6 +42,14 @@ export const alertRules: AlertRule[] = [
     "10m",
     "meshcni is not ready on node {{ $labels.node }}",
     "meshcni's agent on node {{ $labels.node }} has not been ready for 10 minutes (the binary, the plugin's kubeconfig or its entry in the active CNI config is missing): pods started there may fail to start, or start unmeshed if meshcni is not chained. The node's MeshcniReady condition and the agent's log say why.",
+  ),
+  alert(
+    "MeshcniAgentMissing",
+    "critical",
+    'max by (namespace, daemonset) (kube_daemonset_status_desired_number_scheduled{daemonset=~"meshcni|linkerd-cni"} - kube_daemonset_status_number_ready{daemonset=~"meshcni|linkerd-cni"}) > 0',
+    "15m",
+    "Nodes have no ready agent of DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }}",
+    "For 15 minutes the DaemonSet {{ $labels.namespace }}/{{ $labels.daemonset }} has had fewer ready pods than nodes it should run on (kube-state-metrics' word, so this fires where the agent never started and has no series of its own for the other alerts): on those nodes nothing keeps meshcni chained or repairs pods. kubectl -n {{ $labels.namespace }} get pods -o wide names the nodes and why.",
   ),
   alert(
     "MeshcniChainBroken",

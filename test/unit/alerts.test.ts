@@ -49,6 +49,22 @@ const cases: Array<{ alert: string; series: Array<[string, string]>; at: string;
     fires: [{ node: "n1" }],
   },
   {
+    alert: "MeshcniAgentMissing",
+    series: [
+      // Three nodes, one whose agent never got ready (an image it cannot pull, say): no series of the agent's at all.
+      ['kube_daemonset_status_desired_number_scheduled{namespace="meshcni",daemonset="meshcni"}', "3x30"],
+      ['kube_daemonset_status_number_ready{namespace="meshcni",daemonset="meshcni"}', "2x30"],
+      // A rollout: one pod not ready for 5 minutes, then all.
+      ['kube_daemonset_status_desired_number_scheduled{namespace="linkerd-cni",daemonset="linkerd-cni"}', "3x30"],
+      ['kube_daemonset_status_number_ready{namespace="linkerd-cni",daemonset="linkerd-cni"}', "2x5 3x25"],
+      // Another DaemonSet's: none of meshcni's business.
+      ['kube_daemonset_status_desired_number_scheduled{namespace="kube-system",daemonset="calico-node"}', "3x30"],
+      ['kube_daemonset_status_number_ready{namespace="kube-system",daemonset="calico-node"}', "0x30"],
+    ],
+    at: "20m",
+    fires: [{ namespace: "meshcni", daemonset: "meshcni" }],
+  },
+  {
     alert: "MeshcniChainBroken",
     series: [
       ['meshcni_chain_missing_plugin{node="n1",type="portmap"}', "1x20"],
