@@ -138,6 +138,13 @@ describe("linkerd2-cni's values, taken unchanged", () => {
     expect(await installNotes(linkerdCniValues)).not.toContain("repairController");
   });
 
+  it("warns of a netconf inbound-ports-to-ignore that leaves out the proxy's admin and control ports (it replaces the list whole)", async () => {
+    const notes = await installNotes({ netconf: { "inbound-ports-to-ignore": ["25"] } });
+    expect(notes).toContain(`WARNING: netconf's inbound-ports-to-ignore ["25"] replaces the list whole and leaves out 4191, 4190,`);
+    expect(await installNotes({ netconf: { "inbound-ports-to-ignore": [4191, "4190", "25"] } })).not.toContain("inbound-ports-to-ignore");
+    expect(await installNotes({ ignoreInboundPorts: "25" })).not.toContain("inbound-ports-to-ignore");
+  });
+
   it("warns that linkerd2-cni's empty priorityClassName leaves the agent without one, and renders none", async () => {
     expect(await installNotes(linkerdCniValues)).toContain("WARNING: no priorityClassName");
     expect(podSpec(await renderedObjects(linkerdCniValues)).priorityClassName).toBeUndefined();
