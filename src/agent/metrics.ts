@@ -50,6 +50,11 @@ export function createAgentMetrics(node?: string) {
       help: "Back-offs started because another agent keeps removing meshcni's entry (20 re-chains of one file in 10 s).",
       registers: [registry],
     }),
+    socketTakenBack: new Counter({
+      name: "meshcni_plugin_socket_taken_back_total",
+      help: "Times the agent took its socket's path back from a file put in its place (another listener, through a hostPath to its state dir): the plugin asked the API itself meanwhile.",
+      registers: [registry],
+    }),
     ready: new Gauge({
       name: "meshcni_ready",
       help: "1 while the binary, the kubeconfig and the entry in the active CNI config are all in place, and the runtime can run the active config's whole chain.",

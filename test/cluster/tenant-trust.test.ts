@@ -155,6 +155,7 @@ describeAsRoot("tenants against meshcni on a real cluster", () => {
     expect(connections).toEqual(connections.map(() => ({ bytes: 0, rights: 0 })));
     expect(held.filter((line) => line.squatting).length).toBeGreaterThan(1);
     expect(await meshcni.log()).toContainEqual(expect.objectContaining({ msg: "the plugin's socket was replaced: took it back" }));
+    expect(await agentSeries("meshcni_plugin_socket_taken_back_total", {})).toBeGreaterThan(0);
     await cluster.kubectl(["delete", "pod", "squatter", "--wait=true"]);
     // The agent's again within its second's look: the next pod's ADD is the agent's to write.
     const written = () => agentSeries("meshcni_agent_writes_total", { verb: "ADD", result: "done" }).then((count) => count ?? 0);

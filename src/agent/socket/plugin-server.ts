@@ -15,7 +15,7 @@ import type { Writing } from "../writers/writing.js";
 import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
 import type { CallerChecks } from "./peer.js";
-import { type PluginServer, servePlugin } from "./plugin-socket.js";
+import { type PluginServer, servePlugin, socketBounds } from "./plugin-socket.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
 export interface Lookup {
@@ -168,7 +168,7 @@ export async function startPluginSocket(config: PluginSocketConfig, log: Logger,
     return answered;
   };
   try {
-    const server = await servePlugin(config.path, answer, await config.callers(), log);
+    const server = await servePlugin(config.path, answer, await config.callers(), log, socketBounds, () => metrics.socketTakenBack.inc());
     log.info("answering the plugin", { socket: config.path });
     return server;
   } catch (error) {

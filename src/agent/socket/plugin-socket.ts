@@ -59,6 +59,8 @@ export async function servePlugin(
   callers: CallerChecks,
   log: Logger,
   bounds: SocketBounds = socketBounds,
+  /** Each take-back, counted (meshcni_plugin_socket_taken_back_total): the log says them once a minute. */
+  takenBack: () => void = () => {},
 ): Promise<PluginServer> {
   try {
     if (!lstatSync(path).isSocket()) throw new Error(`${path} exists and is no socket: not replacing it`);
@@ -181,7 +183,10 @@ export async function servePlugin(
     unsaid.looksSinceSaid++;
     reclaim().then(
       (found) => {
-        if (found) Object.assign(unsaid, { times: unsaid.times + 1, found });
+        if (found) {
+          takenBack();
+          Object.assign(unsaid, { times: unsaid.times + 1, found });
+        }
         if (unsaid.times === 0 || unsaid.looksSinceSaid < sayEvery) return;
         log.warn("the plugin's socket was replaced: took it back", { socket: path, found: unsaid.found, times: unsaid.times });
         Object.assign(unsaid, { times: 0, looksSinceSaid: 0 });

@@ -146,8 +146,16 @@ describe("the plugin's socket, bounded", () => {
     again.close();
   });
 
-  it("says the first take-back at once, then those after it at most every reclaimSaidEveryMs, with their count", async () => {
-    await serve({ reclaimMs: 10, reclaimSaidEveryMs: 200 });
+  it("says the first take-back at once, then those after it at most every reclaimSaidEveryMs, with their count; counts each", async () => {
+    let counted = 0;
+    server = await servePlugin(
+      path,
+      async (ask) => ({ object: ask.get, cached: true }),
+      anyCaller(),
+      memoryLogger(lines),
+      { ...socketBounds, reclaimMs: 10, reclaimSaidEveryMs: 200 },
+      () => counted++,
+    );
     // A listener put back as soon as its path is taken, for 500 ms: about 50 take-backs.
     const others: ReturnType<typeof createServer>[] = [];
     const until = performance.now() + 500;
@@ -165,6 +173,8 @@ describe("the plugin's socket, bounded", () => {
     expect(said.length).toBeLessThanOrEqual(5);
     expect(times.slice(1).every((count) => count > 1)).toBe(true);
     expect(times.reduce((sum, count) => sum + count, 0)).toBeGreaterThan(said.length);
+    // Each one counted (the metric), said or not yet.
+    expect(counted).toBeGreaterThanOrEqual(times.reduce((sum, count) => sum + count, 0));
     for (const other of others) other.close();
   });
 
