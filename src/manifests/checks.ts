@@ -1,5 +1,6 @@
 import { linkerdDefaults } from "../mesh/defaults.js";
 import { linkerdKeys } from "../mesh/netconf.js";
+import { parsePortToken } from "../mesh/tokens.js";
 import { didYouMean } from "../mesh/unknown-keys.js";
 import { parseTaint } from "../taint-spec.js";
 import type { ManifestOptions } from "./options.js";
@@ -104,9 +105,9 @@ export function checkManifestOptions(options: ManifestOptions): string[] {
  */
 function proxyPortsLeftOut(given: unknown): string | undefined {
   if (!Array.isArray(given)) return undefined;
-  const covers = (token: unknown, port: number) => {
-    const [low, high = low] = String(token).trim().split("-").map(Number);
-    return low !== undefined && low <= port && port <= high!;
+  const covers = (token: string | number, port: number) => {
+    const parsed = parsePortToken(token);
+    return parsed.ok && parsed.value.from <= port && port <= parsed.value.to;
   };
   const missing = linkerdDefaults["inbound-ports-to-ignore"].map(Number).filter((port) => !given.some((token) => covers(token, port)));
   if (missing.length === 0) return undefined;
