@@ -5,6 +5,7 @@ import { Installation } from "../installer/install.js";
 import { type Readiness, withProblem } from "../installer/readiness.js";
 import type { Template } from "../installer/template.js";
 import { type Logger, StandingProblems } from "../log.js";
+import { ChainProof } from "./chain-proof.js";
 import { Credentials } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
 import { type NetconfSource, netconfSourceOf, sayNetconf } from "./netconf-source.js";
@@ -12,7 +13,7 @@ import { NetDirReporter } from "./netdir-report.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
 import { OwnDaemonSet } from "./own-daemonset.js";
-import { checkLiveness, checkReadiness, serveProbes } from "./probes.js";
+import { checkLiveness, checkReadiness, sayReadiness, serveProbes } from "./probes.js";
 import { RuntimeSocketCheck } from "./runtime-socket.js";
 import { askPatiently, decideStop, ownerState } from "./stop.js";
 import { DirWatcher } from "./watch.js";
@@ -33,6 +34,7 @@ export class NodeAgent {
   private readonly runtimeSocket: RuntimeSocketCheck | undefined;
   private readonly problems: StandingProblems;
   private readonly reporter: NetDirReporter;
+  private readonly chainProof: ChainProof;
   private server: Server | undefined;
   private stopped = false;
   private lastReconcileAt: number;
@@ -64,6 +66,7 @@ export class NodeAgent {
       log,
     );
     this.reporter = new NetDirReporter(this.installation.paths.netDir, log, metrics, this.problems, this.watcher, now);
+    this.chainProof = new ChainProof(this.installation, options, () => this.watcher.schedule(), log, metrics, now);
     this.credentials = new Credentials(
       options,
       this.installation.paths.kubeconfig,
@@ -113,6 +116,8 @@ export class NodeAgent {
     this.installBinary();
     this.watcher.start();
     this.reconcile(undefined);
+    // Nothing is chained until the runtime has said whether it loads drop-ins (within its deadline): then a reconcile chains.
+    void this.chainProof.start();
   }
 
   private installBinary(): void {
@@ -157,6 +162,7 @@ export class NodeAgent {
     await this.daemonSet?.stop();
     await this.nodeTasks?.stop();
     this.watcher.stop();
+    this.chainProof.close();
     await new Promise<void>((resolve) => {
       if (!this.server) return resolve();
       this.server.close(() => resolve());
@@ -188,6 +194,7 @@ export class NodeAgent {
     try {
       const plan = this.installation.syncNetDir();
       if (plan) this.reporter.report(plan, eventAt);
+      if (plan) this.chainProof.afterSync(plan);
       this.problems.set("netdir-io", undefined);
     } catch (error) {
       this.problems.set("netdir-io", `cannot update the CNI config dir, retrying at each event and resync: ${errorMessage(error)}`, {
@@ -199,20 +206,8 @@ export class NodeAgent {
       "Unauthorized",
       this.nodeTasks?.refusal.problem(),
     );
-    // Logged when it changes, reasons included: the probe itself answers only "not ready".
-    if (
-      readiness.ready !== this.readiness.ready ||
-      (!readiness.ready && readiness.reasons.join("\n") !== this.readiness.reasons.join("\n"))
-    ) {
-      this.log.info(
-        readiness.ready ? "ready" : "not ready",
-        readiness.ready ? { active: readiness.active } : { reasons: readiness.reasons },
-      );
-    }
+    sayReadiness(this.readiness, readiness, this.log, this.metrics);
     this.readiness = readiness;
-    this.metrics.ready.set(readiness.ready ? 1 : 0);
-    this.metrics.chainMissing.reset();
-    for (const type of readiness.missingPlugins) this.metrics.chainMissing.set({ type }, 1);
     this.nodeTasks?.follow(this.credentials.client, readiness);
     void this.runtimeSocket?.check();
     this.problems.set("runtime-socket", this.runtimeSocket?.problem(), { level: "error" });

@@ -1,5 +1,6 @@
 import { repairPolicies } from "../audit/repair.js";
 import { parseFlags } from "../flags.js";
+import { chainByChoices } from "../installer/dropin.js";
 import { agentLogLevels } from "../log.js";
 import { defaultStateDir } from "../state/records.js";
 import { maxPluginTokenSeconds } from "./plugin-token.js";
@@ -85,12 +86,8 @@ export const agentFlags = [
     help: '/readyz, /healthz and /metrics; no HOST: every address; `""` turns them off (the DaemonSet\'s: `:9911`)',
   },
   { name: "resync-seconds", arg: "N", default: "10", help: "re-check everything this often, besides watching" },
-  {
-    name: "watch-timeout-seconds",
-    arg: "N",
-    default: "300",
-    help: "each watch of the API asks to end after N to 2N s, then resumes",
-  },
+  { name: "chain-by", arg: "MODE", default: "auto", help: `how meshcni goes in the chain: ${codeList(chainByChoices)}` },
+  { name: "watch-timeout-seconds", arg: "N", default: "300", help: "each watch of the API asks to end after N to 2N s, then resumes" },
   {
     name: "on-stop",
     arg: "MODE",

@@ -55,6 +55,12 @@ export function createAgentMetrics(node?: string) {
       help: "Times the agent took its socket's path back from a file put in its place (another listener, through a hostPath to its state dir): the plugin asked the API itself meanwhile.",
       registers: [registry],
     }),
+    chainMode: new Gauge({
+      name: "meshcni_chain_mode",
+      help: "How meshcni is chained (1 for the mode in force): dropin (its own file, loaded by the runtime), conflist (its entry in the active config), probe or asking (being decided).",
+      labelNames: ["mode"] as const,
+      registers: [registry],
+    }),
     ready: new Gauge({
       name: "meshcni_ready",
       help: "1 while the binary, the kubeconfig and the entry in the active CNI config are all in place, and the runtime can run the active config's whole chain.",

@@ -1,7 +1,8 @@
 import { join } from "node:path";
 import { brokenConfigReason } from "../cni/config-dir.js";
+import { dropInName } from "../cni/drop-ins.js";
 import { fightWindowMs } from "../installer/fight.js";
-import type { NetDirPlan } from "../installer/netdir.js";
+import type { NetDirSync } from "../installer/install.js";
 import type { Logger, StandingProblems } from "../log.js";
 import type { AgentMetrics } from "./metrics.js";
 import type { DirWatcher } from "./watch.js";
@@ -18,7 +19,7 @@ export class NetDirReporter {
   ) {}
 
   /** Says what the installer did with the net dir (log, metrics) and schedules what it asks for: a retry, a back-off. */
-  report(plan: NetDirPlan & { writtenOverMs?: number; skipped?: string[] }, eventAt: number | undefined): void {
+  report(plan: NetDirSync & { skipped?: string[] }, eventAt: number | undefined): void {
     const { netDir } = this;
     const skipped = plan.skipped ?? [];
     this.problems.set(
@@ -36,6 +37,10 @@ export class NetDirReporter {
       return;
     }
     this.problems.set("netdir", undefined);
+    if (plan.kind === "dropin") {
+      this.reportDropIn(plan);
+      return;
+    }
     for (const { name } of plan.removals) this.removedEntry(name, `${plan.active} is the active config`);
     for (const { name } of plan.fallbacks)
       this.log.info("chained meshcni into the next config as well", {
@@ -73,6 +78,24 @@ export class NetDirReporter {
       ...(write.replaces ? { wrapped: write.replaces } : {}),
       ...(latencyMs === undefined ? {} : { latencyMs: Math.round(latencyMs * 10) / 10 }),
     });
+  }
+
+  /** The drop-in written (the probe, or the entry), the configs' entries it replaces, the old networks' drop-ins removed. */
+  private reportDropIn(plan: NetDirSync & { kind: "dropin" }): void {
+    const file = join(this.netDir, plan.network, dropInName);
+    if (plan.write !== undefined)
+      this.log.info(
+        plan.probe ? "wrote meshcni's probe, to see whether the container runtime loads drop-ins" : "chained meshcni by its drop-in",
+        {
+          file,
+        },
+      );
+    for (const { name } of plan.removals) this.removedEntry(name, `meshcni is chained by its drop-in ${file}`);
+    for (const network of plan.stale)
+      this.log.info("removed meshcni's drop-in", {
+        file: join(this.netDir, network, dropInName),
+        why: `${plan.network} is the active network`,
+      });
   }
 
   removedEntry(name: string, why: string): void {

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { repairPolicies } from "../audit/repair.js";
 import { numberFlag, oneOf } from "../flags.js";
+import { chainByChoices } from "../installer/dropin.js";
 import type { InstallOptions } from "../installer/options.js";
 import { type AgentLogLevel, agentLogLevels } from "../log.js";
 import type { PodKey } from "../pod-key.js";
@@ -33,6 +34,8 @@ export interface AgentOptions {
   listen: { host: string; port: number } | undefined;
   onStop: StopMode;
   resyncSeconds: number;
+  /** `auto`: a drop-in where the runtime says it loads it, else the entry in the active config; `conflist`: the entry always. */
+  chainBy: (typeof chainByChoices)[number];
   /** Each watch of the API asks for a timeoutSeconds between this and twice this (client-go: 5 minutes). */
   watchTimeoutSeconds: number;
   logLevel: AgentLogLevel;
@@ -120,6 +123,7 @@ export function parseAgentOptions(argv: string[], env: NodeJS.ProcessEnv, execPa
     },
     listen: parseListen(flags.text("listen")),
     onStop: oneOf("on-stop", flags.text("on-stop"), stopModes),
+    chainBy: oneOf("chain-by", flags.text("chain-by"), chainByChoices),
     resyncSeconds: numberFlag("resync-seconds", flags.text("resync-seconds"), positive, "a positive number"),
     watchTimeoutSeconds: numberFlag(
       "watch-timeout-seconds",

@@ -18,6 +18,16 @@ export function checkReadiness(installation: Installation, serviceAccountDir: st
   return withProblem(installed, "NoServiceAccountToken", token.problem);
 }
 
+/** Says a readiness that changed (reasons included: the probe itself answers only "not ready"), and sets its metrics. */
+export function sayReadiness(previous: Readiness, readiness: Readiness, log: Logger, metrics: AgentMetrics): void {
+  const reasons = (of: Readiness) => of.reasons.join("\n");
+  if (readiness.ready !== previous.ready || (!readiness.ready && reasons(readiness) !== reasons(previous)))
+    log.info(readiness.ready ? "ready" : "not ready", readiness.ready ? { active: readiness.active } : { reasons: readiness.reasons });
+  metrics.ready.set(readiness.ready ? 1 : 0);
+  metrics.chainMissing.reset();
+  for (const type of readiness.missingPlugins) metrics.chainMissing.set({ type }, 1);
+}
+
 /**
  * Alive while reconciles keep running: one every resync at least, so none for three
  * resyncs (and 30 s) means the loop is stuck and a restart may help. Readiness problems

@@ -37,7 +37,7 @@ export function readyReport(verdict: AgentVerdict | undefined, disk: Readiness, 
   const diskReasons = disk.reasons.join("; ");
   if (!verdict)
     return disk.ready
-      ? { ready: true, text: `ready: meshcni is chained in ${disk.active}` }
+      ? { ready: true, text: `ready: meshcni is chained ${disk.chainedBy ?? `in ${disk.active}`}` }
       : { ready: false, text: `not ready: ${diskReasons}` };
   if ("unreachable" in verdict) {
     const also = disk.ready ? "" : `; ${diskReasons}`;
@@ -45,7 +45,7 @@ export function readyReport(verdict: AgentVerdict | undefined, disk: Readiness, 
   }
   if (verdict.ready) {
     const differs = disk.ready ? "" : `\nthe agent is ready, but from here: ${diskReasons} (are the flags the agent's?)`;
-    return { ready: true, text: `ready: meshcni is chained in ${disk.active ?? "the active config"}${differs}` };
+    return { ready: true, text: `ready: meshcni is chained ${disk.chainedBy ?? `in ${disk.active ?? "the active config"}`}${differs}` };
   }
   const cause = verdict.cause ?? "NotReady";
   const why =

@@ -1,8 +1,9 @@
 import type { V1Namespace, V1Pod } from "@kubernetes/client-node";
-import { activeConfig, brokenConfigReason, type ConfigFile } from "../cni/config-dir.js";
+import { activeConfig, brokenConfigReason, type ConfigFile, type ParsedConfig } from "../cni/config-dir.js";
+import { type DropInFile, dropInNetwork } from "../cni/drop-ins.js";
 import { latestVersion } from "../cni/version.js";
 import { errorMessage } from "../errors.js";
-import type { JsonObject } from "../json.js";
+import { isJsonObject, type JsonObject } from "../json.js";
 import type { NodeApi } from "../kube/node-api.js";
 import { isEntryOfType, isRedirectEntry, type NetConf, parseNetConf } from "../mesh/netconf.js";
 import { firewallSpecFor, isControlPlane, needsNamespaceAnnotations, readApiServerPorts, redirectFamilies } from "../mesh/pod.js";
@@ -14,20 +15,32 @@ import { newestRecordByUid } from "./classify.js";
 import type { ScanTarget } from "./scan.js";
 
 /**
- * meshcni's entry in the active config, as the runtime hands it to the plugin (the
- * conflist's cniVersion and name injected): what ADD would run with now. Throws, saying
- * why, when there is none.
+ * meshcni's entry in the active config, or in its drop-in there (`dropIns`: meshcni's drop-ins
+ * on the disk), as the runtime hands it to the plugin (the conflist's cniVersion and name
+ * injected): what ADD would run with now. Throws, saying why, when there is none.
  */
-export function activeNetconf(files: ConfigFile[]): NetConf {
+export function activeNetconf(files: ConfigFile[], dropIns: DropInFile[] = []): NetConf {
   const active = activeConfig(files);
   if (!active) throw new Error("there is no CNI config");
   if (!active.config.valid) throw new Error(brokenConfigReason(active.file.name, active.config.reason));
   const { json } = active.config;
   // meshcni's own first: linkerd-cni's may sit beside it during a switch.
   const plugins = active.config.kind === "conflist" ? (json.plugins as unknown[]) : [];
-  const entry = plugins.find(isEntryOfType("meshcni")) ?? plugins.find(isRedirectEntry);
-  if (!entry) throw new Error(`the active CNI config ${active.file.name} holds no meshcni entry`);
+  const entry = plugins.find(isEntryOfType("meshcni")) ?? plugins.find(isRedirectEntry) ?? dropInEntry(active.file, active.config, dropIns);
+  if (!entry) throw new Error(`the active CNI config ${active.file.name} holds no meshcni entry, nor does its drop-in dir`);
   return entryNetconf(entry as JsonObject, json);
+}
+
+/** meshcni's drop-in for the active config's network, when it holds an entry (not the agent's probe). */
+function dropInEntry(file: ConfigFile, config: ParsedConfig, dropIns: DropInFile[]): JsonObject | undefined {
+  const target = dropInNetwork(file, config);
+  const text = "network" in target ? dropIns.find(({ network }) => network === target.network)?.text : undefined;
+  try {
+    const entry: unknown = text === undefined ? undefined : JSON.parse(text);
+    return isJsonObject(entry) && isRedirectEntry(entry) && entry.probe !== true ? entry : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { readConfigFiles } from "../cni/config-dir.js";
+import { readDropIns } from "../cni/drop-ins.js";
 import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { criSocketOf, criSockets } from "../cri/sockets.js";
 import { timeoutFlag } from "../flags.js";
@@ -125,7 +126,8 @@ export function hostIo(
   return {
     api: createNodeApi(config, node, eventComponent, explain),
     records: fileRecordStore(stateDir),
-    netconf: () => (entry ? entryNetconf(entry as JsonObject) : activeNetconf(readConfigFiles(onHost(dirs.netDir)))),
+    netconf: () =>
+      entry ? entryNetconf(entry as JsonObject) : activeNetconf(readConfigFiles(onHost(dirs.netDir)), readDropIns(onHost(dirs.netDir))),
     // The netconf's state_dir holds the backend ADD detected: the same answer, read where the plugin wrote it.
     backend: (conf) => hostBackend(conf, hostRoot),
     scan: (targets) =>

@@ -2,7 +2,8 @@
  * The subset of the CRI v1 API (kubernetes/cri-api, pkg/apis/runtime/v1/api.proto) that
  * meshcni calls, with upstream's names and field numbers, so containerd and CRI-O answer
  * it as they answer kubelet: which sandboxes a pod has, and each one's verbose status,
- * where the runtime says which netns it made for it. Parsed at run time (nothing beside
+ * where the runtime says which netns it made for it; and its own verbose status, where it
+ * says which CNI config it loaded (the field left out, its conditions, is never read). Parsed at run time (nothing beside
  * the binary).
  */
 export const runtimeProto = `
@@ -13,6 +14,7 @@ service RuntimeService {
   rpc Version(VersionRequest) returns (VersionResponse) {}
   rpc ListPodSandbox(ListPodSandboxRequest) returns (ListPodSandboxResponse) {}
   rpc PodSandboxStatus(PodSandboxStatusRequest) returns (PodSandboxStatusResponse) {}
+  rpc Status(StatusRequest) returns (StatusResponse) {}
 }
 
 message VersionRequest { string version = 1; }
@@ -31,6 +33,9 @@ message PodIP { string ip = 1; }
 message PodSandboxNetworkStatus { string ip = 1; repeated PodIP additional_ips = 2; }
 message PodSandboxStatus { string id = 1; PodSandboxMetadata metadata = 2; PodSandboxState state = 3; int64 created_at = 4; PodSandboxNetworkStatus network = 5; }
 message PodSandboxStatusResponse { PodSandboxStatus status = 1; map<string, string> info = 2; }
+
+message StatusRequest { bool verbose = 1; }
+message StatusResponse { map<string, string> info = 2; }
 `;
 
 /** The label kubelet puts on every sandbox: the pod's UID. */

@@ -20,6 +20,8 @@ export interface PodRuntime {
   readyNetnsOf(sandbox: string, deadline: number): Promise<string | undefined>;
   /** One pod's ready sandboxes (by its UID label alone) and the netns of each. */
   readySandboxesOf(podUid: string, deadline: number): Promise<Array<{ sandbox: string; netns: string | undefined }>>;
+  /** The runtime's verbose status's info: what it says of itself, the CNI config it loaded among it. */
+  statusInfo(deadline: number): Promise<Record<string, string>>;
   close(): void;
 }
 
@@ -125,6 +127,9 @@ export async function connectRuntime(socket: string, deadlineMs = 3000): Promise
     async sandboxIds(deadline) {
       const { items } = await call<{ items: Array<{ id: string }> }>("ListPodSandbox", {}, deadline);
       return new Set(items.map(({ id }) => id));
+    },
+    async statusInfo(deadline) {
+      return (await call<{ info: Record<string, string> }>("Status", { verbose: true }, deadline)).info;
     },
     close: () => client.close(),
   };

@@ -58,14 +58,26 @@ async function readStdin(): Promise<string> {
   }
 }
 
-/** The agent's socket the netconf names, read without its schema; none (or no JSON: the standalone path says why) is undefined. */
-function agentSocketOf(stdin: string): string | undefined {
+/** The netconf's keys read before its schema is loaded; no JSON object (the schema's path says why) is an empty one. */
+function headOf(stdin: string): { agent_socket?: unknown; probe?: unknown; cniVersion?: unknown; prevResult?: unknown } {
   try {
-    const socket = (JSON.parse(stdin) as { agent_socket?: unknown }).agent_socket;
-    return typeof socket === "string" && socket !== "" ? socket : undefined;
+    const head = JSON.parse(stdin) as unknown;
+    return typeof head === "object" && head !== null ? head : {};
   } catch {
-    return undefined;
+    return {};
   }
+}
+
+/**
+ * The agent's probe (a drop-in of `{"type": "meshcni", "probe": true}`, to see whether the
+ * runtime loads drop-ins): ADD passes the previous result on, the other verbs do nothing;
+ * no rule, record or file is written for it.
+ */
+function probeAnswer(head: ReturnType<typeof headOf>, command: Verb): Record<string, unknown> | undefined {
+  if (command !== "ADD") return undefined;
+  const version = isSupportedVersion(head.cniVersion) ? head.cniVersion : latestVersion;
+  const previous = typeof head.prevResult === "object" && head.prevResult !== null ? head.prevResult : {};
+  return { ...previous, cniVersion: version };
 }
 
 /** Writes the runtime's answer at once (synchronously), so even an exit right after it loses nothing. */
@@ -133,8 +145,15 @@ export async function runPlugin(env: NodeJS.ProcessEnv): Promise<number> {
       });
       return log;
     };
+    const head = headOf(stdin);
+    if (head.probe === true) {
+      const output = probeAnswer(head, cniEnv.command);
+      if (output) print(output);
+      return 0;
+    }
     // ADD and DEL through the agent: it decides ADD, with the plugin's code, and writes both; this process only asks.
-    const socket = cniEnv.command === "ADD" || cniEnv.command === "DEL" ? agentSocketOf(stdin) : undefined;
+    const named = head.agent_socket;
+    const socket = (cniEnv.command === "ADD" || cniEnv.command === "DEL") && typeof named === "string" && named !== "" ? named : undefined;
     if (socket) {
       const disarm = watch(watchdogSlackMs);
       if (cniEnv.command === "DEL") {

@@ -3,7 +3,6 @@ import { basename, join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { fileRecordStore } from "../../src/state/records.js";
 import {
-  ciliumChainedTypes,
   ciliumConflistPath,
   isWrite,
   runCiliumWriter,
@@ -15,14 +14,24 @@ import {
 } from "../kit/cluster/cilium.js";
 import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
 import { agentStateDir, paths } from "../kit/cluster/layout.js";
-import { currentLeg } from "../kit/cluster/leg.js";
+import { currentLeg, loadsDropIns } from "../kit/cluster/leg.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
-import { chainedTypes, primaryConflistPath } from "../kit/cluster/node.js";
+import { chainedPlugins, chainedTypes, conflistPlugins, primaryConflistPath } from "../kit/cluster/node.js";
 import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
 const primaryName = basename(primaryConflistPath);
+/** Where the runtime loads drop-ins, meshcni follows Cilium into its network's drop-in dir and never writes its file. */
+const dropIns = loadsDropIns(currentLeg());
+/** The plugin types of 05-cilium.conflist's chain as the runtime loads it, its drop-ins included (none while it is absent or mid-write). */
+const ciliumChainedTypes = () => {
+  try {
+    return chainedPlugins(ciliumConflistPath).map((plugin) => plugin.type);
+  } catch {
+    return [];
+  }
+};
 
 /**
  * seed 002 with Cilium's own code: its agent's CNI config writer (the `cni-config` cell,
@@ -42,13 +51,14 @@ const suite =
 suite("Cilium's CNI config writer taking a real node over", () => {
   const cluster = new RealCluster();
   const meshcni = new Meshcni(cluster);
-  /** The agent's log lines saying it chained meshcni into 05-cilium.conflist, from `since` (ISO time) on. */
+  /** The agent's log lines saying it chained meshcni into 05-cilium.conflist (or by a drop-in into its network, cilium), from `since` (ISO time) on. */
   const chainedIntoCilium = async (since: string) =>
     (await meshcni.log()).filter(
       (line) =>
         String(line.time) >= since &&
-        /^(re-)?chained meshcni$/.test(String(line.msg)) &&
-        String(line.file).endsWith(`/${basename(ciliumConflistPath)}`),
+        (dropIns
+          ? line.msg === "chained meshcni by its drop-in" && String(line.file).endsWith("/cilium/zz-meshcni.conf")
+          : /^(re-)?chained meshcni$/.test(String(line.msg)) && String(line.file).endsWith(`/${basename(ciliumConflistPath)}`)),
     );
   /** The meshed pods of `app`, each started through 05-cilium.conflist: host-local gave it the upper half's address. */
   const startedThroughCilium = async (app: string) => {
@@ -71,7 +81,11 @@ suite("Cilium's CNI config writer taking a real node over", () => {
     await stopCiliumWatcher();
     undoTakeover();
     await until(() => chainedTypes().at(-1) === "meshcni", 20_000, 100);
-    expect(readdirSync(paths.cniConfDir).sort()).toEqual([primaryName, "ZZZ-meshcni-kubeconfig"]);
+    // meshcni's drop-in back in the primary's network's dir, Cilium's network's dir removed with its drop-in.
+    const network = (JSON.parse(readFileSync(primaryConflistPath, "utf8")) as { name: string }).name;
+    const expected = [primaryName, "ZZZ-meshcni-kubeconfig", ...(dropIns ? [network] : [])].sort();
+    await until(() => readdirSync(paths.cniConfDir).sort().join() === expected.join(), 10_000, 100).catch(() => undefined);
+    expect(readdirSync(paths.cniConfDir).sort()).toEqual(expected);
     await cluster.kubectl(["delete", "deployments", "--all", "--wait"]);
   }, 120_000);
 
@@ -101,6 +115,8 @@ suite("Cilium's CNI config writer taking a real node over", () => {
     );
     expect(chainedAt - wroteAt).toBeLessThan(2000);
     expect(ciliumChainedTypes()).toEqual(["bridge", "meshcni"]);
+    // Cilium's own file as its writer left it, where meshcni chains by drop-in.
+    if (dropIns) expect(conflistPlugins(ciliumConflistPath).map((plugin) => plugin.type)).toEqual(["bridge"]);
 
     await meshedPods("after", 2);
     expect(await startedThroughCilium("after")).toEqual([true, true]);
@@ -145,44 +161,82 @@ suite("Cilium's CNI config writer taking a real node over", () => {
     expect(await expectRunningPodsRedirected(cluster, "watched")).toBe(2);
   }, 180_000);
 
-  it("c. kept running with its watch, cni-exclusive=true (Helm's default): meshcni fights, backs off and says so; every meshed pod started meanwhile ends redirected", async () => {
-    const since = new Date().toISOString();
-    startCiliumWatcher(cluster.bin, true);
-    const fightWarnings = async () =>
-      (await meshcni.log()).filter(
-        (line) => String(line.time) >= since && String(line.msg).startsWith("another agent keeps removing meshcni's entry"),
+  it.runIf(dropIns)(
+    "c. kept running with its watch, cni-exclusive=true (Helm's default), meshcni by drop-in: no fight (Cilium writes once, meshcni once, no warning); meshed pods started meanwhile redirected by their ADD",
+    async () => {
+      const since = new Date().toISOString();
+      startCiliumWatcher(cluster.bin, true);
+      await until(async () => (await chainedIntoCilium(since)).length > 0, 20_000, 100);
+      expect(setAside()).toEqual([`${primaryName}.cilium_bak`]);
+      const samples: string[][] = [];
+      const window = (async () => {
+        for (const end = Date.now() + 20_000; Date.now() < end; await sleep(100)) samples.push(ciliumChainedTypes());
+      })();
+      await meshedPods("unfought", 3);
+      await window;
+      const writes = watcherLines().filter(isWrite).length;
+      const chains = (await chainedIntoCilium(since)).length;
+      const warned = (await meshcni.log()).filter((line) => String(line.time) >= since && line.level === "warn");
+      const uids = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=unfought")).items.map((pod) => pod.metadata.uid);
+      const how = fileRecordStore(agentStateDir)
+        .list()
+        .filter((record) => uids.includes(record.pod.uid))
+        .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
+      console.log(
+        `cni-exclusive=true, meshcni by drop-in, 20 s window: Cilium wrote ${writes} time(s), meshcni chained ${chains} time(s), ` +
+          `warned ${warned.length} time(s); 3 meshed pods redirected by ${how.join(", ")}`,
       );
-    // Started as the agent backs off for its longest: 8 s in which it leaves the config Cilium keeps without meshcni.
-    await until(async () => (await fightWarnings()).some((line) => String(line.msg).includes("backing off 8 s")), 90_000, 100);
-    await meshedPods("fought", 3);
-    // One started through Cilium's chain without meshcni is found by the sweep, which holds it to the agent's own entry
-    // (the active config has none), and redirected.
-    const redirected = async () => {
-      try {
-        return (await expectRunningPodsRedirected(cluster, "fought")) === 3;
-      } catch {
-        return false;
-      }
-    };
-    const startedAt = Date.now();
-    await until(redirected, 30_000, 250);
-    const warned = await fightWarnings();
-    // Each pod's record says how it got its redirect: the runtime's ADD through meshcni (its sandbox's id), or the sweep.
-    const fought = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=fought")).items.map((pod) => pod.metadata.uid);
-    const how = fileRecordStore(agentStateDir)
-      .list()
-      .filter((record) => fought.includes(record.pod.uid))
-      .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
-    console.log(
-      `cni-exclusive=true: Cilium wrote ${watcherLines().filter(isWrite).length} time(s), meshcni chained ${(await chainedIntoCilium(since)).length} ` +
-        `time(s), warned of the fight ${warned.length} time(s); 3 meshed pods started in its longest back-off ` +
-        `redirected by ${how.join(", ")}, all of them ${Date.now() - startedAt} ms after their rollout`,
-    );
-    // Whether any pod started without meshcni depends on what containerd had loaded during the back-off: in the runs
-    // here it still ran the chain with meshcni (its reload of Cilium's rewrite had not taken), so each record is the
-    // runtime's ADD. A pod that does start without meshcni is found by the sweep by the agent's own entry
-    // (test/netns/sweep-entry.test.ts); here the invariant: every pod redirected, and the fight said.
-    expect(warned.length).toBeGreaterThan(0);
-    expect(how).toHaveLength(3);
-  }, 180_000);
+      expect({ writes, chains, warned }).toEqual({ writes: 1, chains: 1, warned: [] });
+      expect(samples.filter((types) => types.join() !== "bridge,meshcni")).toEqual([]);
+      expect(how).toEqual(["ADD", "ADD", "ADD"]);
+      expect(await startedThroughCilium("unfought")).toEqual([true, true, true]);
+      expect(await expectRunningPodsRedirected(cluster, "unfought")).toBe(3);
+    },
+    180_000,
+  );
+
+  it.skipIf(dropIns)(
+    "c. kept running with its watch, cni-exclusive=true (Helm's default): meshcni fights, backs off and says so; every meshed pod started meanwhile ends redirected",
+    async () => {
+      const since = new Date().toISOString();
+      startCiliumWatcher(cluster.bin, true);
+      const fightWarnings = async () =>
+        (await meshcni.log()).filter(
+          (line) => String(line.time) >= since && String(line.msg).startsWith("another agent keeps removing meshcni's entry"),
+        );
+      // Started as the agent backs off for its longest: 8 s in which it leaves the config Cilium keeps without meshcni.
+      await until(async () => (await fightWarnings()).some((line) => String(line.msg).includes("backing off 8 s")), 90_000, 100);
+      await meshedPods("fought", 3);
+      // One started through Cilium's chain without meshcni is found by the sweep, which holds it to the agent's own entry
+      // (the active config has none), and redirected.
+      const redirected = async () => {
+        try {
+          return (await expectRunningPodsRedirected(cluster, "fought")) === 3;
+        } catch {
+          return false;
+        }
+      };
+      const startedAt = Date.now();
+      await until(redirected, 30_000, 250);
+      const warned = await fightWarnings();
+      // Each pod's record says how it got its redirect: the runtime's ADD through meshcni (its sandbox's id), or the sweep.
+      const fought = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=fought")).items.map((pod) => pod.metadata.uid);
+      const how = fileRecordStore(agentStateDir)
+        .list()
+        .filter((record) => fought.includes(record.pod.uid))
+        .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
+      console.log(
+        `cni-exclusive=true: Cilium wrote ${watcherLines().filter(isWrite).length} time(s), meshcni chained ${(await chainedIntoCilium(since)).length} ` +
+          `time(s), warned of the fight ${warned.length} time(s); 3 meshed pods started in its longest back-off ` +
+          `redirected by ${how.join(", ")}, all of them ${Date.now() - startedAt} ms after their rollout`,
+      );
+      // Whether any pod started without meshcni depends on what containerd had loaded during the back-off: in the runs
+      // here it still ran the chain with meshcni (its reload of Cilium's rewrite had not taken), so each record is the
+      // runtime's ADD. A pod that does start without meshcni is found by the sweep by the agent's own entry
+      // (test/netns/sweep-entry.test.ts); here the invariant: every pod redirected, and the fight said.
+      expect(warned.length).toBeGreaterThan(0);
+      expect(how).toHaveLength(3);
+    },
+    180_000,
+  );
 });

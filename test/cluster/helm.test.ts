@@ -1,10 +1,10 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { chartDir, helm, valuesFile } from "../kit/chart/helm.js";
 import { nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
 import { expectNothingLeftOnNode, Meshcni } from "../kit/cluster/meshcni.js";
-import { chainedTypes, primaryConflistPath, primaryTypes } from "../kit/cluster/node.js";
+import { chainedPlugins, chainedTypes, primaryTypes } from "../kit/cluster/node.js";
 import { suiteCluster } from "../kit/cluster/suite.js";
 import { expectRunningPodsRedirected, startClientAndShop } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
@@ -20,13 +20,9 @@ const values = {
   criSocket: paths.containerdSocket,
 };
 
-/** meshcni's entry in the primary's conflist now (undefined: not chained), read as the runtime reads it. */
-const meshcniEntry = () => {
-  const conflist = JSON.parse(readFileSync(primaryConflistPath, "utf8")) as {
-    plugins: Array<{ type: string; linkerd?: Record<string, unknown> }>;
-  };
-  return conflist.plugins.find((plugin) => plugin.type === "meshcni");
-};
+/** meshcni's entry in the primary's chain now (undefined: not chained), read as the runtime reads it: the conflist, then its drop-ins. */
+const meshcniEntry = () =>
+  chainedPlugins().find((plugin) => plugin.type === "meshcni") as { type: string; linkerd?: Record<string, unknown> } | undefined;
 
 /**
  * meshcni installed, upgraded and uninstalled with Helm (built from the Go module proxy) on

@@ -6,9 +6,9 @@ import { parseAllDocuments } from "yaml";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { hostPort, perFamily } from "../kit/cluster/families.js";
 import { nodeIp, nodeName, paths, startupTaint } from "../kit/cluster/layout.js";
-import { bindsTokensToNodes, currentLeg } from "../kit/cluster/leg.js";
-import { Meshcni } from "../kit/cluster/meshcni.js";
-import { chainedTypes, primaryConflistPath, primaryTypes, rewritePrimaryConflist } from "../kit/cluster/node.js";
+import { bindsTokensToNodes, currentLeg, loadsDropIns } from "../kit/cluster/leg.js";
+import { agentSeries, Meshcni } from "../kit/cluster/meshcni.js";
+import { chainedTypes, loadedTypes, primaryConflistPath, primaryTypes, rewritePrimaryConflist } from "../kit/cluster/node.js";
 import { pluginTokenClaims } from "../kit/cluster/tokens.js";
 import { asList, meshedDeployment, plainPod, proxyInbound, proxyOutbound } from "../kit/cluster/workloads.js";
 import { until } from "../kit/common.js";
@@ -31,6 +31,9 @@ describeAsRoot("meshcni on a real cluster", () => {
   const cluster = new RealCluster();
   const meshcni = new Meshcni(cluster);
   let earlyBefore = "";
+  /** The primary's conflist as its installer wrote it, before meshcni. */
+  let primaryAsWritten = "";
+  const dropIns = loadsDropIns(currentLeg());
 
   beforeAll(async () => {
     await cluster.up();
@@ -45,6 +48,7 @@ describeAsRoot("meshcni on a real cluster", () => {
     );
     await cluster.kubectl(["wait", "--for=condition=Ready", "pod", "--all", "--timeout=90s"]);
     earlyBefore = await cluster.connect("client", hostPort(await cluster.podIpOf("app=early"), 8080));
+    primaryAsWritten = readFileSync(primaryConflistPath, "utf8");
     await meshcni.deploy();
   }, 300_000);
 
@@ -54,6 +58,12 @@ describeAsRoot("meshcni on a real cluster", () => {
 
   it("gets ready: chains itself last, lifts the startup taint, writes MeshcniReady; meshcni status says so", async () => {
     expect(chainedTypes()).toEqual([...primaryTypes, "meshcni"]);
+    // In the runtime's own word: the chain it runs for a new pod.
+    expect(await loadedTypes()).toEqual([...primaryTypes, "meshcni"]);
+    // Where the runtime loads drop-ins, the primary's file is byte for byte its installer's: meshcni's entry is a file of its own.
+    if (dropIns) expect(readFileSync(primaryConflistPath, "utf8")).toBe(primaryAsWritten);
+    else expect(readFileSync(primaryConflistPath, "utf8")).not.toBe(primaryAsWritten);
+    expect(await agentSeries("meshcni_chain_mode", { mode: dropIns ? "dropin" : "conflist" })).toBe(1);
     for (const file of ["ZZZ-meshcni-kubeconfig"]) expect(existsSync(join(paths.cniConfDir, file))).toBe(true);
     expect(existsSync(join(paths.cniBinDir, "meshcni"))).toBe(true);
     let node: NodeObject | undefined;
@@ -79,8 +89,11 @@ describeAsRoot("meshcni on a real cluster", () => {
     expect(claims.exp! - claims.iat!).toBe(3600);
     const status = await meshcni.cli("status");
     expect(status.stderr).toBe("");
-    const conflist = basename(primaryConflistPath).replaceAll(".", "\\.");
-    expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s+0\\.1\\.0\\s+chained in ${conflist}`, "m"));
+    const network = (JSON.parse(primaryAsWritten) as { name: string }).name;
+    const chainedBy = dropIns
+      ? `by its drop-in ${network}/zz-meshcni\\.conf`
+      : `in ${basename(primaryConflistPath).replaceAll(".", "\\.")}`;
+    expect(status.stdout).toMatch(new RegExp(`^${nodeName}\\s+True\\s+Ready\\s+0\\.1\\.0\\s+chained ${chainedBy}`, "m"));
   });
 
   it("redirects a meshed pod that started before meshcni was chained, in place, found through containerd's CRI", async () => {
@@ -147,14 +160,21 @@ describeAsRoot("meshcni on a real cluster", () => {
     expect(nodeIp).not.toBe(server);
   });
 
-  it("seed 000: the primary's conflist rewritten in place while pods run is chained again, and the next pod redirected", async () => {
+  it("seed 000: the primary's conflist rewritten in place while pods run: meshcni stays in the runtime's chain (by drop-in, never out of it; else chained again), and the next pod is redirected", async () => {
     const chained = async () => (await meshcni.log()).filter((line) => /^(re-)?chained meshcni$/.test(String(line.msg))).length;
     const before = await chained();
-    // The agent may chain meshcni again within milliseconds: its log, not the file read at once, shows the rewrite was seen.
     await rewritePrimaryConflist();
-    await until(async () => (await chained()) > before && chainedTypes().at(-1) === "meshcni", 20_000, 250);
+    const rewritten = readFileSync(primaryConflistPath, "utf8");
+    // The agent may chain meshcni again within milliseconds: its log, not the file read at once, shows the rewrite was seen.
+    if (!dropIns) await until(async () => (await chained()) > before && chainedTypes().at(-1) === "meshcni", 20_000, 250);
     await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("after-rewrite", { sidecar: "container" })));
     await cluster.kubectl(["rollout", "status", "deployment/after-rewrite", "--timeout=90s"]);
+    if (dropIns) {
+      // The runtime reloaded on the rewrite and found meshcni's drop-in with it: meshcni wrote nothing, and was never out of the chain.
+      expect(await loadedTypes()).toEqual([...primaryTypes, "meshcni"]);
+      expect(readFileSync(primaryConflistPath, "utf8")).toBe(rewritten);
+      expect(await chained()).toBe(before);
+    }
     const ip = await cluster.podIpOf("app=after-rewrite");
     expect(await cluster.connect("client", hostPort(ip, 8080))).toBe(
       `${proxyInbound} dst=${hostPort(ip, 8080)} src=${await cluster.podIp("client")}`,

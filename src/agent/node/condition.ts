@@ -30,7 +30,7 @@ export function nodeCondition(
     const message = `meshcni ${version}: ${readiness.reasons.join("; ")}${summary ? `; ${summary}` : ""}`;
     return { status: "False", reason: readiness.cause ?? "NotReady", message };
   }
-  const chained = `meshcni ${version} chained in ${readiness.active}`;
+  const chained = `meshcni ${version} chained ${readiness.chainedBy ?? `in ${readiness.active}`}`;
   if (!sweeps) return { status: "True", reason: "Ready", message: `${chained}; meshed pods not audited yet` };
   return { status: "True", reason: sweeps.unprotected.length > 0 ? "PodsUnprotected" : "Ready", message: `${chained}; ${summary}` };
 }

@@ -46,6 +46,12 @@ export const bindsTokensToNodes = (leg: Leg) => minorOf(leg.kubernetes) >= 31;
 /** Whether the leg's runtime sends CNI STATUS to a 1.1.0 chain: containerd 2 does (libcni 1.2); 1.7 never calls it. */
 export const sendsCniStatus = (leg: Leg) => Number(leg.containerd.slice(1).split(".")[0]) >= 2;
 
+/** Whether the leg's runtime loads libcni's drop-ins: containerd 2.1 on (libcni 1.3); meshcni falls back to the conflist before. */
+export const loadsDropIns = (leg: Leg) => {
+  const [major, minor] = leg.containerd.slice(1).split(".").map(Number);
+  return major! > 2 || (major === 2 && minor! >= 1);
+};
+
 /** The environment that makes components.sh build, and the suite run, this leg. */
 export function legEnv(name: LegName): Record<string, string> {
   const leg = legs[name];

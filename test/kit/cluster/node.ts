@@ -1,5 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
+import { loadedDefaultChain } from "../../../src/cri/loaded-config.js";
+import { connectRuntime } from "../../../src/cri/runtime.js";
 import { calicoConflistName, calicoKubeconfigPath, runCalicoInstaller } from "./calico.js";
 import { nodeIps, podCidrs } from "./families.js";
 import { cgroupRoot, nodeName, paths, podBridge, primaryNetwork, startupTaint } from "./layout.js";
@@ -167,9 +169,39 @@ export async function rewritePrimaryConflist(): Promise<number> {
   return Date.now();
 }
 
-/** The entries of the primary's conflist now, in order (this node's, or another's at its path as the host sees it). */
-export const chainedPlugins = (path = primaryConflistPath) =>
-  (JSON.parse(readFileSync(path, "utf8")) as { plugins: Array<Record<string, unknown> & { type: string }> }).plugins;
+type PluginEntry = Record<string, unknown> & { type: string };
+
+/**
+ * The chain the primary's conflist makes now, in order, as libcni 1.3 loads it (this node's,
+ * or another's at its path as the host sees it): its own plugins, then the drop-ins in
+ * `<its dir>/<its name>/*.conf` by name, unless it sets loadOnlyInlinedPlugins.
+ */
+export function chainedPlugins(path = primaryConflistPath): PluginEntry[] {
+  const conflist = JSON.parse(readFileSync(path, "utf8")) as { name: string; plugins: PluginEntry[]; loadOnlyInlinedPlugins?: unknown };
+  const dropInDir = join(dirname(path), conflist.name);
+  if (conflist.loadOnlyInlinedPlugins === true || !existsSync(dropInDir)) return conflist.plugins;
+  const dropIns = readdirSync(dropInDir)
+    .filter((name) => name.endsWith(".conf"))
+    .sort()
+    .map((name) => JSON.parse(readFileSync(join(dropInDir, name), "utf8")) as PluginEntry);
+  return [...conflist.plugins, ...dropIns];
+}
+
+/** The plugin types the runtime says it loaded for a new pod's eth0 (its verbose CRI Status): its own word, not the disk's. */
+export async function loadedTypes(): Promise<string[]> {
+  const runtime = await connectRuntime(paths.containerdSocket);
+  try {
+    const chain = loadedDefaultChain(await runtime.statusInfo(Date.now() + 3000));
+    if ("unknown" in chain) throw new Error(chain.unknown);
+    return chain.plugins.map((plugin) => plugin.type);
+  } finally {
+    runtime.close();
+  }
+}
+
+/** The plugins the primary's conflist itself holds, drop-ins aside: meshcni writes none of them where the runtime loads drop-ins. */
+export const conflistPlugins = (path = primaryConflistPath) =>
+  (JSON.parse(readFileSync(path, "utf8")) as { plugins: PluginEntry[] }).plugins;
 
 /** The plugin types the primary's conflist chains now, in order. */
 export const chainedTypes = () => chainedPlugins().map((plugin) => plugin.type);

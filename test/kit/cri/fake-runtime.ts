@@ -17,7 +17,13 @@ type Handler = (call: { request: Record<string, unknown> }, callback: grpc.sendU
  */
 export class FakeCriRuntime {
   private readonly dir = mkdtempSync(join(tmpdir(), "meshcni-cri-"));
-  readonly socket = join(this.dir, "cri.sock");
+  readonly socket: string;
+  /**
+   * What its verbose Status says it loaded (`cniconfig`, go-cni's ConfigResult), asked anew at
+   * each call: a runtime that reloads at once on any change (containerd waits for an event in
+   * its conf dir: the real one is in test/cluster/). None: no `cniconfig`, as CRI-O answers.
+   */
+  cniConfig: (() => string) | undefined;
   /** Each pod's (by UID) netns path, as the runtime made it: its ready sandbox. */
   readonly sandboxes = new Map<string, string>();
   /**
@@ -28,6 +34,11 @@ export class FakeCriRuntime {
   /** Every call it answered, by method name. */
   readonly calls: string[] = [];
   private server: grpc.Server | undefined;
+
+  /** `socket`: where it listens (a test's host root, say); a temp dir of its own by default. */
+  constructor(socket?: string) {
+    this.socket = socket ?? join(this.dir, "cri.sock");
+  }
 
   /** A sandbox's id: the CNI container id its ADD was given, cnitool's, from the netns path (cnitool/cnitool.go). */
   sandboxIdOf(netns: string): string {
@@ -57,6 +68,7 @@ export class FakeCriRuntime {
           .map(({ uid, netns, state }) => ({ id: idOf(netns), state, labels: { [podUidLabel]: uid } }));
         done(null, { items });
       },
+      Status: (_call, done) => done(null, { info: this.cniConfig ? { cniconfig: this.cniConfig() } : {} }),
       PodSandboxStatus: ({ request }, done) => {
         const found = all().find((sandbox) => idOf(sandbox.netns) === request.podSandboxId);
         if (found === undefined)

@@ -61,7 +61,13 @@ describe("the agent's main loop", () => {
     expect(readFileSync(join(host.binDir, "meshcni"), "utf8")).toBe("#!/bin/sh\n");
     expect(host.types("10-calico.conflist")).toEqual(["calico", "portmap", "meshcni"]);
     expect(api.minted.get(host.pluginToken())?.serviceAccount).toBe("meshcni/meshcni-plugin");
-    expect(running.readiness).toEqual({ ready: true, reasons: [], missingPlugins: [], active: "10-calico.conflist" });
+    expect(running.readiness).toEqual({
+      ready: true,
+      reasons: [],
+      missingPlugins: [],
+      active: "10-calico.conflist",
+      chainedBy: "in 10-calico.conflist",
+    });
     expect(await value("meshcni_ready")).toBe(1);
     expect(logged("binary installed") && logged("chained meshcni") && logged("kubeconfig written")).toBe(true);
   });
