@@ -38,7 +38,7 @@ export class NetDirReporter {
     }
     this.problems.set("netdir", undefined);
     if (plan.kind === "dropin") {
-      this.reportDropIn(plan);
+      this.reportDropIn(plan, eventAt);
       return;
     }
     for (const { name } of plan.removals) this.removedEntry(name, `${plan.active} is the active config`);
@@ -81,15 +81,14 @@ export class NetDirReporter {
   }
 
   /** The drop-in written (the probe, or the entry), the configs' entries it replaces, the old networks' drop-ins removed. */
-  private reportDropIn(plan: NetDirSync & { kind: "dropin" }): void {
+  private reportDropIn(plan: NetDirSync & { kind: "dropin" }, eventAt: number | undefined): void {
     const file = join(this.netDir, plan.network, dropInName);
-    if (plan.write !== undefined)
-      this.log.info(
-        plan.probe ? "wrote meshcni's probe, to see whether the container runtime loads drop-ins" : "chained meshcni by its drop-in",
-        {
-          file,
-        },
-      );
+    // From the net dir's change that woke the agent (another network's config, say) to the drop-in written.
+    const latency = eventAt === undefined ? {} : { latencyMs: Math.round((this.now() - eventAt) * 10) / 10 };
+    const message = plan.probe
+      ? "wrote meshcni's probe, to see whether the container runtime loads drop-ins"
+      : "chained meshcni by its drop-in";
+    if (plan.write !== undefined) this.log.info(message, { file, ...latency });
     for (const { name } of plan.removals) this.removedEntry(name, `meshcni is chained by its drop-in ${file}`);
     for (const network of plan.stale)
       this.log.info("removed meshcni's drop-in", {

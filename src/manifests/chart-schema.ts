@@ -112,6 +112,7 @@ export function chartValuesSchema(): Schema {
       podMonitor: enabled,
       prometheusRule: enabled,
       grafanaDashboard: enabled,
+      linkerdNames: boolean,
       // Set by a parent chart when meshcni is a dependency.
       global: kubernetesObject,
     }),

@@ -12,6 +12,7 @@ export const chartPlaceholders = {
   taintKey: "MESHCNI_TAINT_KEY",
   taintEffect: "MESHCNI_TAINT_EFFECT",
   evictNamespaces: "MESHCNI_EVICT_NAMESPACES",
+  agentAccount: "MESHCNI_AGENT_ACCOUNT",
 };
 
 /** The chart's generated files: its values' schema, and files/ (what Helm reads with .Files.Get), from the code that renders deploy/. Pure. */
@@ -19,7 +20,7 @@ export function chartFiles(): Array<{ name: string; text: string }> {
   const meta = { name: "meshcni", namespace: "", labels: {} };
   const policySpec = (evictNamespaces: string[] | undefined) => {
     const taint = { key: chartPlaceholders.taintKey, effect: chartPlaceholders.taintEffect };
-    const [policy] = nodeScopePolicyFor({ taint, evictNamespaces, pluginTokenSeconds }, "meshcni", {});
+    const [policy] = nodeScopePolicyFor({ taint, evictNamespaces, pluginTokenSeconds }, chartPlaceholders.agentAccount, {});
     return `${JSON.stringify((policy as { spec: unknown }).spec)}\n`;
   };
   return [

@@ -90,6 +90,10 @@ export function checkManifestOptions(options: ManifestOptions): string[] {
   }
   const proxyPorts = proxyPortsLeftOut(options.linkerd["inbound-ports-to-ignore"]);
   if (proxyPorts) warnings.push(proxyPorts);
+  if (options.linkerdNames && options.namespace !== "linkerd-cni")
+    warnings.push(
+      `--linkerd-names in namespace ${options.namespace}: \`linkerd check\` looks in linkerd-cni unless given --cni-namespace ${options.namespace}`,
+    );
   if (!options.createNamespace)
     warnings.push(
       `no Namespace object: ${options.namespace} must exist and admit privileged pods (pod-security.kubernetes.io/enforce=privileged); --create-namespace to include one`,

@@ -1,5 +1,5 @@
 import { agentHostMounts } from "./mounts.js";
-import { type ManifestOptions, name } from "./options.js";
+import { agentNames, type ManifestOptions } from "./options.js";
 import { pluginServiceAccount } from "./rbac.js";
 
 /** A comment written above a field of an object of this kind: deploy/ says why each setting is so. */
@@ -34,7 +34,7 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     { kind: "Namespace", path: ["metadata", "labels"], text: "The agent writes host paths as root: the namespace admits privileged pods." },
     {
       kind: "ClusterRole",
-      name,
+      name: agentNames(options).agent,
       path: ["rules"],
       text: [
         "The agent's, sized by what is turned on:",
@@ -67,9 +67,9 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     },
     {
       kind: "ConfigMap",
-      name: `${name}-config`,
+      name: agentNames(options).configMap,
       path: ["data", "cni_network_config"],
-      text: "The plugin's entry in the active conflist (Linkerd's CNI_NETWORK_CONFIG);\n__KUBECONFIG_FILEPATH__ becomes the kubeconfig's path on the host.",
+      text: "The plugin's entry (Linkerd's CNI_NETWORK_CONFIG): a drop-in of its own where the runtime loads drop-ins, else last in\nthe active conflist; __KUBECONFIG_FILEPATH__ becomes the kubeconfig's path on the host.",
     },
     daemonSet(["hostNetwork"], "The CNI dirs and the API server are reached as the node reaches them; /metrics listens on the node."),
     ...(options.tolerations

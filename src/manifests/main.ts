@@ -37,6 +37,9 @@ export const manifestsUsage = `meshcni manifests [options]   print the manifests
   --pod-monitor              also a Prometheus Operator PodMonitor
   --prometheus-rule          also a PrometheusRule with meshcni's alerts
   --grafana-dashboard        also meshcni's Grafana dashboard (a ConfigMap for Grafana's sidecar)
+  --linkerd-names            in linkerd-cni's place: the agent's objects linkerd-cni (its ConfigMap linkerd-cni-config,
+                             labelled linkerd.io/cni-resource), its entry and binary linkerd-cni, its kubeconfig
+                             ZZZ-linkerd-cni-kubeconfig; with --namespace linkerd-cni, what \`linkerd check\` looks for
   --output-dir DIR           write one file per kind and a kustomization.yaml instead, and the alerts and
                              the dashboard as kustomize components (components/; listed when asked for)
 
@@ -118,6 +121,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
       "pod-monitor": { type: "boolean", default: false },
       "prometheus-rule": { type: "boolean", default: false },
       "grafana-dashboard": { type: "boolean", default: false },
+      "linkerd-names": { type: "boolean", default: false },
       "output-dir": { type: "string" },
     },
   });
@@ -167,6 +171,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
     podMonitor: values["pod-monitor"],
     prometheusRule: values["prometheus-rule"],
     grafanaDashboard: values["grafana-dashboard"],
+    linkerdNames: values["linkerd-names"],
     outputDir: values["output-dir"],
   };
   return { ...options, warnings: checkManifestOptions(options) };

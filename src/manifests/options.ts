@@ -35,6 +35,8 @@ export interface ManifestOptions {
   prometheusRule: boolean;
   /** A ConfigMap with meshcni's Grafana dashboard, for Grafana's sidecar. */
   grafanaDashboard: boolean;
+  /** Linkerd's names for the agent's objects, entry and files (agentNames): linkerd-cni's place, as `linkerd check` looks for it. */
+  linkerdNames: boolean;
 }
 
 export const defaultManifestOptions: ManifestOptions = {
@@ -60,7 +62,22 @@ export const defaultManifestOptions: ManifestOptions = {
   podMonitor: false,
   prometheusRule: false,
   grafanaDashboard: false,
+  linkerdNames: false,
 };
 
-/** The name of meshcni's objects (its namespace by default, ServiceAccount, roles, DaemonSet). */
+/** The name of meshcni's objects (its namespace by default, ServiceAccount, roles, DaemonSet), and its app label. */
 export const name = "meshcni";
+
+/** The label linkerd2-cni puts on each of its objects: Linkerd's control-plane checks and its injector leave them out. */
+export const linkerdCniResourceLabel = "linkerd.io/cni-resource";
+
+/**
+ * The agent's names: meshcni's own, or Linkerd's (--linkerd-names): `linkerd check`'s CNI
+ * checks get the ServiceAccount, ClusterRole, ClusterRoleBinding and DaemonSet `linkerd-cni`
+ * and the ConfigMap `linkerd-cni-config` (linkerd2 pkg/healthcheck); the entry's type (so the
+ * binary's name) and the plugin's kubeconfig are linkerd-cni's too, so its entry is meshcni's.
+ */
+export function agentNames(options: Pick<ManifestOptions, "linkerdNames">) {
+  const agent = options.linkerdNames ? "linkerd-cni" : name;
+  return { agent, configMap: `${agent}-config`, type: agent, kubeconfig: `ZZZ-${agent}-kubeconfig` };
+}

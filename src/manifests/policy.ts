@@ -47,7 +47,7 @@ export function nodeScopePolicyFor(
   serviceAccount: string,
   labels: Record<string, string>,
 ) {
-  const policyName = `${serviceAccount}-node-scope`;
+  const policyName = "meshcni-node-scope";
   const taint = options.taint;
   const key = taint?.key ?? "";
   const unchangedBut = (field: string, except: string) =>

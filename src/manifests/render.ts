@@ -6,18 +6,19 @@ import { parseTaint } from "../taint-spec.js";
 import { prometheusRule } from "./alerts.js";
 import { dashboardConfigMap } from "./dashboard.js";
 import { agentHostMounts } from "./mounts.js";
-import { type ManifestOptions, name } from "./options.js";
+import { agentNames, linkerdCniResourceLabel, type ManifestOptions, name } from "./options.js";
 import { nodeScopePolicy } from "./policy.js";
 import { agentNamespaceRules, clusterRules, pluginRules, pluginServiceAccount } from "./rbac.js";
 
 type K8sObject = { apiVersion: string; kind: string; metadata: Record<string, unknown>; [key: string]: unknown };
 
 /** The labels on every object. */
-function commonLabels(options: Pick<ManifestOptions, "labels">): Record<string, string> {
+function commonLabels(options: Pick<ManifestOptions, "labels" | "linkerdNames">): Record<string, string> {
   return {
     "app.kubernetes.io/name": name,
     "app.kubernetes.io/part-of": name,
     "app.kubernetes.io/version": buildInfo.version,
+    ...(options.linkerdNames ? { [linkerdCniResourceLabel]: "true" } : {}),
     ...options.labels,
   };
 }
@@ -32,10 +33,11 @@ export function monitoringComponents(options: ManifestOptions): Record<"promethe
 }
 
 /** The agent's entry in the active config (CNI_NETWORK_CONFIG), Linkerd's defaults overridden. */
-function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linkerd">): string {
+function networkConfig(options: Pick<ManifestOptions, "logLevel" | "linkerd" | "linkerdNames">): string {
+  const { type } = agentNames(options);
   const entry = {
-    name,
-    type: name,
+    name: type,
+    type,
     log_level: options.logLevel,
     kubernetes: { kubeconfig: kubeconfigPlaceholder },
     linkerd: { ...linkerdDefaults, ...options.linkerd },
@@ -57,7 +59,8 @@ function tolerations(options: Pick<ManifestOptions, "tolerations" | "startupTain
 /** Every object `kubectl apply` needs, in apply order. Pure: options in, objects out. */
 export function renderManifests(options: ManifestOptions): K8sObject[] {
   const labels = commonLabels(options);
-  const meta = (extra: Record<string, unknown> = {}) => ({ name, namespace: options.namespace, labels, ...extra });
+  const names = agentNames(options);
+  const meta = (extra: Record<string, unknown> = {}) => ({ name: names.agent, namespace: options.namespace, labels, ...extra });
   const selector = { "app.kubernetes.io/name": name };
   const mounts = agentHostMounts(options);
   const pluginAccount = pluginServiceAccount;
@@ -81,22 +84,27 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
       : []),
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta() },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: meta({ name: pluginAccount }), automountServiceAccountToken: false },
-    { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels }, rules: clusterRules(options) },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: { name: names.agent, labels },
+      rules: clusterRules(options),
+    },
     { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name: pluginAccount, labels }, rules: pluginRules },
-    binding("ClusterRoleBinding", "ClusterRole", name, name),
+    binding("ClusterRoleBinding", "ClusterRole", names.agent, names.agent),
     binding("ClusterRoleBinding", "ClusterRole", pluginAccount, pluginAccount),
     {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "Role",
       metadata: meta(),
-      rules: agentNamespaceRules(pluginAccount, `${name}-config`),
+      rules: agentNamespaceRules(pluginAccount, names.configMap),
     },
-    binding("RoleBinding", "Role", name, name),
-    ...nodeScopePolicy(options, name, labels),
+    binding("RoleBinding", "Role", names.agent, names.agent),
+    ...nodeScopePolicy(options, names.agent, labels),
     {
       apiVersion: "v1",
       kind: "ConfigMap",
-      metadata: meta({ name: `${name}-config` }),
+      metadata: meta({ name: names.configMap }),
       data: { cni_network_config: netconf },
     },
     {
@@ -119,7 +127,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
             },
           },
           spec: {
-            serviceAccountName: name,
+            serviceAccountName: names.agent,
             hostNetwork: true,
             ...(options.priorityClassName ? { priorityClassName: options.priorityClassName } : {}),
             nodeSelector: { "kubernetes.io/os": "linux", ...options.nodeSelector },
@@ -155,10 +163,10 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   { name: "CONTAINER_MOUNT_PREFIX", value: "/host" },
                   { name: "DEST_CNI_NET_DIR", value: options.netDir },
                   { name: "DEST_CNI_BIN_DIR", value: options.binDir },
-                  { name: "KUBECONFIG_FILE_NAME", value: "ZZZ-meshcni-kubeconfig" },
-                  { name: "CNI_NETWORK_CONFIG", valueFrom: { configMapKeyRef: { name: `${name}-config`, key: "cni_network_config" } } },
+                  { name: "KUBECONFIG_FILE_NAME", value: names.kubeconfig },
+                  { name: "CNI_NETWORK_CONFIG", valueFrom: { configMapKeyRef: { name: names.configMap, key: "cni_network_config" } } },
                   // kubelet's copy above can lag the ConfigMap: the agent checks it against the API and runs with the API's.
-                  { name: "MESHCNI_CONFIG_MAP", value: `${name}-config` },
+                  { name: "MESHCNI_CONFIG_MAP", value: names.configMap },
                 ],
                 ports: [{ name: "metrics", containerPort: options.metricsPort, protocol: "TCP" }],
                 readinessProbe: { httpGet: { path: "/readyz", port: "metrics" }, periodSeconds: 5, failureThreshold: 1 },

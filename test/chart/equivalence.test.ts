@@ -150,6 +150,7 @@ const cases: Array<{ option: string; values: Record<string, unknown>; flags: str
     values: { podMonitor: { enabled: true }, prometheusRule: { enabled: true }, grafanaDashboard: { enabled: true } },
     flags: ["--pod-monitor", "--prometheus-rule", "--grafana-dashboard"],
   },
+  { option: "--linkerd-names", values: { linkerdNames: true }, flags: ["--linkerd-names"] },
 ];
 
 /**

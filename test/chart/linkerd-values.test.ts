@@ -184,3 +184,60 @@ describe("linkerd2-cni's values, taken unchanged", () => {
     }
   });
 });
+
+/**
+ * What `linkerd check` gets when Linkerd's CNI mode is on (linkerd2 pkg/healthcheck, category
+ * linkerd-cni-plugin, all fatal, in --cni-namespace, linkerd-cni by default): the ConfigMap
+ * linkerd-cni-config, the ClusterRole, ClusterRoleBinding, ServiceAccount and DaemonSet
+ * linkerd-cni. An operator swapping linkerd2-cni's chart for this one keeps the release and
+ * namespace linkerd-cni and the values file: the objects then carry Linkerd's names.
+ */
+describe("installed in linkerd-cni's place (release and namespace linkerd-cni)", () => {
+  const checked = [
+    "ConfigMap/linkerd-cni-config",
+    "ClusterRole/linkerd-cni",
+    "ClusterRoleBinding/linkerd-cni",
+    "ServiceAccount/linkerd-cni",
+    "DaemonSet/linkerd-cni",
+  ];
+
+  it("renders every object linkerd check gets, in the namespace it looks in, as meshcni manifests --linkerd-names does", async () => {
+    const rendered = await helmTemplate(linkerdCniValues, "linkerd-cni", "linkerd-cni");
+    if (!rendered.ok) throw new Error(rendered.stderr);
+    const named = rendered.objects.map((object) => `${object.kind}/${object.metadata.name}`);
+    expect(named).toEqual(expect.arrayContaining(checked));
+    for (const object of rendered.objects.filter((found) => checked.includes(`${found.kind}/${found.metadata.name}`))) {
+      if (object.kind !== "ClusterRole" && object.kind !== "ClusterRoleBinding") expect(object.metadata.namespace).toBe("linkerd-cni");
+      expect((object.metadata.labels as Record<string, string>)["linkerd.io/cni-resource"], `${object.kind}'s label`).toBe("true");
+    }
+    const binding = objectIn<{ subjects: Array<{ name: string; namespace: string }> } & K8sObject>(
+      rendered.objects,
+      "ClusterRoleBinding",
+      "linkerd-cni",
+    );
+    expect(binding.subjects).toEqual([{ kind: "ServiceAccount", name: "linkerd-cni", namespace: "linkerd-cni" }]);
+    const daemonSet = objectIn<IDaemonSet>(rendered.objects, "DaemonSet", "linkerd-cni");
+    expect(daemonSet.spec!.template.spec!.serviceAccountName).toBe("linkerd-cni");
+    const netconf = JSON.parse(objectIn<IConfigMap>(rendered.objects, "ConfigMap", "linkerd-cni-config").data!.cni_network_config!);
+    expect(netconf).toMatchObject({ type: "linkerd-cni", name: "linkerd-cni" });
+    expect(daemonSet.spec!.template.spec!.containers[0]!.env).toEqual(
+      expect.arrayContaining([
+        { name: "KUBECONFIG_FILE_NAME", value: "ZZZ-linkerd-cni-kubeconfig" },
+        { name: "MESHCNI_CONFIG_MAP", value: "linkerd-cni-config" },
+      ]),
+    );
+    // The node-scope policy holds the agent by its ServiceAccount's name: linkerd-cni's now.
+    const policy = objectIn<{ spec: { matchConditions: Array<{ expression: string }> } } & K8sObject>(
+      rendered.objects,
+      "ValidatingAdmissionPolicy",
+      "meshcni-node-scope",
+    );
+    expect(policy.spec.matchConditions[0]!.expression).toContain("endsWith(':linkerd-cni')");
+  });
+
+  it("keeps meshcni's own names for any other release", async () => {
+    const named = (await renderedObjects(linkerdCniValues)).map((object) => `${object.kind}/${object.metadata.name}`);
+    expect(named).toEqual(expect.arrayContaining(["ConfigMap/meshcni-config", "DaemonSet/meshcni", "ServiceAccount/meshcni"]));
+    expect(named.filter((name) => name.includes("linkerd-cni"))).toEqual([]);
+  });
+});

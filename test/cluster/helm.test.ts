@@ -118,4 +118,42 @@ describeAsRoot("meshcni's chart on a real cluster", () => {
     expect((await helm(["list", "--all-namespaces", "--short"], kubeconfig)).stdout.trim()).toBe("");
     expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(4);
   }, 300_000);
+
+  it("helm install in linkerd-cni's place (release and namespace linkerd-cni, linkerd2-cni's values): every object `linkerd check` gets is there and its DaemonSet ready; pods redirected; uninstalled clean", async () => {
+    const asLinkerd = ["linkerd-cni", chartDir, "--namespace", "linkerd-cni"];
+    const install = await helm(
+      ["install", ...asLinkerd, "--create-namespace", "--values", valuesFile(values), "--wait", "--timeout", "3m"],
+      kubeconfig,
+    );
+    expect(install.exitCode, install.stderr).toBe(0);
+    // linkerd2 pkg/healthcheck, category linkerd-cni-plugin: each a GET by name in --cni-namespace (linkerd-cni), all fatal.
+    for (const [kind, name] of [
+      ["configmap", "linkerd-cni-config"],
+      ["clusterrole", "linkerd-cni"],
+      ["clusterrolebinding", "linkerd-cni"],
+      ["serviceaccount", "linkerd-cni"],
+    ] as const) {
+      const found = await cluster.get<{ metadata: { name: string; labels: Record<string, string> } }>("-n", "linkerd-cni", kind, name);
+      expect(found.metadata.labels["linkerd.io/cni-resource"], `${kind}/${name}`).toBe("true");
+    }
+    // "cni plugin pod is running on all nodes": the DaemonSet linkerd-cni's numberReady equals its desiredNumberScheduled.
+    const daemonSet = await cluster.get<{ status: { desiredNumberScheduled: number; numberReady: number } }>(
+      "-n",
+      "linkerd-cni",
+      "daemonset",
+      "linkerd-cni",
+    );
+    expect(daemonSet.status.numberReady).toBe(daemonSet.status.desiredNumberScheduled);
+    expect(daemonSet.status.numberReady).toBeGreaterThan(0);
+    // Its entry is linkerd-cni's, by its binary's name; a pod started now is redirected.
+    expect(chainedTypes()).toEqual([...primaryTypes, "linkerd-cni"]);
+    expect(existsSync(join(paths.cniBinDir, "linkerd-cni"))).toBe(true);
+    await cluster.kubectl(["scale", "deployment/shop", "--replicas=5"]);
+    await cluster.kubectl(["rollout", "status", "deployment/shop", "--timeout=120s"]);
+    expect(await expectRunningPodsRedirected(cluster, "shop")).toBe(5);
+    const uninstall = await helm(["uninstall", "linkerd-cni", "--namespace", "linkerd-cni", "--wait", "--timeout", "3m"], kubeconfig);
+    expect(uninstall.exitCode, uninstall.stderr).toBe(0);
+    await until(() => !chainedTypes().includes("linkerd-cni") && !existsSync(join(paths.cniBinDir, "linkerd-cni")), 60_000, 250);
+    await expectNothingLeftOnNode(cluster);
+  }, 300_000);
 });

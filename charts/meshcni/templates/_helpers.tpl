@@ -3,11 +3,29 @@ What `meshcni manifests` renders, as Helm templates: test/chart checks them equa
 object, for every option. Names are fixed (one meshcni per cluster): they are cluster-wide.
 */}}
 
+{{/*
+Linkerd's names (linkerdNames, or a release named linkerd-cni: linkerd2-cni's chart swapped
+for this one): the agent's objects linkerd-cni, its ConfigMap linkerd-cni-config, every object
+labelled linkerd.io/cni-resource, its entry and binary linkerd-cni, its kubeconfig
+ZZZ-linkerd-cni-kubeconfig: what `linkerd check` gets (meshcni manifests --linkerd-names).
+*/}}
+{{- define "meshcni.linkerdNames" -}}
+{{- if or .Values.linkerdNames (eq .Release.Name "linkerd-cni") }}true{{ end -}}
+{{- end }}
+
+{{/* The name of the agent's ServiceAccount, roles and DaemonSet, and its entry's type. */}}
+{{- define "meshcni.agentName" -}}
+{{- if include "meshcni.linkerdNames" . }}linkerd-cni{{ else }}meshcni{{ end -}}
+{{- end }}
+
 {{/* The labels on every object: meshcni's, the operator's commonLabels, Helm's. */}}
 {{- define "meshcni.labels" -}}
 app.kubernetes.io/name: meshcni
 app.kubernetes.io/part-of: meshcni
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- if include "meshcni.linkerdNames" . }}
+linkerd.io/cni-resource: "true"
+{{- end }}
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
 {{- end }}
@@ -20,6 +38,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 app.kubernetes.io/name: meshcni
 app.kubernetes.io/part-of: meshcni
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- if include "meshcni.linkerdNames" . }}
+linkerd.io/cni-resource: "true"
+{{- end }}
 {{- with .Values.commonLabels }}
 {{ toYaml . }}
 {{- end }}
@@ -60,7 +81,7 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- if ge (int $v.proxyGID) 0 }}{{ $_ := set $linkerd "proxy-gid" $v.proxyGID }}{{ end -}}
 {{- if $v.ignoreOutboundPorts }}{{ $_ := set $linkerd "outbound-ports-to-ignore" (fromJsonArray (include "meshcni.portList" $v.ignoreOutboundPorts)) }}{{ end -}}
 {{- $linkerd = merge (deepCopy $v.netconf) $linkerd -}}
-{{- dict "name" "meshcni" "type" "meshcni" "log_level" (include "meshcni.logLevel" .) "kubernetes" (dict "kubeconfig" "__KUBECONFIG_FILEPATH__") "linkerd" $linkerd | toPrettyJson -}}
+{{- dict "name" (include "meshcni.agentName" .) "type" (include "meshcni.agentName" .) "log_level" (include "meshcni.logLevel" .) "kubernetes" (dict "kubeconfig" "__KUBECONFIG_FILEPATH__") "linkerd" $linkerd | toPrettyJson -}}
 {{- end }}
 
 {{/* Whether the values name Linkerd's plugin image (a linkerd2-cni values file does): it cannot run meshcni's agent. */}}

@@ -59,12 +59,13 @@ export function valuesFile(values: unknown): string {
   return file;
 }
 
-/** `helm template` of the chart with these values: its objects, or the failure as helm printed it. */
+/** `helm template` of the chart with these values (as the release named, in that namespace): its objects, or the failure as helm printed it. */
 export async function helmTemplate(
   values: unknown,
   namespace = "meshcni",
+  release = "meshcni",
 ): Promise<{ ok: true; objects: K8sObject[] } | { ok: false; stderr: string }> {
-  const run = await helm(["template", "meshcni", chartDir, "--namespace", namespace, "--values", valuesFile(values)]);
+  const run = await helm(["template", release, chartDir, "--namespace", namespace, "--values", valuesFile(values)]);
   if (run.exitCode !== 0) return { ok: false, stderr: run.stderr };
   const objects = parseAllDocuments(run.stdout)
     .map((doc) => {
