@@ -3,7 +3,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
-import { execa } from "execa";
 import { renderApply } from "../src/iptables/restore.js";
 import { parseNatTable } from "../src/iptables/save.js";
 import { parseNetConf } from "../src/mesh/netconf.js";
@@ -11,10 +10,10 @@ import { firewallSpecFor } from "../src/mesh/pod.js";
 import { planRules } from "../src/redirect/plan.js";
 import { type FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { nftRuleset } from "../test/kit/fixtures.js";
-import { projectRoot } from "../test/kit/paths.js";
+import { buildGoPattern, goPattern } from "../test/kit/linkerd/pattern.js";
 
+export { buildGoPattern, goPattern };
 export const node = "bench-node";
-export const goPattern = join(projectRoot, ".cache/bin/linkerd-pattern");
 export const tuning = "/usr/lib/cni/tuning";
 export const perRuleScript = join(import.meta.dirname, "baselines/linkerd-per-rule.sh");
 
@@ -49,14 +48,6 @@ export const nftText = nftRuleset(
     'meta l4proto tcp redirect to :4140 comment "proxy-init/redirect-all-outgoing-to-proxy-port"',
   ],
 );
-
-/** linkerd-cni's pattern as a Go program of ours (bench/baselines/linkerd-pattern), built with Debian's Go, offline. */
-export async function buildGoPattern(): Promise<string> {
-  await execa("go", ["build", "-o", goPattern, join(import.meta.dirname, "baselines/linkerd-pattern/main.go")], {
-    env: { ...process.env, GOCACHE: join(projectRoot, ".cache/go-build"), GOPROXY: "off", GOFLAGS: "" },
-  });
-  return goPattern;
-}
 
 /** The Go pattern's arguments against the bench's API server (its token, CA and rules written beside it), writing with `backend`. */
 export function goPatternArgs(api: FakeApiServer, backend: string): string[] {

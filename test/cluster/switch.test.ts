@@ -1,0 +1,118 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { fileRecordStore } from "../../src/state/records.js";
+import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
+import { agentStateDir, paths } from "../kit/cluster/layout.js";
+import { currentLeg, loadsDropIns } from "../kit/cluster/leg.js";
+import { installLinkerdCni, linkerdCniEntry, uninstallLinkerdCni } from "../kit/cluster/linkerd-cni.js";
+import { auditNode, Meshcni } from "../kit/cluster/meshcni.js";
+import { chainedTypes, conflistPlugins, primaryConflistPath, primaryTypes } from "../kit/cluster/node.js";
+import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
+import { sleep, until } from "../kit/common.js";
+import { describeAsRoot } from "../kit/root-suites.js";
+
+/**
+ * Switching a node from linkerd-cni to meshcni and back, with meshed pods starting all the
+ * while: in the safe order (the new plugin chained before the old one leaves), each step as
+ * docs/migration.md gives it. linkerd-cni is its stand-in (test/kit/cluster/linkerd-cni.ts):
+ * its binary the Go linkerd-cni pattern, its entry written and stripped as its installer does.
+ */
+describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", () => {
+  const cluster = new RealCluster();
+  const meshcni = new Meshcni(cluster);
+  const dropIns = loadsDropIns(currentLeg());
+
+  /** Scales `app` up by one every 1.5 s until stopped: meshed pods starting throughout a switch. */
+  const churn = (app: string) => {
+    let replicas = 0;
+    let running = true;
+    const done = (async () => {
+      await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment(app, { sidecar: "native", replicas: 0 })));
+      while (running) {
+        await cluster.kubectl(["scale", `deployment/${app}`, `--replicas=${++replicas}`]);
+        await sleep(1500);
+      }
+    })();
+    return async () => {
+      running = false;
+      await done;
+      await cluster.kubectl(["rollout", "status", `deployment/${app}`, "--timeout=180s"]);
+      return replicas;
+    };
+  };
+  const repairs = async () => {
+    const text = await fetch("http://127.0.0.1:9911/metrics").then((response) => response.text());
+    return [...text.matchAll(/^meshcni_repairs_total\{[^}]*\} (\S+)$/gm)].reduce((sum, [, value]) => sum + Number(value), 0);
+  };
+  /** How the pods of `app` that meshcni recorded got their redirect: the runtime's ADD, or the sweep's repair. */
+  const recordedBy = async (app: string) => {
+    const uids = (await cluster.get<{ items: PodObject[] }>("pods", "-l", `app=${app}`)).items.map((pod) => pod.metadata.uid);
+    return fileRecordStore(agentStateDir)
+      .list()
+      .filter((record) => uids.includes(record.pod.uid))
+      .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
+  };
+
+  beforeAll(async () => {
+    await cluster.up();
+    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client")));
+    await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=90s"]);
+  }, 300_000);
+
+  afterAll(async () => {
+    await cluster.down();
+  }, 120_000);
+
+  it("from linkerd-cni to meshcni: meshcni chained beside it (its entry untouched), then linkerd-cni removed; every pod started throughout redirected, none by a repair", async () => {
+    await installLinkerdCni(cluster);
+    await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("before", { sidecar: "native", replicas: 2 })));
+    await cluster.kubectl(["rollout", "status", "deployment/before", "--timeout=120s"]);
+    expect(await expectRunningPodsRedirected(cluster, "before")).toBe(2);
+    const withLinkerd = readFileSync(primaryConflistPath, "utf8");
+
+    const stop = churn("across");
+    await sleep(4000);
+    await meshcni.deploy();
+    // Both redirect plugins in the chain: linkerd-cni's entry as its installer wrote it, meshcni's after it.
+    expect(chainedTypes()).toEqual([...primaryTypes, "linkerd-cni", "meshcni"]);
+    if (dropIns) expect(readFileSync(primaryConflistPath, "utf8")).toBe(withLinkerd);
+    expect(conflistPlugins().find((plugin) => plugin.type === "linkerd-cni")).toEqual(linkerdCniEntry);
+    const repairsBefore = await repairs();
+    await sleep(6000);
+    uninstallLinkerdCni();
+    await sleep(6000);
+    const started = await stop();
+    expect(chainedTypes()).toEqual([...primaryTypes, "meshcni"]);
+    expect(await expectRunningPodsRedirected(cluster, "across")).toBe(started);
+    expect(await expectRunningPodsRedirected(cluster, "before")).toBe(2);
+    // None was left to the sweep: each meshcni recorded got its redirect at its ADD.
+    expect((await recordedBy("across")).filter((how) => how !== "ADD")).toEqual([]);
+    expect(await repairs()).toBe(repairsBefore);
+    // Every meshed pod protected, or adopted (linkerd-cni's rules, exactly meshcni's plan); none unprotected.
+    await until(async () => (await auditNode()) !== undefined, 30_000, 1000);
+    const audited = (await auditNode())!.filter((pod) => pod.name.startsWith("across-") || pod.name.startsWith("before-"));
+    console.log(`from linkerd-cni: ${started} pods started across the switch; audit: ${audited.map((pod) => pod.status).join(", ")}`);
+    expect(audited.length).toBe(started + 2);
+    expect(audited.filter((pod) => !["protected", "adopted"].includes(pod.status))).toEqual([]);
+  }, 400_000);
+
+  it("back to linkerd-cni: its entry chained beside meshcni, then meshcni uninstalled, leaving linkerd-cni's entry; every pod started throughout redirected", async () => {
+    const stop = churn("back");
+    await sleep(4000);
+    await installLinkerdCni(cluster);
+    expect(chainedTypes()).toEqual([...primaryTypes, "linkerd-cni", "meshcni"]);
+    await sleep(6000);
+    await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
+    await until(() => !chainedTypes().includes("meshcni") && !existsSync(join(paths.cniBinDir, "meshcni")), 60_000, 250);
+    await sleep(6000);
+    const started = await stop();
+    // meshcni's uninstall removed only what it wrote: linkerd-cni's entry stays, as its installer wrote it.
+    expect(chainedTypes()).toEqual([...primaryTypes, "linkerd-cni"]);
+    expect(conflistPlugins().find((plugin) => plugin.type === "linkerd-cni")).toEqual(linkerdCniEntry);
+    console.log(`back to linkerd-cni: ${started} pods started across the switch`);
+    expect(await expectRunningPodsRedirected(cluster, "back")).toBe(started);
+    expect(await expectRunningPodsRedirected(cluster, "across")).toBeGreaterThan(0);
+    uninstallLinkerdCni();
+  }, 400_000);
+});
