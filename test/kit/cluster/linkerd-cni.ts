@@ -43,12 +43,8 @@ export async function installLinkerdCni(cluster: RealCluster): Promise<void> {
   await cluster.kubectl(["apply", "-f", "-"], standInAccess);
   writeFileSync(token, (await cluster.kubectl(["create", "token", "linkerd-cni-stand-in", "-n", "default", "--duration=2h"])).trim());
   const rules = join(paths.dir, "linkerd-cni.rules");
-  writeFileSync(
-    rules,
-    `${linkerdCommands(linkerdDefaults, {})
-      .map((args) => args.join(" "))
-      .join("\n")}\n`,
-  );
+  const commands = linkerdCommands(structuredClone(linkerdDefaults) as unknown as LinkerdNetconf, {});
+  writeFileSync(rules, `${commands.map((args) => args.join(" ")).join("\n")}\n`);
   const script = `#!/bin/sh
 case "$CNI_COMMAND" in
 ADD) exec ${pattern} -server ${apiserverUrl()} -token-file ${token} -ca-file ${paths.pki}/ca.crt -rules ${rules} -backend nft ;;
