@@ -67,11 +67,11 @@ export class ChainProof {
       unknown: `the container runtime did not answer: ${errorMessage(error)}`,
     }));
     if ("unknown" in chain) return this.become({ kind: "conflist", why: chain.unknown });
-    // An agent restarted where its drop-in is already loaded keeps it: no probe in between.
+    // An agent restarted where its drop-in is already loaded keeps it: no probe in between. An entry loaded from a
+    // conflist (an older meshcni's) proves nothing of drop-ins: the probe first.
     const type = this.installation.template.ok ? this.installation.template.entry.type : "meshcni";
-    return this.become(
-      notLoaded(chain, chain.network, type as string, false) === undefined ? { kind: "dropin", proven: false } : { kind: "probe" },
-    );
+    const loaded = notLoaded(chain, chain.network, type as string, false) === undefined;
+    return this.become(loaded && this.installation.chainedByDropInOnly() ? { kind: "dropin", proven: false } : { kind: "probe" });
   }
 
   /** After a look at the net dir: proves what it wrote, or what was proven a while ago. */

@@ -125,6 +125,14 @@ export class Installation {
     return writtenOverMs === undefined ? plan : { ...plan, writtenOverMs };
   }
 
+  /** Whether the disk chains meshcni by its drop-in alone: the active config's network's dir holds its entry, no config holds one. */
+  chainedByDropInOnly(): boolean {
+    if (!this.template.ok) return false;
+    const { entry } = this.template;
+    const plan = planDropIn(readConfigFiles(this.paths.netDir), readDropIns(this.paths.netDir), entry, false);
+    return plan.kind === "dropin" && plan.write === undefined && plan.removals.length === 0;
+  }
+
   /** Whether the binary, the kubeconfig and the entry are in place, from the disk and the mode. */
   readiness(): Readiness {
     return checkInstalled(this.options, this.template, this.mode);

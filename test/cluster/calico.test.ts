@@ -1,9 +1,6 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fileRecordStore } from "../../src/state/records.js";
-import type { PodObject } from "../kit/cluster/cluster.js";
 import { RealCluster } from "../kit/cluster/cluster.js";
-import { agentStateDir } from "../kit/cluster/layout.js";
 import { currentLeg, loadsDropIns } from "../kit/cluster/leg.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import {
@@ -14,7 +11,7 @@ import {
   primaryTypes,
   rewritePrimaryConflist,
 } from "../kit/cluster/node.js";
-import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
+import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod, redirectedBy } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
@@ -62,11 +59,7 @@ const title = calicoLeg
       }
       await cluster.kubectl(["rollout", "status", "deployment/restart", "--timeout=120s"]);
       expect(await expectRunningPodsRedirected(cluster, "restart")).toBe(8);
-      const uids = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=restart")).items.map((pod) => pod.metadata.uid);
-      const how = fileRecordStore(agentStateDir)
-        .list()
-        .filter((record) => uids.includes(record.pod.uid))
-        .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
+      const how = await redirectedBy(cluster, "restart");
       console.log(
         `Calico's installer ran 3 times; meshcni chained ${(await chains()) - before} time(s); 8 pods redirected by ${how.join(", ")}`,
       );

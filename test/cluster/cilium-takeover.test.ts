@@ -17,7 +17,7 @@ import { agentStateDir, paths } from "../kit/cluster/layout.js";
 import { currentLeg, loadsDropIns } from "../kit/cluster/leg.js";
 import { Meshcni } from "../kit/cluster/meshcni.js";
 import { chainedPlugins, chainedTypes, conflistPlugins, primaryConflistPath } from "../kit/cluster/node.js";
-import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
+import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod, redirectedBy } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
@@ -177,11 +177,7 @@ suite("Cilium's CNI config writer taking a real node over", () => {
       const writes = watcherLines().filter(isWrite).length;
       const chains = (await chainedIntoCilium(since)).length;
       const warned = (await meshcni.log()).filter((line) => String(line.time) >= since && line.level === "warn");
-      const uids = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=unfought")).items.map((pod) => pod.metadata.uid);
-      const how = fileRecordStore(agentStateDir)
-        .list()
-        .filter((record) => uids.includes(record.pod.uid))
-        .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
+      const how = await redirectedBy(cluster, "unfought");
       console.log(
         `cni-exclusive=true, meshcni by drop-in, 20 s window: Cilium wrote ${writes} time(s), meshcni chained ${chains} time(s), ` +
           `warned ${warned.length} time(s); 3 meshed pods redirected by ${how.join(", ")}`,
@@ -220,11 +216,7 @@ suite("Cilium's CNI config writer taking a real node over", () => {
       await until(redirected, 30_000, 250);
       const warned = await fightWarnings();
       // Each pod's record says how it got its redirect: the runtime's ADD through meshcni (its sandbox's id), or the sweep.
-      const fought = (await cluster.get<{ items: PodObject[] }>("pods", "-l", "app=fought")).items.map((pod) => pod.metadata.uid);
-      const how = fileRecordStore(agentStateDir)
-        .list()
-        .filter((record) => fought.includes(record.pod.uid))
-        .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
+      const how = await redirectedBy(cluster, "fought");
       console.log(
         `cni-exclusive=true: Cilium wrote ${watcherLines().filter(isWrite).length} time(s), meshcni chained ${(await chainedIntoCilium(since)).length} ` +
           `time(s), warned of the fight ${warned.length} time(s); 3 meshed pods started in its longest back-off ` +

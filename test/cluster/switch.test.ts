@@ -1,14 +1,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { fileRecordStore } from "../../src/state/records.js";
-import { type PodObject, RealCluster } from "../kit/cluster/cluster.js";
-import { agentStateDir, paths } from "../kit/cluster/layout.js";
+import { RealCluster } from "../kit/cluster/cluster.js";
+import { paths } from "../kit/cluster/layout.js";
 import { currentLeg, loadsDropIns } from "../kit/cluster/leg.js";
 import { installLinkerdCni, linkerdCniEntry, uninstallLinkerdCni } from "../kit/cluster/linkerd-cni.js";
-import { auditNode, Meshcni } from "../kit/cluster/meshcni.js";
-import { chainedTypes, conflistPlugins, primaryConflistPath, primaryTypes } from "../kit/cluster/node.js";
-import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod } from "../kit/cluster/workloads.js";
+import { agentSeries, auditNode, Meshcni } from "../kit/cluster/meshcni.js";
+import { chainedTypes, conflistPlugins, loadedTypes, primaryConflistPath, primaryTypes } from "../kit/cluster/node.js";
+import { asList, expectRunningPodsRedirected, meshedDeployment, plainPod, redirectedBy } from "../kit/cluster/workloads.js";
 import { sleep, until } from "../kit/common.js";
 import { describeAsRoot } from "../kit/root-suites.js";
 
@@ -45,14 +44,6 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
     const text = await fetch("http://127.0.0.1:9911/metrics").then((response) => response.text());
     return [...text.matchAll(/^meshcni_repairs_total\{[^}]*\} (\S+)$/gm)].reduce((sum, [, value]) => sum + Number(value), 0);
   };
-  /** How the pods of `app` that meshcni recorded got their redirect: the runtime's ADD, or the sweep's repair. */
-  const recordedBy = async (app: string) => {
-    const uids = (await cluster.get<{ items: PodObject[] }>("pods", "-l", `app=${app}`)).items.map((pod) => pod.metadata.uid);
-    return fileRecordStore(agentStateDir)
-      .list()
-      .filter((record) => uids.includes(record.pod.uid))
-      .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
-  };
 
   beforeAll(async () => {
     await cluster.up();
@@ -87,7 +78,7 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
     expect(await expectRunningPodsRedirected(cluster, "across")).toBe(started);
     expect(await expectRunningPodsRedirected(cluster, "before")).toBe(2);
     // None was left to the sweep: each meshcni recorded got its redirect at its ADD.
-    expect((await recordedBy("across")).filter((how) => how !== "ADD")).toEqual([]);
+    expect((await redirectedBy(cluster, "across")).filter((how) => how !== "ADD")).toEqual([]);
     expect(await repairs()).toBe(repairsBefore);
     // Every meshed pod protected, or adopted (linkerd-cni's rules, exactly meshcni's plan); none unprotected.
     await until(async () => (await auditNode()) !== undefined, 30_000, 1000);
@@ -115,4 +106,30 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
     expect(await expectRunningPodsRedirected(cluster, "across")).toBeGreaterThan(0);
     uninstallLinkerdCni();
   }, 400_000);
+
+  it.runIf(dropIns)(
+    "an upgrade from a meshcni that chained in the conflist: its entry moves into its drop-in (the probe first); every pod started throughout redirected at its ADD",
+    async () => {
+      const asBefore = (manifests: string) => manifests.replace(/^( *)- --listen$/m, "$1- --chain-by\n$1- conflist\n$1- --listen");
+      await meshcni.deploy([], asBefore);
+      expect(conflistPlugins().map((plugin) => plugin.type)).toEqual([...primaryTypes, "meshcni"]);
+      expect(await agentSeries("meshcni_chain_mode", { mode: "conflist" })).toBe(1);
+      const stop = churn("upgrade");
+      await sleep(4000);
+      await meshcni.deploy();
+      await sleep(4000);
+      const started = await stop();
+      expect(conflistPlugins().map((plugin) => plugin.type)).toEqual(primaryTypes);
+      expect(await loadedTypes()).toEqual([...primaryTypes, "meshcni"]);
+      expect(await agentSeries("meshcni_chain_mode", { mode: "dropin" })).toBe(1);
+      const said = (await meshcni.log()).map((line) => String(line.msg));
+      expect(said.indexOf("the container runtime loads drop-ins: chaining meshcni by its drop-in")).toBeLessThan(
+        said.indexOf("removed meshcni's entry"),
+      );
+      console.log(`upgrade from the conflist's entry to the drop-in: ${started} pods started throughout`);
+      expect(await expectRunningPodsRedirected(cluster, "upgrade")).toBe(started);
+      expect((await redirectedBy(cluster, "upgrade")).filter((how) => how !== "ADD")).toEqual([]);
+    },
+    300_000,
+  );
 });

@@ -1,8 +1,9 @@
 import { expect } from "vitest";
+import { fileRecordStore } from "../../../src/state/records.js";
 import type { PodObject, RealCluster } from "./cluster.js";
 import { hostPort } from "./families.js";
 import { probeImage } from "./images.js";
-import { startupTaint } from "./layout.js";
+import { agentStateDir, startupTaint } from "./layout.js";
 
 /** The banners the proxy stand-in answers with: a connection it answers was redirected to it. */
 export const proxyInbound = "proxy-inbound";
@@ -188,6 +189,15 @@ export async function expectRunningPodsRedirected(cluster: RealCluster, app: str
   const answers = await Promise.all(pods.map((pod) => cluster.connect("client", hostPort(pod.status.podIP!, 8080))));
   expect(answers).toEqual(pods.map((pod) => `${proxyInbound} dst=${hostPort(pod.status.podIP!, 8080)} src=${client}`));
   return pods.length;
+}
+
+/** How each pod of `app` that meshcni recorded got its redirect: its sandbox's ADD through meshcni, or the sweep's repair. */
+export async function redirectedBy(cluster: RealCluster, app: string): Promise<Array<"ADD" | "sweep">> {
+  const uids = (await cluster.get<{ items: PodObject[] }>("pods", "-l", `app=${app}`)).items.map((pod) => pod.metadata.uid);
+  return fileRecordStore(agentStateDir)
+    .list()
+    .filter((record) => uids.includes(record.pod.uid))
+    .map((record) => (record.containerId.startsWith("repaired-") ? "sweep" : "ADD"));
 }
 
 /** What the tests read of an Event. */

@@ -91,7 +91,27 @@ describe("the agent chaining meshcni by drop-in", () => {
     await start(true);
     expect(host.types("10-calico.conflist")).toEqual(["calico"]);
     expect(dropInText()).toMatchObject({ type: "meshcni" });
+    // The entry the runtime loaded from the conflist proves nothing of drop-ins: the probe went first.
+    const said = logs.map((entry) => entry.message);
+    expect(said.indexOf("the container runtime loads drop-ins: chaining meshcni by its drop-in")).toBeGreaterThan(-1);
+    expect(said.indexOf("the container runtime loads drop-ins: chaining meshcni by its drop-in")).toBeLessThan(
+      said.indexOf("removed meshcni's entry"),
+    );
     expect(logs.find((entry) => entry.message === "removed meshcni's entry")?.fields?.why).toContain("chained by its drop-in");
+  });
+
+  it("restarted where its drop-in is loaded, keeps it: no probe, nothing written", async () => {
+    writeFileSync(host.path("10-calico.conflist"), calico);
+    await (await start(true)).stop();
+    agent = undefined;
+    const written = readFileSync(join(host.netDir, dropIn), "utf8");
+    logs.length = 0;
+    const restarted = await start(true);
+    expect(restarted.readiness.chainedBy).toBe(`by its drop-in ${dropIn}`);
+    expect(
+      logs.map((entry) => entry.message).filter((message) => message.includes("probe") || message.includes("chained meshcni")),
+    ).toEqual([]);
+    expect(readFileSync(join(host.netDir, dropIn), "utf8")).toBe(written);
   });
 
   it("falls back to the entry in the config where the runtime does not load drop-ins (containerd 1.7), the probe removed", async () => {
