@@ -22,12 +22,15 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
   const meshcni = new Meshcni(cluster);
   const dropIns = loadsDropIns(currentLeg());
 
-  /** Scales `app` up by one every 1.5 s until stopped: meshed pods starting throughout a switch. */
+  /**
+   * Scales `app` up by one every 1.5 s until stopped: meshed pods starting throughout a switch. They
+   * tolerate meshcni's startup taint, which the node registers with: linkerd-cni lifts none.
+   */
   const churn = (app: string) => {
     let replicas = 0;
     let running = true;
     const done = (async () => {
-      await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment(app, { sidecar: "native", replicas: 0 })));
+      await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment(app, { sidecar: "native", replicas: 0, early: true })));
       while (running) {
         await cluster.kubectl(["scale", `deployment/${app}`, `--replicas=${++replicas}`]);
         await sleep(1500);
@@ -47,7 +50,7 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
 
   beforeAll(async () => {
     await cluster.up();
-    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client")));
+    await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client", { early: true })));
     await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=90s"]);
   }, 300_000);
 
@@ -57,7 +60,7 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
 
   it("from linkerd-cni to meshcni: meshcni chained beside it (its entry untouched), then linkerd-cni removed; every pod started throughout redirected, none by a repair", async () => {
     await installLinkerdCni(cluster);
-    await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("before", { sidecar: "native", replicas: 2 })));
+    await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment("before", { sidecar: "native", replicas: 2, early: true })));
     await cluster.kubectl(["rollout", "status", "deployment/before", "--timeout=120s"]);
     expect(await expectRunningPodsRedirected(cluster, "before")).toBe(2);
     const withLinkerd = readFileSync(primaryConflistPath, "utf8");
