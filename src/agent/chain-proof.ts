@@ -100,11 +100,12 @@ export class ChainProof {
     const type = this.installation.template.ok ? (this.installation.template.entry.type as string) : "meshcni";
     const until = this.now() + proofMs;
     let why: string | undefined;
+    let answered = false;
     try {
       for (;;) {
-        why = await this.loaded().then(
-          (chain) => notLoaded(chain, network, type, probe),
-          (error: unknown) => `the container runtime did not answer: ${errorMessage(error)}`,
+        [why, answered] = await this.loaded().then(
+          (chain) => [notLoaded(chain, network, type, probe), true] as const,
+          (error: unknown) => [`the container runtime did not answer: ${errorMessage(error)}`, false] as const,
         );
         if (why === undefined || this.now() >= until) break;
         await new Promise((resolve) => setTimeout(resolve, pollMs));
@@ -123,6 +124,8 @@ export class ChainProof {
       } else if (asked.kind === "dropin" && !asked.proven) this.become({ kind: "dropin", proven: true });
       return;
     }
+    // A proven drop-in stays while the runtime is silent (restarting: no pod starts then); only its answer without it moves it.
+    if (asked.kind === "dropin" && asked.proven && !answered) return;
     this.log.warn("chaining meshcni in the active config instead of a drop-in", { dropIn, why });
     this.become({ kind: "conflist", why: `${dropIn} was not loaded within ${proofMs / 1000} s: ${why}` });
   }

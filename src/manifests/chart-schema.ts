@@ -1,4 +1,5 @@
 import { repairPolicies } from "../audit/repair.js";
+import { chainByChoices } from "../installer/dropin.js";
 import { agentLogLevels } from "../log.js";
 import { iptablesModes } from "../redirect/redirector.js";
 import { taintEffects, taintPattern } from "../taint-spec.js";
@@ -113,6 +114,7 @@ export function chartValuesSchema(): Schema {
       prometheusRule: enabled,
       grafanaDashboard: enabled,
       linkerdNames: boolean,
+      chainBy: { enum: [...chainByChoices] },
       // Set by a parent chart when meshcni is a dependency.
       global: kubernetesObject,
     }),

@@ -1,6 +1,7 @@
 import { type RepairPolicy, repairPolicies } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { numberFlag, oneOf, parseFlags } from "../flags.js";
+import { chainByChoices } from "../installer/dropin.js";
 import { agentLogLevels } from "../log.js";
 import { parseNetConf } from "../mesh/netconf.js";
 import { checkManifestOptions, dnsLabel } from "./checks.js";
@@ -37,6 +38,8 @@ export const manifestsUsage = `meshcni manifests [options]   print the manifests
   --pod-monitor              also a Prometheus Operator PodMonitor
   --prometheus-rule          also a PrometheusRule with meshcni's alerts
   --grafana-dashboard        also meshcni's Grafana dashboard (a ConfigMap for Grafana's sidecar)
+  --chain-by MODE            auto (meshcni's own drop-in where the runtime says it loads drop-ins, else its entry
+                             in the active config) or conflist (the entry always) (${defaults.chainBy})
   --linkerd-names            in linkerd-cni's place: the agent's objects linkerd-cni (its ConfigMap linkerd-cni-config,
                              labelled linkerd.io/cni-resource), its entry and binary linkerd-cni, its kubeconfig
                              ZZZ-linkerd-cni-kubeconfig; with --namespace linkerd-cni, what \`linkerd check\` looks for
@@ -122,6 +125,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
       "prometheus-rule": { type: "boolean", default: false },
       "grafana-dashboard": { type: "boolean", default: false },
       "linkerd-names": { type: "boolean", default: false },
+      "chain-by": { type: "string", default: defaults.chainBy },
       "output-dir": { type: "string" },
     },
   });
@@ -172,6 +176,7 @@ export function parseManifestArgs(argv: string[]): ManifestOptions & { outputDir
     prometheusRule: values["prometheus-rule"],
     grafanaDashboard: values["grafana-dashboard"],
     linkerdNames: values["linkerd-names"],
+    chainBy: oneOf("chain-by", values["chain-by"], chainByChoices),
     outputDir: values["output-dir"],
   };
   return { ...options, warnings: checkManifestOptions(options) };

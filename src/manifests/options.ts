@@ -1,5 +1,6 @@
 import type { RepairPolicy } from "../audit/repair.js";
 import { buildInfo, imageRepository } from "../build-info.js";
+import type { chainByChoices } from "../installer/dropin.js";
 
 /** What an operator chooses when installing meshcni (`meshcni manifests` flags). */
 export interface ManifestOptions {
@@ -37,6 +38,8 @@ export interface ManifestOptions {
   grafanaDashboard: boolean;
   /** Linkerd's names for the agent's objects, entry and files (agentNames): linkerd-cni's place, as `linkerd check` looks for it. */
   linkerdNames: boolean;
+  /** The agent's --chain-by: a drop-in where the runtime loads drop-ins (auto), or the entry in the active config always. */
+  chainBy: (typeof chainByChoices)[number];
 }
 
 export const defaultManifestOptions: ManifestOptions = {
@@ -63,6 +66,7 @@ export const defaultManifestOptions: ManifestOptions = {
   prometheusRule: false,
   grafanaDashboard: false,
   linkerdNames: false,
+  chainBy: "auto",
 };
 
 /** The name of meshcni's objects (its namespace by default, ServiceAccount, roles, DaemonSet), and its app label. */

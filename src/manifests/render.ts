@@ -154,6 +154,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
                   options.criSocket,
                   ...(options.startupTaint ? ["--startup-taint", options.startupTaint] : []),
                   ...options.extraBinDirs.flatMap((dir) => ["--extra-bin-dir", dir]),
+                  ...(options.chainBy === "auto" ? [] : ["--chain-by", options.chainBy]),
                 ],
                 env: [
                   ...["NODE_NAME:spec.nodeName", "POD_NAME:metadata.name", "POD_NAMESPACE:metadata.namespace"].map((pair) => {

@@ -151,6 +151,7 @@ const cases: Array<{ option: string; values: Record<string, unknown>; flags: str
     flags: ["--pod-monitor", "--prometheus-rule", "--grafana-dashboard"],
   },
   { option: "--linkerd-names", values: { linkerdNames: true }, flags: ["--linkerd-names"] },
+  { option: "--chain-by conflist", values: { chainBy: "conflist" }, flags: ["--chain-by", "conflist"] },
 ];
 
 /**

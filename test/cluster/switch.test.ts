@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { RealCluster } from "../kit/cluster/cluster.js";
 import { paths } from "../kit/cluster/layout.js";
 import { currentLeg, loadsDropIns } from "../kit/cluster/leg.js";
@@ -26,23 +26,29 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
    * Scales `app` up by one every 1.5 s until stopped: meshed pods starting throughout a switch. They
    * tolerate meshcni's startup taint, which the node registers with: linkerd-cni lifts none.
    */
+  let churning: { running: boolean; done: Promise<void> } | undefined;
   const churn = (app: string) => {
     let replicas = 0;
-    let running = true;
-    const done = (async () => {
+    const state = { running: true, done: Promise.resolve() };
+    state.done = (async () => {
       await cluster.kubectl(["apply", "-f", "-"], asList(meshedDeployment(app, { sidecar: "native", replicas: 0, early: true })));
-      while (running) {
+      while (state.running) {
         await cluster.kubectl(["scale", `deployment/${app}`, `--replicas=${++replicas}`]);
         await sleep(1500);
       }
     })();
+    churning = state;
     return async () => {
-      running = false;
-      await done;
+      state.running = false;
+      await state.done;
       await cluster.kubectl(["rollout", "status", `deployment/${app}`, "--timeout=180s"]);
       return replicas;
     };
   };
+  /** meshcni as a node migrating from linkerd-cni runs it: iptables-nft, linkerd-cni's backend, so that its pods are adopted on every leg. */
+  const deployMeshcni = (edit?: (manifests: string) => string) => meshcni.deploy(["--netconf", "iptables-mode=nft"], edit);
+  /** With its entry in the config (no drop-ins), meshcni puts itself last again once linkerd-cni's installer appends its own. */
+  const chainIs = (types: string[]) => until(() => chainedTypes().join() === types.join(), 10_000, 50).then(() => chainedTypes());
   const repairs = async () => {
     const text = await fetch("http://127.0.0.1:9911/metrics").then((response) => response.text());
     return [...text.matchAll(/^meshcni_repairs_total\{[^}]*\} (\S+)$/gm)].reduce((sum, [, value]) => sum + Number(value), 0);
@@ -53,6 +59,12 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
     await cluster.kubectl(["apply", "-f", "-"], asList(plainPod("client", { early: true })));
     await cluster.kubectl(["wait", "--for=condition=Ready", "pod/client", "--timeout=90s"]);
   }, 300_000);
+
+  afterEach(async () => {
+    // A failed test's churn stops before the next test, or the cluster's teardown, goes on.
+    if (churning) churning.running = false;
+    await churning?.done.catch(() => undefined);
+  });
 
   afterAll(async () => {
     await cluster.down();
@@ -67,9 +79,9 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
 
     const stop = churn("across");
     await sleep(4000);
-    await meshcni.deploy();
+    await deployMeshcni();
     // Both redirect plugins in the chain: linkerd-cni's entry as its installer wrote it, meshcni's after it.
-    expect(chainedTypes()).toEqual([...primaryTypes, "linkerd-cni", "meshcni"]);
+    expect(await chainIs([...primaryTypes, "linkerd-cni", "meshcni"])).toEqual([...primaryTypes, "linkerd-cni", "meshcni"]);
     if (dropIns) expect(readFileSync(primaryConflistPath, "utf8")).toBe(withLinkerd);
     expect(conflistPlugins().find((plugin) => plugin.type === "linkerd-cni")).toEqual(linkerdCniEntry);
     const repairsBefore = await repairs();
@@ -95,7 +107,7 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
     const stop = churn("back");
     await sleep(4000);
     await installLinkerdCni(cluster);
-    expect(chainedTypes()).toEqual([...primaryTypes, "linkerd-cni", "meshcni"]);
+    expect(await chainIs([...primaryTypes, "linkerd-cni", "meshcni"])).toEqual([...primaryTypes, "linkerd-cni", "meshcni"]);
     await sleep(6000);
     await cluster.kubectl(["-n", "meshcni", "delete", "daemonset", "meshcni", "--wait"]);
     await until(() => !chainedTypes().includes("meshcni") && !existsSync(join(paths.cniBinDir, "meshcni")), 60_000, 250);
@@ -114,12 +126,12 @@ describeAsRoot("switching between linkerd-cni and meshcni on a real cluster", ()
     "an upgrade from a meshcni that chained in the conflist: its entry moves into its drop-in (the probe first); every pod started throughout redirected at its ADD",
     async () => {
       const asBefore = (manifests: string) => manifests.replace(/^( *)- --listen$/m, "$1- --chain-by\n$1- conflist\n$1- --listen");
-      await meshcni.deploy([], asBefore);
+      await deployMeshcni(asBefore);
       expect(conflistPlugins().map((plugin) => plugin.type)).toEqual([...primaryTypes, "meshcni"]);
       expect(await agentSeries("meshcni_chain_mode", { mode: "conflist" })).toBe(1);
       const stop = churn("upgrade");
       await sleep(4000);
-      await meshcni.deploy();
+      await deployMeshcni();
       await sleep(4000);
       const started = await stop();
       expect(conflistPlugins().map((plugin) => plugin.type)).toEqual(primaryTypes);
