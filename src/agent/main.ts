@@ -28,8 +28,8 @@ export async function runInstall(argv: string[]): Promise<number> {
   const log = createLogger({ level: parsed.logLevel, prefix: { component: "install" } });
   const agent = new NodeAgent(parsed, log, createAgentMetrics(parsed.node));
   // Handlers first: a signal during start-up must still stop cleanly.
-  // Handlers that stay installed (on, not once): execa's signal-exit re-raises a signal
-  // that has no other listener, which would kill the agent mid-stop while a sweep runs.
+  // Handlers that stay installed (on, not once): a second signal during the stop is said, not
+  // taken as the default (which would kill the agent mid-stop while a sweep runs).
   const stopped = new Promise<number>((resolve) => {
     let stopping = false;
     const shutdown = (signal: string) => {

@@ -1,12 +1,12 @@
-import { spawn } from "node:child_process";
 import { accessSync, constants, existsSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { errnoCode, errorMessage } from "../errors.js";
+import { errorMessage } from "../errors.js";
 import { processFileName, removeFile } from "../files.js";
 import type { IptablesBackend } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
 import { readLimitBytes } from "../redirect/table.js";
+import { type Ran, runBounded } from "../spawn.js";
 import { binaryName } from "./binaries.js";
 import type { SaveProbe } from "./detect.js";
 
@@ -24,50 +24,9 @@ export interface IptablesRunner {
   close(): void;
 }
 
-/** How a process ended: its exit code (undefined when a signal or spawn error ended it) and what it wrote. */
-interface Ran {
-  exitCode: number | undefined;
-  stdout: string;
-  stderr: string;
-  /** Why it did not run or was killed: ENOENT, the timeout, or output past readLimitBytes. */
-  failure: "notFound" | "timedOut" | "tooLarge" | Error | undefined;
-}
-
-/**
- * Runs a binary with an argument array (never a shell), `input` on stdin, killed
- * (SIGKILL) after iptablesTimeoutMs. node:child_process, not execa: execa is most of a
- * plugin process's memory (bench/README.md), and the pod-start path pays it per pod.
- */
-function run(binary: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Ran> {
-  return new Promise((resolve) => {
-    const child = spawn(binary, args, { env, stdio: ["pipe", "pipe", "pipe"] });
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    let failure: Ran["failure"];
-    const timer = setTimeout(() => {
-      failure = "timedOut";
-      child.kill("SIGKILL");
-    }, iptablesTimeoutMs);
-    let bytes = 0;
-    child.stdout.on("data", (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes <= readLimitBytes) return void stdout.push(chunk);
-      failure ??= "tooLarge";
-      child.kill("SIGKILL");
-    });
-    child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-    // A binary that exits before reading its input closes the pipe: its exit code says what happened.
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(input ?? "");
-    child.once("error", (error) => {
-      failure ??= errnoCode(error) === "ENOENT" ? "notFound" : error;
-    });
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ exitCode: code ?? undefined, stdout: Buffer.concat(stdout).toString(), stderr: Buffer.concat(stderr).toString(), failure });
-    });
-  });
-}
+/** One iptables process, bounded: its time (iptablesTimeoutMs) and what it prints (readLimitBytes). */
+const run = (binary: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<Ran> =>
+  runBounded(binary, args, { env, ...(input === undefined ? {} : { input }), timeoutMs: iptablesTimeoutMs, maxBytes: readLimitBytes });
 
 /** An iptables binary that failed, hung or is not there, with what ran and what it said. */
 export class IptablesError extends Error {

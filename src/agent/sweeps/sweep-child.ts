@@ -1,9 +1,12 @@
-import { execa } from "execa";
 import { parseSweepReport, type SweepInput, type SweepReport } from "../../audit/contract.js";
 import { errorMessage } from "../../errors.js";
+import { runBounded } from "../../spawn.js";
 
 /** A whole sweep, at most: a hung runtime (15 s of its time: audit/host.ts) or netns must not stall every later one. */
 export const sweepDeadlineMs = 60_000;
+
+/** The most of a report read: a node's pods' verdicts come to kilobytes, never near it. */
+const reportMaxBytes = 64 << 20;
 
 /**
  * Runs `meshcni sweep` with the request and the agent's credentials on stdin; its report,
@@ -16,21 +19,22 @@ export async function runSweepChild(
   deadlineMs = sweepDeadlineMs,
   cancel?: AbortSignal,
 ): Promise<{ report: SweepReport } | { problem: string; exitCode?: number }> {
-  const options = {
-    reject: false,
+  const ran = await runBounded(binary, ["sweep"], {
     input: JSON.stringify(input),
-    timeout: deadlineMs,
-    killSignal: "SIGKILL",
-    ...(cancel ? { cancelSignal: cancel } : {}),
-  } as const;
-  const result = await execa(binary, ["sweep"], options);
-  if (result.isCanceled) return { problem: "the sweep was stopped with the agent: killed" };
-  if (result.timedOut) return { problem: `the sweep did not finish within ${deadlineMs / 1000} s: killed` };
-  if (result.exitCode !== 0 && result.exitCode !== 1) {
-    return { problem: `the sweep failed: ${String(result.stderr).trim().split("\n").at(-1)}`, exitCode: result.exitCode ?? -1 };
+    timeoutMs: deadlineMs,
+    maxBytes: reportMaxBytes,
+    ...(cancel ? { signal: cancel } : {}),
+  });
+  if (ran.failure === "cancelled") return { problem: "the sweep was stopped with the agent: killed" };
+  if (ran.failure === "timedOut") return { problem: `the sweep did not finish within ${deadlineMs / 1000} s: killed` };
+  if (ran.failure === "tooLarge") return { problem: `the sweep's report passed ${reportMaxBytes >> 20} MiB: killed` };
+  if (ran.failure === "notFound") return { problem: `the sweep could not run: no ${binary}` };
+  if (ran.failure !== undefined) return { problem: `the sweep could not run: ${errorMessage(ran.failure)}` };
+  if (ran.exitCode !== 0 && ran.exitCode !== 1) {
+    return { problem: `the sweep failed: ${ran.stderr.trim().split("\n").at(-1)}`, exitCode: ran.exitCode ?? -1 };
   }
   try {
-    return { report: parseSweepReport(String(result.stdout)) };
+    return { report: parseSweepReport(ran.stdout) };
   } catch (error) {
     return { problem: errorMessage(error) };
   }

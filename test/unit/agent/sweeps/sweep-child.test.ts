@@ -54,5 +54,14 @@ describe("the agent's sweep child", () => {
       exitCode: 3,
     });
     expect(await runSweepChild(binary("echo '{}'"), input)).toHaveProperty("problem");
+    expect(await runSweepChild(join(dir, "gone"), input)).toEqual({ problem: `the sweep could not run: no ${join(dir, "gone")}` });
+  });
+
+  it("reads the report from stdin's request, as the child writes it", async () => {
+    const report = { node: "n1", pods: [], summary: {} };
+    const echoing = binary(`cat > ${join(dir, "request")}; echo '${JSON.stringify(report)}'`);
+    const outcome = await runSweepChild(echoing, input);
+    expect(JSON.parse(readFileSync(join(dir, "request"), "utf8"))).toEqual(input);
+    expect(outcome).not.toHaveProperty("problem", expect.stringContaining("killed"));
   });
 });
