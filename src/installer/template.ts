@@ -40,6 +40,13 @@ export function renderTemplate(text: string, kubeconfigPath: string, agentSocket
       reason: `the netconf template's type must be "meshcni" or "linkerd-cni", not ${JSON.stringify(entry.type)}`,
     };
   }
+  // The plugin passes an entry with `probe` through, redirecting nothing: only the agent's own drop-in test may say it.
+  if ("probe" in entry) {
+    return {
+      ok: false,
+      reason: 'the netconf template sets "probe", the agent\'s own test of drop-ins: a plugin given it redirects nothing',
+    };
+  }
   // The plugin asks the agent there first (the agent serves where it says; a template's own value is replaced).
   const withSocket = agentSocket === undefined ? entry : { ...entry, agent_socket: agentSocket };
   return { ok: true, entry: withSocket, binaryName: entry.type as string };

@@ -68,12 +68,22 @@ function headOf(stdin: string): { agent_socket?: unknown; probe?: unknown; cniVe
   }
 }
 
+/** The keys of the agent's probe as the runtime hands it over (libcni adds the name, version, previous result and runtime config). */
+const probeKeys = new Set(["type", "probe", "name", "cniVersion", "prevResult", "runtimeConfig", "capabilities", "args"]);
+
 /**
  * The agent's probe (a drop-in of `{"type": "meshcni", "probe": true}`, to see whether the
  * runtime loads drop-ins): ADD passes the previous result on, the other verbs do nothing;
  * no rule, record or file is written for it.
  */
 function probeAnswer(head: ReturnType<typeof headOf>, command: Verb): Record<string, unknown> | undefined {
+  // Fail closed: an entry that says how to redirect as well is no probe, and never passes pods through.
+  const extra = Object.keys(head).filter((key) => !probeKeys.has(key));
+  if (extra.length > 0)
+    throw new CniError(
+      ErrorCode.invalidNetworkConfig,
+      `"probe" is the agent's test of drop-ins, alone: this netconf also sets ${extra.join(", ")}`,
+    );
   if (command !== "ADD") return undefined;
   const version = isSupportedVersion(head.cniVersion) ? head.cniVersion : latestVersion;
   const previous = typeof head.prevResult === "object" && head.prevResult !== null ? head.prevResult : {};

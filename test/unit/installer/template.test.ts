@@ -18,4 +18,12 @@ describe("template", () => {
     expect(renderTemplate("[]", "/k")).toMatchObject({ ok: false, reason: expect.stringContaining("JSON object") });
     expect(renderTemplate('{"type":"calico"}', "/k")).toMatchObject({ ok: false, reason: expect.stringContaining('"calico"') });
   });
+
+  it("refuses a template that sets probe: the plugin would pass every pod through unredirected", () => {
+    for (const probe of ["true", "false"])
+      expect(renderTemplate(`{"type":"meshcni","probe":${probe}}`, "/k")).toMatchObject({
+        ok: false,
+        reason: expect.stringContaining('"probe"'),
+      });
+  });
 });
