@@ -55,8 +55,13 @@ export class NodeAgent {
     this.problems = new StandingProblems(log);
     this.watcher = new DirWatcher(
       [
-        // The net dir polled most often: a conflist rewritten without meshcni is chained again at once.
-        { dir: this.installation.paths.netDir, relevant: (name) => name === null || isNetDirFile(name) },
+        // The net dir polled most often while a conflist rewritten without meshcni must be chained again at once; by
+        // drop-in, a rewrite asks nothing of meshcni (the drop-in's dir, an entry of the net dir, is in the signature).
+        {
+          dir: this.installation.paths.netDir,
+          relevant: (name) => name === null || isNetDirFile(name),
+          pollMs: () => (this.installation.mode.kind === "dropin" ? 1000 : 100),
+        },
         { dir: options.serviceAccountDir, relevant: () => true, pollMs: 1000 },
         // A plugin installed or removed makes the chain whole or broken.
         ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true, pollMs: 1000 })),

@@ -34,8 +34,8 @@ export interface WatchedDir {
   dir: string;
   /** Whether an event for this entry name (null: unknown) matters. */
   relevant(name: string | null): boolean;
-  /** How often its stat signature is taken (100 ms): how late a change the watcher dropped is seen. */
-  pollMs?: number;
+  /** How often its stat signature is taken (100 ms; asked again after each look): how late a change the watcher dropped is seen. */
+  pollMs?: number | (() => number);
 }
 
 /**
@@ -74,13 +74,16 @@ export class DirWatcher {
     this.timers.add(setInterval(() => this.schedule(), this.resyncMs));
     for (const { dir, pollMs = defaultPollMs } of this.dirs) {
       let last = dirSignature(dir);
-      this.timers.add(
-        setInterval(() => {
-          const next = dirSignature(dir);
-          if (next !== last) this.schedule(performance.now());
-          last = next;
-        }, pollMs),
-      );
+      const period = typeof pollMs === "number" ? () => pollMs : pollMs;
+      const look = () => {
+        this.timers.delete(timer);
+        const next = dirSignature(dir);
+        if (next !== last) this.schedule(performance.now());
+        last = next;
+        if (!this.stopped) this.timers.add((timer = setTimeout(look, period())));
+      };
+      let timer = setTimeout(look, period());
+      this.timers.add(timer);
     }
   }
 

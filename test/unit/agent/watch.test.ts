@@ -56,6 +56,25 @@ describe("the agent's dir watcher", () => {
     expect(calls.every((at) => at === undefined)).toBe(true);
   });
 
+  it("asks a dir's poll period again after each look: the agent's net dir polls slower once chained by drop-in", async () => {
+    let periodMs = 50;
+    const asked: number[] = [];
+    watcher = new DirWatcher(
+      [{ dir, relevant: () => true, pollMs: () => (asked.push(periodMs), periodMs) }],
+      60_000,
+      (eventAt) => void calls.push(eventAt),
+      memoryLogger(logs),
+    );
+    watcher.start();
+    await until(() => asked.length >= 4, 2000);
+    periodMs = 1000;
+    const slowFrom = asked.length;
+    await sleep(600);
+    // One look at 50 ms may still have been due; after it, the period is a second.
+    expect(asked.length - slowFrom).toBeLessThanOrEqual(1);
+    expect(asked.slice(slowFrom)).toEqual(asked.slice(slowFrom).map(() => 1000));
+  });
+
   it("falls back on its poll for a dir it cannot watch, and says so", async () => {
     const later = join(dir, "net.d");
     watch([later]);
