@@ -120,9 +120,9 @@ export class NodeAgent {
     else sayNetconf(this.log, "starting with this netconf", { from: this.netconfSource ? "kubelet" : "flags" }, template.entry);
     this.installBinary();
     this.watcher.start();
-    this.reconcile(undefined);
-    // Nothing is chained until the runtime has said whether it loads drop-ins (within its deadline): then a reconcile chains.
+    // No runtime to ask (or --chain-by conflist): decided here, before the first look; else chained once the runtime answers.
     void this.chainProof.start();
+    this.reconcile(undefined);
   }
 
   private installBinary(): void {

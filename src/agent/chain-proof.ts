@@ -56,7 +56,7 @@ export class ChainProof {
     private readonly now: () => number,
   ) {}
 
-  /** Asks the runtime once and leaves `asking`. */
+  /** Asks the runtime once and leaves `asking`: at once (before its first await) when there is no runtime to ask, or no need. */
   async start(): Promise<void> {
     if (this.options.chainBy === "conflist") return this.become({ kind: "conflist", why: "--chain-by conflist" });
     const onHost = hostPaths(this.options.install.hostRoot);

@@ -79,7 +79,10 @@ describeAsRoot("the agent's writers, by backend", () => {
         POD_NAMESPACE: "meshcni",
         PATH: `${fakeBin}:${process.env.PATH}`,
       });
-      await host.waitFor(() => host.logs.some((line) => line.msg === "answering the plugin"), 10_000);
+      await host.waitFor(
+        () => host.logs.some((line) => line.msg === "answering the plugin") && host.types("10-primary.conflist").at(-1) === "meshcni",
+        10_000,
+      );
       entry = host.json("10-primary.conflist").plugins!.at(-1) as Record<string, unknown>;
     }, 30_000);
 

@@ -91,7 +91,10 @@ describeAsRoot("the plugin asks the agent on the node", () => {
       { POD_NAMESPACE: "meshcni" },
     );
     await host.waitFor(async () => (await host.readyz()).status === 200, 10_000);
-    await host.waitFor(() => host.logs.some((line) => line.msg === "answering the plugin"), 5000);
+    await host.waitFor(
+      () => host.logs.some((line) => line.msg === "answering the plugin") && host.types("10-primary.conflist").at(-1) === "meshcni",
+      5000,
+    );
     entry = host.json("10-primary.conflist").plugins!.at(-1) as Record<string, unknown>;
   });
 

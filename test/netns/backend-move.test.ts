@@ -84,7 +84,10 @@ describeAsRoot("a backend switch without a restart", () => {
     client = await net.startPod(api, { namespace: "shop", name: "client", network: "plain", node, options: { proxy: false } });
     await net.serve(client.netns, { 8080: "client-app" });
     await startAgent("nft");
-    await host.waitFor(() => host.logs.some((line) => line.msg === "answering the plugin"), 10_000);
+    await host.waitFor(
+      () => host.logs.some((line) => line.msg === "answering the plugin") && host.types("10-primary.conflist").at(-1) === "meshcni",
+      10_000,
+    );
     for (const name of ["web", "api"]) pods.push(await startMeshedPod(name));
   }, 60_000);
 
