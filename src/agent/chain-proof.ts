@@ -44,6 +44,8 @@ export class ChainProof {
   private runtime: Promise<PodRuntime> | undefined;
   private proving = false;
   private provenAt = Number.NEGATIVE_INFINITY;
+  /** What the last look at the net dir left for the runtime to load: a proof under way follows it (a new network mid-proof). */
+  private expected: { network: string; probe: boolean } | undefined;
   /** The mode last said (log, metric): the installer moves to the conflist itself when the active config forbids drop-ins. */
   private said: ChainMode | undefined;
 
@@ -78,10 +80,12 @@ export class ChainProof {
   afterSync(sync: NetDirSync): void {
     const mode = this.installation.mode;
     if (mode !== this.said) this.say(mode);
-    if (sync.kind !== "dropin" || this.proving || mode.kind === "asking" || mode.kind === "conflist") return;
+    if (sync.kind !== "dropin" || mode.kind === "asking" || mode.kind === "conflist") return;
+    if (this.expected?.network !== sync.network || this.expected.probe !== sync.probe)
+      this.expected = { network: sync.network, probe: sync.probe };
     const changed = sync.write !== undefined || sync.removals.length > 0 || sync.stale.length > 0;
     const due = mode.kind === "probe" || !mode.proven || changed || this.now() - this.provenAt >= reproveMs;
-    if (due) void this.prove(sync.network, sync.probe);
+    if (due && !this.proving) void this.prove();
   }
 
   close(): void {
@@ -94,15 +98,19 @@ export class ChainProof {
   }
 
   /** Asks until the runtime shows the drop-in, or proofMs pass: the drop-in proven, the probe followed by the entry, or the conflist. */
-  private async prove(network: string, probe: boolean): Promise<void> {
+  private async prove(): Promise<void> {
     this.proving = true;
     const asked = this.installation.mode;
     const type = this.installation.template.ok ? (this.installation.template.entry.type as string) : "meshcni";
-    const until = this.now() + proofMs;
+    let expected = this.expected!;
+    let until = this.now() + proofMs;
     let why: string | undefined;
     let answered = false;
     try {
       for (;;) {
+        // A look since (another network active, its drop-in written) restarts the clock for what it wrote.
+        if (this.expected !== expected) [expected, until] = [this.expected!, this.now() + proofMs];
+        const { network, probe } = expected;
         [why, answered] = await this.loaded().then(
           (chain) => [notLoaded(chain, network, type, probe), true] as const,
           (error: unknown) => [`the container runtime did not answer: ${errorMessage(error)}`, false] as const,
@@ -115,7 +123,7 @@ export class ChainProof {
     }
     // The mode changed meanwhile (a fallback on the disk's word, say): this answer is of no use.
     if (this.installation.mode !== asked) return;
-    const dropIn = join(network, dropInName);
+    const dropIn = join(expected.network, dropInName);
     if (why === undefined) {
       this.provenAt = this.now();
       if (asked.kind === "probe") {
