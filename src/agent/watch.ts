@@ -75,15 +75,19 @@ export class DirWatcher {
     for (const { dir, pollMs = defaultPollMs } of this.dirs) {
       let last = dirSignature(dir);
       const period = typeof pollMs === "number" ? () => pollMs : pollMs;
+      let timer: NodeJS.Timeout;
+      const next = () => {
+        timer = setTimeout(look, period());
+        this.timers.add(timer);
+      };
       const look = () => {
         this.timers.delete(timer);
-        const next = dirSignature(dir);
-        if (next !== last) this.schedule(performance.now());
-        last = next;
-        if (!this.stopped) this.timers.add((timer = setTimeout(look, period())));
+        const signature = dirSignature(dir);
+        if (signature !== last) this.schedule(performance.now());
+        last = signature;
+        if (!this.stopped) next();
       };
-      let timer = setTimeout(look, period());
-      this.timers.add(timer);
+      next();
     }
   }
 

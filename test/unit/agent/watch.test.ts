@@ -60,7 +60,16 @@ describe("the agent's dir watcher", () => {
     let periodMs = 50;
     const asked: number[] = [];
     watcher = new DirWatcher(
-      [{ dir, relevant: () => true, pollMs: () => (asked.push(periodMs), periodMs) }],
+      [
+        {
+          dir,
+          relevant: () => true,
+          pollMs: () => {
+            asked.push(periodMs);
+            return periodMs;
+          },
+        },
+      ],
       60_000,
       (eventAt) => void calls.push(eventAt),
       memoryLogger(logs),
