@@ -140,8 +140,9 @@ export class Installation {
 
   /**
    * Takes meshcni's drop-ins away and its entry out of every config (the runtime reloaded
-   * once they are gone), then removes the kubeconfig, the binary, the socket and the state dir; returns the configs changed and the pods that keep their
-   * redirect (their netns still there).
+   * once they are gone), then removes the kubeconfig, the binary, the socket and the state
+   * dir; returns the configs changed and the pods that keep their redirect (their netns
+   * still there).
    */
   uninstall(): { changed: string[]; running: string[] } {
     const { netDir } = this.paths;

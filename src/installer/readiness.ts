@@ -79,8 +79,7 @@ function chainState(
   const target = dropInNetwork(file, config);
   const dropIn = "network" in target ? join(target.network, dropInName) : undefined;
   const dropInHeld = () =>
-    dropIn !== undefined &&
-    readDropIns(netDir).some(({ network, text }) => join(network, dropInName) === dropIn && text === dropInText(entry, false));
+    "network" in target && readDropIns(netDir).some(({ network, text }) => network === target.network && text === dropInText(entry, false));
   // The probe chains nothing: the config's entry, if any, still does the work meanwhile.
   if (mode.kind === "probe")
     return hasEntry(config, entry)
