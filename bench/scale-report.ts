@@ -25,16 +25,18 @@ export interface Reading {
   watchEventsByResource?: Record<string, number>;
 }
 
-export type Mode = "idle" | "churn";
+/** Idle; `churn`: the bench's first mix (namespaces made and deleted often); `podChurn`: one closer to clusters' (pods and EndpointSlices far more often than namespaces). */
+export type Mode = "idle" | "churn" | "podChurn";
 export type Component = "meshcni" | "kube-proxy";
 export const components: Component[] = ["meshcni", "kube-proxy"];
-export const modes: Mode[] = ["idle", "churn"];
+export const modes: Mode[] = ["idle", "churn", "podChurn"];
+const churnModes = modes.filter((mode) => mode !== "idle");
 
 /** One N: the readings with none of them running, and with N meshcni agents, then N kube-proxies. */
 export interface ScaleRun {
   nodes: number;
   readings: Record<"baseline" | Component, Record<Mode, Reading>>;
-  /** Watch events one change to meshcni's DaemonSet sent, with N agents watching it. */
+  /** Watch events one change to meshcni's DaemonSet sent, with N agents running (a rollout changes it a few times per node). */
   daemonSetEventsPerChange?: number;
 }
 
@@ -148,19 +150,24 @@ export function formatScale(runs: ScaleRun[]): string {
   );
   const largest = runs.at(-1);
   const byResource = largest
-    ? components.map((component) => {
-        const rates = addedEventsByResource(largest, component, "churn").map(([resource, rate]) => `${resource} ${rate.toFixed(1)}`);
-        return `${component} at N=${largest.nodes} under churn, watch events/s added by resource: ${rates.join(", ") || "none"}`;
-      })
+    ? components.flatMap((component) =>
+        churnModes
+          .filter((mode) => largest.readings[component][mode])
+          .map((mode) => {
+            const rates = addedEventsByResource(largest, component, mode).map(([resource, rate]) => `${resource} ${rate.toFixed(1)}`);
+            return `${component} at N=${largest.nodes} under ${mode}, watch events/s added by resource: ${rates.join(", ") || "none"}`;
+          }),
+      )
     : [];
   const phases = ["baseline", ...components] as const;
   const conditions = runs.map(
     (run) =>
-      `N=${run.nodes}, host idle (idle window / churn window) and churn calls answered: ${phases
+      `N=${run.nodes}, host idle (${modes.join(" / ")} windows) and calls answered (${churnModes.join(" / ")}): ${phases
         .map((phase) => {
-          const { idle, churn } = run.readings[phase];
-          const share = (reading: Reading) => (reading.hostIdle === undefined ? "?" : `${Math.round(reading.hostIdle * 100)}%`);
-          return `${phase} ${share(idle)}/${share(churn)} ${churn.churnCalls ?? "?"}`;
+          const readings = modes.map((mode) => run.readings[phase][mode]);
+          const share = (reading?: Reading) => (reading?.hostIdle === undefined ? "?" : `${Math.round(reading.hostIdle * 100)}%`);
+          const calls = churnModes.map((mode) => run.readings[phase][mode]?.churnCalls ?? "?").join("/");
+          return `${phase} ${readings.map(share).join("/")} ${calls}`;
         })
         .join(", ")}`,
   );
@@ -173,7 +180,7 @@ export function formatScale(runs: ScaleRun[]): string {
     ...own,
     ...byResource,
     ...conditions,
-    `watch events one change to meshcni's DaemonSet sends (each agent watches it; a rollout changes it a few times per node): ${fanout}`,
+    `watch events one change to meshcni's DaemonSet sends (no agent watches it; a rollout changes it a few times per node): ${fanout}`,
     "",
     `target (per node, meshcni's agent costs the API server's CPU and memory no more than kube-proxy): ${verdict.holds ? "holds" : "does not hold"}`,
     ...verdict.compared.map((line) => `  ${line}`),

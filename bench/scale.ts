@@ -14,8 +14,9 @@ import { Meshcni } from "../test/kit/cluster/meshcni.js";
 import { runningPid } from "../test/kit/cluster/processes.js";
 import { sleep } from "../test/kit/common.js";
 import { cpuTicks, rssMb } from "../test/kit/proc.js";
+import { churn, endpointSlice, mixes } from "./scale-churn.js";
 import { componentDaemons, startComponents, stopComponents } from "./scale-components.js";
-import { SimulatedNodes, simulatedPod } from "./scale-nodes.js";
+import { SimulatedNodes } from "./scale-nodes.js";
 import { type Component, components, formatScale, type Mode, type Reading, type ScaleRun } from "./scale-report.js";
 import { saveResults } from "./stats.js";
 
@@ -96,58 +97,10 @@ async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Pro
 }
 
 /**
- * The same churn in every window, on the wall clock (a tick every 500 ms however long the
- * calls take, so a busy host does not thin it): each tick a pod of a simulated node
- * replaced (what an agent watches), every 4th an endpoint of a Service changed (what
- * kube-proxy watches), every 10th a namespace made and the last one removed (what both
- * list). Resolves with the calls the API server answered.
- */
-let ticks = 0;
-async function churn(config: KubeConfig, count: number, signal: AbortSignal): Promise<number> {
-  const [core, discovery] = [config.makeApiClient(CoreV1Api), config.makeApiClient(DiscoveryV1Api)];
-  const calls: Array<Promise<boolean>> = [];
-  const call = (made: Promise<unknown>) =>
-    calls.push(
-      made.then(
-        () => true,
-        () => false,
-      ),
-    );
-  const started = performance.now();
-  // Ticks go on from window to window: no name is made twice, and the last window's namespace is the one removed.
-  for (const first = ticks; !signal.aborted; ticks++) {
-    const tick = ticks;
-    const pod = simulatedPod(tick % count, 1000 + tick);
-    call(core.createNamespacedPod({ namespace: pod.metadata!.namespace!, body: pod }));
-    const old = simulatedPod((tick - 10 + count * 10) % count, 1000 + tick - 10);
-    if (tick >= 10)
-      call(core.deleteNamespacedPod({ name: old.metadata!.name!, namespace: old.metadata!.namespace!, gracePeriodSeconds: 0 }));
-    if (tick % 4 === 0) call(discovery.replaceNamespacedEndpointSlice({ name: "scale", namespace: "default", body: endpointSlice(tick) }));
-    if (tick % 10 === 0) {
-      call(core.createNamespace({ body: { metadata: { name: `scale-churn-${tick}` } } }));
-      if (tick >= 10) call(core.deleteNamespace({ name: `scale-churn-${tick - 10}` }));
-    }
-    await sleep(Math.max(0, started + (tick - first + 1) * 500 - performance.now()));
-  }
-  return (await Promise.all(calls)).filter(Boolean).length;
-}
-
-/** A Service's endpoints, one of them moved each time (kube-proxy's churn). */
-const endpointSlice = (version: number) => ({
-  apiVersion: "discovery.k8s.io/v1",
-  kind: "EndpointSlice",
-  metadata: { name: "scale", namespace: "default", labels: { "kubernetes.io/service-name": "scale" } },
-  addressType: "IPv4",
-  ports: [{ name: "", port: 8080, protocol: "TCP" }],
-  endpoints: Array.from({ length: 20 }, (_, index) => ({
-    addresses: [`10.249.${index}.${index === 0 ? version % 250 : 1}`],
-    conditions: { ready: true },
-  })),
-});
-
-/**
- * The watch events one change to meshcni's DaemonSet sends: every agent watches it (for its
- * deletion, src/agent/own-daemonset.ts), so each change of a rollout reaches all N.
+ * The watch events one change to meshcni's DaemonSet sends: a rollout changes its status a
+ * few times per node, so a watch of it by every agent would make a rollout cost N² events;
+ * the agents watch their ServiceAccount instead (src/agent/own-install.ts), and this says
+ * what is left (the controllers' watches).
  */
 async function daemonSetFanout(cluster: RealCluster): Promise<number> {
   const changes = 5;
@@ -160,7 +113,7 @@ async function daemonSetFanout(cluster: RealCluster): Promise<number> {
       "annotate",
       "--overwrite",
       "daemonset/meshcni",
-      `meshcni.test/scale-change=${ticks}-${change}`,
+      `meshcni.test/scale-change=${Date.now()}-${change}`,
     ]);
     await sleep(1000);
   }
@@ -168,12 +121,13 @@ async function daemonSetFanout(cluster: RealCluster): Promise<number> {
   return ((await events()) - before) / changes;
 }
 
-/** Both windows, with `component` running for every simulated node (or none: the baseline). */
+/** Every window (idle, then each churn mix), with `component` running for every simulated node (or none: the baseline). */
 async function phase(cluster: RealCluster, config: KubeConfig, count: number, component?: Component): Promise<Record<Mode, Reading>> {
   await sleep(settleSeconds * 1000);
   const own = component ? () => componentDaemons(component).flatMap((name) => runningPid(name) ?? []) : undefined;
   const idle = await measure(cluster, undefined, own);
-  return { idle, churn: await measure(cluster, (signal) => churn(config, count, signal), own) };
+  const churned = await measure(cluster, (signal) => churn(config, count, mixes.churn, signal), own);
+  return { idle, churn: churned, podChurn: await measure(cluster, (signal) => churn(config, count, mixes.podChurn, signal), own) };
 }
 
 /** Each agent and each kube-proxy holds an inotify instance (kube-proxy exits without one): 100 of each and the node's own pass Debian's 128. */

@@ -12,7 +12,7 @@ import { type NetconfSource, netconfSourceOf, sayNetconf } from "./netconf-sourc
 import { NetDirReporter } from "./netdir-report.js";
 import { NodeTasks } from "./node-tasks.js";
 import type { AgentOptions } from "./options.js";
-import { OwnDaemonSet } from "./own-daemonset.js";
+import { OwnInstall } from "./own-install.js";
 import { checkLiveness, checkReadiness, sayReadiness, serveProbes } from "./probes.js";
 import { RuntimeSocketCheck } from "./runtime-socket.js";
 import { askPatiently, decideStop, ownerState } from "./stop.js";
@@ -40,8 +40,8 @@ export class NodeAgent {
   private lastReconcileAt: number;
   /** The agent's ConfigMap as the API holds it: what it runs with, where kubelet's copy lags (--config-map). */
   private readonly netconfSource: NetconfSource | undefined;
-  /** The DaemonSet owning the agent's pod (in a pod, with --on-stop auto): what a stop asks about. */
-  private readonly daemonSet: OwnDaemonSet | undefined;
+  /** The DaemonSet owning the agent's pod and its ServiceAccount (in a pod, with --on-stop auto): what a stop asks about. */
+  private readonly install: OwnInstall | undefined;
   readiness: Readiness = { ready: false, reasons: ["starting"], cause: "Starting", active: undefined, missingPlugins: [] };
 
   constructor(
@@ -94,9 +94,9 @@ export class NodeAgent {
       now,
     });
     this.runtimeSocket = options.node ? new RuntimeSocketCheck(options.sweep.criSocket, options.install.hostRoot, now) : undefined;
-    this.daemonSet =
+    this.install =
       options.self && options.onStop === "auto"
-        ? new OwnDaemonSet(options.self, {
+        ? new OwnInstall(options.self, {
             config: () => this.credentials.client!.config,
             heard: (sentAt, failure) => this.nodeTasks?.refusal.heard(sentAt, failure),
             watchTimeoutSeconds: options.watchTimeoutSeconds,
@@ -157,14 +157,14 @@ export class NodeAgent {
     const { uninstall, why } = await decideStop(
       this.options.onStop,
       this.options.self !== undefined,
-      this.daemonSet?.deleted() ?? false,
+      this.install?.deleted() ?? false,
       () => {
         if (!this.credentials.client) throw new Error("the agent has no credentials");
         const { api } = this.credentials.client;
-        return askPatiently(() => ownerState(api, this.options.self!, this.daemonSet?.name));
+        return askPatiently(() => ownerState(api, this.options.self!, this.install?.daemonSet));
       },
     );
-    await this.daemonSet?.stop();
+    await this.install?.stop();
     await this.nodeTasks?.stop();
     this.watcher.stop();
     this.chainProof.close();
@@ -195,7 +195,7 @@ export class NodeAgent {
     this.log.debug("reconcile");
     this.credentials.sync();
     this.netconfSource?.follow(this.credentials.client?.api);
-    if (this.credentials.client) this.daemonSet?.learn(this.credentials.client.api);
+    if (this.credentials.client) this.install?.learn(this.credentials.client.api);
     try {
       const plan = this.installation.syncNetDir();
       if (plan) this.reporter.report(plan, eventAt);

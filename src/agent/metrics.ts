@@ -122,14 +122,20 @@ export function createAgentMetrics(node?: string) {
     }),
     watchRestarts: new Counter({
       name: "meshcni_watch_restarts_total",
-      help: "Watches of the API the agent started again, by watch (pods, namespaces, node) and why the last one ended: expired (ran its time, as watches end), closed (ended early by the server), error (an ERROR event), gone (410: relisted), silent (nothing, not even a bookmark, past its deadline), throttled (429), failed (any other failure).",
+      help: "Watches of the API the agent started again, by watch (pods, node, service, serviceaccount) and why the last one ended: expired (ran its time, as watches end), closed (ended early by the server), error (an ERROR event), gone (410: relisted), silent (nothing, not even a bookmark, past its deadline), throttled (429), failed (any other failure).",
       labelNames: ["watch", "cause"],
       registers: [registry],
     }),
     cacheAges,
+    namespaceReads: new Counter({
+      name: "meshcni_namespace_reads_total",
+      help: "Namespaces read from the API (no watch holds them), by cause (prefetch: a meshed pod bound to the node; add: none read within 10 s at its ADD; sweep: none within 10 minutes) and result (read, failed).",
+      labelNames: ["cause", "result"],
+      registers: [registry],
+    }),
     cacheAge: new Gauge({
       name: "meshcni_cache_age_seconds",
-      help: "Seconds since each of the agent's caches (pods, namespaces, node) last heard from the API server: a list, an event or a bookmark (about one a minute). Past 90 s the agent stops answering from it.",
+      help: "Seconds since each of the agent's caches (pods, node, service, serviceaccount) last heard from the API server: a list, an event or a bookmark (about one a minute). Past 90 s the agent stops answering from it.",
       labelNames: ["cache"],
       registers: [registry],
       collect() {

@@ -1,5 +1,4 @@
 import type { PodStatus } from "../audit/classify.js";
-import type { SweepRequest } from "../audit/contract.js";
 import { buildInfo } from "../build-info.js";
 import type { Readiness } from "../installer/readiness.js";
 import type { Template } from "../installer/template.js";
@@ -9,6 +8,7 @@ import type { PodKey } from "../pod-key.js";
 import type { AgentClient } from "./credentials.js";
 import type { AgentMetrics } from "./metrics.js";
 import { ConditionKeeper, nodeCondition } from "./node/condition.js";
+import { NamespaceReads, namespaceFreshness, prefetchNamespaceOf, sweepView } from "./node/namespace-reads.js";
 import { type NodeReflectors, startNodeReflectors } from "./node/node-reflectors.js";
 import { ScopeCheck } from "./node/scope-check.js";
 import { TaintKeeper } from "./node/taint.js";
@@ -23,8 +23,9 @@ import { TokenRefusal } from "./token-refusal.js";
 import { startWriters } from "./writers/writing.js";
 
 /**
- * What the agent does through the API for its node: keep the node's pods, every namespace
- * and the node itself in reflectors, answer the plugin from them on a unix socket, audit
+ * What the agent does through the API for its node: keep the node's pods, the `kubernetes`
+ * Service and the node itself in reflectors, read the namespaces of its meshed pods as they
+ * start (NamespaceReads), answer the plugin from them on a unix socket, audit
  * and repair the node's meshed pods once ready, keep its Node's MeshcniReady condition,
  * and lift or restore the startup taint. The reflectors read with the current client at each request: a
  * rotated token is used from the next request on, and no cache is listed again for it.
@@ -38,6 +39,7 @@ export class NodeTasks {
   /** The node's meshed pods by status as the last sweeps found them, and how many they left unprotected (undefined: no sweep yet). */
   private sweeps: { counts: Record<PodStatus, number>; unprotected: PodKey[] } | undefined;
   private reflectors: NodeReflectors | undefined;
+  private readonly namespaces: NamespaceReads;
   private server: Promise<PluginServer | undefined> | undefined;
   private stopWriters: (() => void) | undefined;
   private readonly scope: ScopeCheck;
@@ -65,6 +67,11 @@ export class NodeTasks {
     this.scope = new ScopeCheck(log, retry, now);
     this.refusal = new TokenRefusal(() => retry(0));
     this.backends = new BackendReport(log, metrics);
+    this.namespaces = new NamespaceReads(
+      (name) => this.currentApi().readNamespace(name),
+      now,
+      (cause, result) => metrics.namespaceReads.inc({ cause, result }),
+    );
   }
 
   /** Why the agent's token is not held to its node (the node-scope policy does not bind it); undefined: it is, or not known yet. */
@@ -83,12 +90,17 @@ export class NodeTasks {
       config: () => this.currentClient().config,
       log: this.log,
       metrics: this.metrics,
-      podChanged: (pod) => this.monitor?.changed(pod),
+      podChanged: (pod) => {
+        prefetchNamespaceOf(pod, this.namespaces);
+        this.monitor?.changed(pod);
+      },
       podRemoved: (pod) => this.monitor?.removed(pod),
       nodeChanged: () => this.followNode(),
       heard: (sentAt, failure) => this.refusal.heard(sentAt, failure),
     });
-    this.server ??= this.serve(new NodeCache(this.reflectors.pods, this.reflectors.namespaces, this.reflectors.service));
+    this.server ??= this.serve(
+      new NodeCache(this.reflectors.pods, this.namespaces.store(namespaceFreshness.addMs), this.reflectors.service),
+    );
     if (readiness.ready) this.monitor ??= this.startSweeps();
     this.followNode();
   }
@@ -102,8 +114,8 @@ export class NodeTasks {
   async stop(): Promise<void> {
     await this.monitor?.stop();
     this.condition.stop();
-    const { pods, namespaces, service, node } = this.reflectors ?? {};
-    await Promise.all([pods?.stop(), namespaces?.stop(), service?.stop(), node?.stop()]);
+    const { pods, service, node } = this.reflectors ?? {};
+    await Promise.all([pods?.stop(), service?.stop(), node?.stop()]);
     await (await this.server)?.close();
     this.stopWriters?.();
   }
@@ -135,20 +147,11 @@ export class NodeTasks {
     const lookup = {
       node: this.node,
       readPod: (namespace: string, name: string) => this.currentApi().readPod(namespace, name),
-      readNamespace: (name: string) => this.currentApi().readNamespace(name),
+      readNamespace: (name: string) => this.namespaces.read(name, "add"),
       readService: (namespace: string, name: string) => this.currentApi().readService(namespace, name),
     };
     const config = { path: this.socketPath, cache, lookup, writing: writers.writing, callers: this.callers };
     return startPluginSocket(config, this.log, this.metrics);
-  }
-
-  /** The node's pods and their namespaces as the caches hold them, for a sweep; undefined while either is not fresh. */
-  private view(): SweepRequest["view"] {
-    const { pods, namespaces } = this.reflectors ?? {};
-    if (!pods?.fresh() || !namespaces?.fresh()) return undefined;
-    const held = pods.values();
-    const names = new Set(held.map((pod) => pod.metadata?.namespace ?? ""));
-    return { pods: held, namespaces: [...names].flatMap((name) => namespaces.get(name) ?? []) } as SweepRequest["view"];
   }
 
   private currentClient(): AgentClient {
@@ -181,7 +184,8 @@ export class NodeTasks {
           return template.ok ? template.entry : undefined;
         },
         sweep,
-        view: () => this.view(),
+        view: () => sweepView(this.reflectors?.pods, this.namespaces),
+        holdsNode: () => this.reflectors?.pods.fresh() ?? false,
       },
       this.log,
       {

@@ -18,9 +18,11 @@ const whyUninstall: Record<Exclude<OwnerState, "present" | "unauthenticated">, s
  * Whether a stop is an uninstall. A DaemonSet rollout, a restart, a node drain stop the
  * agent while its DaemonSet stays: everything stays in place, so a pod started meanwhile
  * is redirected (or fails closed and is retried), never started plaintext. Deleting the
- * DaemonSet (`kubectl delete -k deploy/`) is the uninstall: seen on the agent's watch of it
- * (`deletionSeen`, which still answers once the ServiceAccounts went with it), or asked at
- * the stop; so is a stop after its permissions went (403). A 401 proves nothing: a
+ * DaemonSet (`kubectl delete -k deploy/`, `helm uninstall`) is the uninstall: its
+ * ServiceAccount goes with it, seen on the agent's watch of that account (`deletionSeen`: a
+ * watch opened before still brings it, where every request is refused from then on; the
+ * account changes in no rollout), or asked at the stop (the DaemonSet gone); so is a stop
+ * after its permissions went (403). A 401 proves nothing: a
  * force-deleted pod's token is refused, and a signing key rotated without the old one kept
  * refuses the agent's and the plugin's alike. Without its pod's name the agent is not in a
  * pod: it uninstalls as it stops, as it always did. When the API cannot tell, it keeps
@@ -34,7 +36,7 @@ export async function decideStop(
 ): Promise<{ uninstall: boolean; why: string }> {
   if (mode !== "auto") return { uninstall: mode === "uninstall", why: `--on-stop ${mode}` };
   if (!inPod) return { uninstall: true, why: "not running in a pod (no POD_NAMESPACE/POD_NAME)" };
-  if (deletionSeen) return { uninstall: true, why: "the DaemonSet was deleted (its watch said so)" };
+  if (deletionSeen) return { uninstall: true, why: "the agent's ServiceAccount was deleted (its watch said so)" };
   try {
     const owner = await ownerDaemonSet();
     if (owner === "present") return { uninstall: false, why: "the DaemonSet stays: a restart or rollout" };
@@ -76,14 +78,14 @@ export function askPatiently(ask: () => Promise<OwnerState>, { answerMs, forMs }
  * nothing of the DaemonSet and throws, so the stop keeps everything.
  */
 export async function ownerState(
-  api: Pick<NodeApi, "daemonSetOf" | "daemonSetState">,
+  api: Pick<NodeApi, "ownersOf" | "daemonSetState">,
   self: PodKey,
   learned: string | null | undefined,
 ): Promise<OwnerState> {
   let name = learned;
   if (name === undefined) {
     try {
-      name = await api.daemonSetOf(self.namespace, self.name);
+      name = (await api.ownersOf(self.namespace, self.name)).daemonSet;
     } catch (error) {
       if (error instanceof ApiStatusError && error.code === 401) return "unauthenticated";
       if (error instanceof ApiStatusError && error.code === 403) return "denied";

@@ -41,8 +41,8 @@ export interface NodeApi {
    * several budgets match the pod, which eviction does not support).
    */
   evictPod(pod: V1Pod): Promise<"evicted" | "blocked" | { throttledMs: number }>;
-  /** The name of the DaemonSet owning this pod (null: none owns it). Any failure throws, a 404 included. */
-  daemonSetOf(namespace: string, podName: string): Promise<string | null>;
+  /** The DaemonSet owning this pod (null: none owns it) and the ServiceAccount it runs as. Any failure throws, a 404 included. */
+  ownersOf(namespace: string, podName: string): Promise<PodOwners>;
   /**
    * A DaemonSet by name: "present", "deleted" (gone or being deleted) or "denied" (401/403:
    * its ServiceAccount or permissions are gone). Any other failure throws.
@@ -65,6 +65,12 @@ export interface NodeApi {
 
 /** "denied": 403, the agent's permissions went; "unauthenticated": 401, its token is refused (its ServiceAccount, or its pod, went). */
 export type DaemonSetState = "present" | "deleted" | "denied" | "unauthenticated";
+
+/** What a pod says of who runs it: its DaemonSet (null: none) and its ServiceAccount. */
+export interface PodOwners {
+  daemonSet: string | null;
+  serviceAccount: string;
+}
 
 /**
  * The API as the agent and a sweep use it. Every failure in the Status's words (`explain`: a
@@ -151,10 +157,13 @@ function rawNodeApi(config: KubeConfig, nodeName: string, component: string): No
         return failure.causes.includes("DisruptionBudget") ? "blocked" : { throttledMs: failure.retryAfterMs ?? 1000 };
       }
     },
-    async daemonSetOf(namespace, podName) {
+    async ownersOf(namespace, podName) {
       try {
         const pod = await api.readNamespacedPod({ name: podName, namespace });
-        return pod.metadata?.ownerReferences?.find((reference) => reference.kind === "DaemonSet")?.name ?? null;
+        return {
+          daemonSet: pod.metadata?.ownerReferences?.find((reference) => reference.kind === "DaemonSet")?.name ?? null,
+          serviceAccount: pod.spec?.serviceAccountName || "default",
+        };
       } catch (error) {
         throw apiError(error);
       }

@@ -38,8 +38,9 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
       path: ["rules"],
       text: [
         "The agent's, sized by what is turned on:",
-        "- it lists and watches its node's pods (a field selector RBAC cannot narrow) and every namespace, to answer the plugin",
-        "  and to audit; it gets a pod or namespace its watches have not seen yet; it creates Events on unprotected pods;",
+        "- it lists and watches its node's pods (a field selector RBAC cannot narrow), to answer the plugin and to audit;",
+        "  it gets a pod its watch has not seen yet and the namespace of a meshed pod (watching none); it creates Events on",
+        "  unprotected pods;",
         `- ${repairs[options.repair]};`,
         "- nodes list, watch and nodes/status patch: it watches its own node (a field selector RBAC cannot narrow) and",
         "  keeps its MeshcniReady condition;",
@@ -63,7 +64,7 @@ export function manifestComments(options: ManifestOptions): FieldComment[] {
     {
       kind: "Role",
       path: ["rules"],
-      text: "The agent watches its DaemonSet and gets it at a stop: still there, a rollout (keep everything); deleted, an uninstall.\nIt mints the plugin's token: that ServiceAccount's only.",
+      text: "The agent watches its own ServiceAccount (deleted: an uninstall) and gets its DaemonSet at a stop: still there, a\nrollout (keep everything); deleted, an uninstall. It mints the plugin's token: that ServiceAccount's only.",
     },
     {
       kind: "ConfigMap",

@@ -18,7 +18,8 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
   return [
     { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", ...(patch ? ["patch"] : [])] },
     ...(options.repair === "evict" ? [{ apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] }] : []),
-    { apiGroups: [""], resources: ["namespaces"], verbs: ["get", "list", "watch"] },
+    // Get only: a namespace is read as a meshed pod of the node needs it, never watched (each change would go to every node).
+    { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
     kubernetesService(["get", "list", "watch"]),
     { apiGroups: [""], resources: ["events"], verbs: ["create"] },
     // Read one at a time only to lift the startup taint (its taints, then a conditional update); watched always.
@@ -38,11 +39,13 @@ export function clusterRules(options: Pick<ManifestOptions, "repair" | "startupT
 export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "namespaces"], verbs: ["get"] }, kubernetesService(["get"])];
 
 /**
- * In meshcni's namespace: read and watch its own DaemonSet (for its stop), mint the plugin's
- * token (that ServiceAccount's only), read its own ConfigMap (the netconf, as the API holds it).
+ * In meshcni's namespace: read its own DaemonSet and watch its own ServiceAccount (for its
+ * stop), mint the plugin's token (that ServiceAccount's only), read its own ConfigMap (the
+ * netconf, as the API holds it).
  */
-export const agentNamespaceRules = (pluginAccount: string, configMap: string): Rule[] => [
-  { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get", "list", "watch"] },
+export const agentNamespaceRules = (agentAccount: string, pluginAccount: string, configMap: string): Rule[] => [
+  { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
+  { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["get", "list", "watch"], resourceNames: [agentAccount] },
   { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginAccount] },
   { apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: [configMap] },
 ];

@@ -97,7 +97,7 @@ export function renderManifests(options: ManifestOptions): K8sObject[] {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "Role",
       metadata: meta(),
-      rules: agentNamespaceRules(pluginAccount, names.configMap),
+      rules: agentNamespaceRules(names.agent, pluginAccount, names.configMap),
     },
     binding("RoleBinding", "Role", names.agent, names.agent),
     ...nodeScopePolicy(options, names.agent, labels),

@@ -202,10 +202,7 @@ export function namespaceDecisionFields(namespace: V1Namespace): V1Namespace {
   return { apiVersion: "v1", kind: "Namespace", metadata: { name, annotations: linkerdAnnotations(annotations) } } as V1Namespace;
 }
 
-/**
- * What the agent's cache keeps of a namespace: its name and Linkerd annotations, nothing
- * else (a 30,000-namespace cluster costs a few MB). No version: nothing follows its changes.
- */
+/** What the agent keeps of a namespace it read: its name and Linkerd annotations, nothing else. */
 export function namespaceFields(namespace: V1Namespace): V1Namespace {
   const { name, annotations } = namespace.metadata ?? {};
   const kept = linkerdAnnotations(annotations);

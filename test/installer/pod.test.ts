@@ -108,32 +108,34 @@ describe("meshcni install: its API and its pod", () => {
       api.agentTokens.clear();
       api.minted.clear();
     };
-    /** The agent started in its DaemonSet's pod, ready and watching the DaemonSet. */
-    const startWatchingDaemonSet = async () => {
+    /** The agent started in its DaemonSet's pod, ready and watching its ServiceAccount (never the DaemonSet). */
+    const startWatchingAccount = async () => {
       api.addDaemonSet("meshcni", "meshcni");
       host = new AgentHarness();
       writeFileSync(host.path("10-calico.conflist"), calico());
       await host.startWithApi(api, [], self);
-      await host.waitFor(async () => (await host.readyz()).status === 200 && api.watches.openNow("DaemonSet") > 0);
+      await host.waitFor(async () => (await host.readyz()).status === 200 && api.watches.openNow("ServiceAccount") > 0);
+      expect(api.watches.opened.DaemonSet).toBe(0);
     };
 
     it("its ServiceAccounts deleted with its DaemonSet (every request 401 by its stop): the deletion seen on its watch, it uninstalls", async () => {
-      await startWatchingDaemonSet();
+      await startWatchingAccount();
       api.deleteDaemonSet("meshcni", "meshcni");
-      refuseEveryToken();
-      await host.waitFor(() => host.logs.some((line) => line.msg.startsWith("the agent's DaemonSet is being deleted")));
+      api.deleteServiceAccount("meshcni", "meshcni-plugin");
+      api.deleteServiceAccount("meshcni", "meshcni");
+      await host.waitFor(() => host.logs.some((line) => line.msg.startsWith("the agent's ServiceAccount is deleted")));
       try {
         expect(await host.stop()).toBe(0);
       } finally {
-        api.agentTokens.add(api.agentToken);
+        api.addServiceAccount("meshcni", "meshcni");
       }
-      expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toBe("the DaemonSet was deleted (its watch said so)");
+      expect(host.logs.find((line) => line.msg === "uninstalled")?.why).toBe("the agent's ServiceAccount was deleted (its watch said so)");
       expect(host.types("10-calico.conflist")).toEqual(["calico", "portmap"]);
       expect(readdirSync(host.binDir)).toEqual([]);
     });
 
     it("every token refused and no deletion seen (a signing key rotated, the old one dropped): keeps everything", async () => {
-      await startWatchingDaemonSet();
+      await startWatchingAccount();
       refuseEveryToken();
       try {
         expect(await host.stop()).toBe(0);

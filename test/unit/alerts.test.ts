@@ -88,7 +88,7 @@ const cases: Array<{ alert: string; series: Array<[string, string]>; at: string;
     series: [
       // Heard nothing since the start: its age grows a minute a minute.
       ['meshcni_cache_age_seconds{node="n1",cache="pods"}', "0+60x20"],
-      ['meshcni_cache_age_seconds{node="n1",cache="namespaces"}', "30x20"],
+      ['meshcni_cache_age_seconds{node="n1",cache="node"}', "30x20"],
     ],
     at: "15m",
     fires: [{ node: "n1", cache: "pods" }],

@@ -159,7 +159,8 @@ describe("deploy/ and meshcni manifests", () => {
     ]);
     const ownNamespace = byKind("Role")[0] as unknown as { rules: unknown[] };
     expect(ownNamespace.rules).toEqual([
-      { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
+      { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["get", "list", "watch"], resourceNames: [podSpec.serviceAccountName] },
       { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginServiceAccount] },
       { apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: ["meshcni-config"] },
     ]);
@@ -181,7 +182,8 @@ describe("RBAC sized by what is turned on", () => {
     Object.fromEntries(clusterRules(options).map((rule) => [rule.resources.join(","), rule.verbs.join(",")]));
   const base = {
     pods: "get,list,watch",
-    namespaces: "get,list,watch",
+    // Read by name only: a namespace watch would send each change to every node.
+    namespaces: "get",
     services: "get,list,watch",
     events: "create",
     // Its node read one at a time only to lift the startup taint.

@@ -3,7 +3,7 @@ import { Reflector } from "../../kube/reflector.js";
 import { apiSource } from "../../kube/sources.js";
 import type { ReflectorSource, ReflectorTiming } from "../../kube/watch-ends.js";
 import type { Logger } from "../../log.js";
-import { apiServerService, namespaceFields, podFields, serviceDecisionFields } from "../../mesh/pod.js";
+import { apiServerService, podFields, serviceDecisionFields } from "../../mesh/pod.js";
 import { podName } from "../../pod-key.js";
 import type { AgentMetrics } from "../metrics.js";
 import { conditionType } from "./condition.js";
@@ -38,7 +38,8 @@ export type NodeReflectors = ReturnType<typeof startNodeReflectors>;
 
 /**
  * The agent's caches, each a reflector with its restarts counted and its age exposed: its
- * node's pods, every namespace, the `kubernetes` Service and its own Node.
+ * node's pods, the `kubernetes` Service and its own Node. No namespace is watched (each change
+ * would go to every node): NamespaceReads reads those a decision needs.
  */
 export function startNodeReflectors(given: NodeReflectorOptions) {
   const timing: ReflectorTiming = {
@@ -76,9 +77,6 @@ export function startNodeReflectors(given: NodeReflectorOptions) {
     change: given.podChanged,
     remove: given.podRemoved,
   });
-  const namespaces = reflector(
-    source("namespaces", "/api/v1/namespaces", {}, namespaceFields, (namespace) => namespace.metadata?.name ?? ""),
-  );
   // One object: the ports control-plane pods skip (linkerd-cni reads them at each ADD).
   const { namespace, name } = apiServerService;
   const service = reflector(
@@ -94,5 +92,5 @@ export function startNodeReflectors(given: NodeReflectorOptions) {
     source("node", "/api/v1/nodes", { fieldSelector: `metadata.name=${given.node}` }, nodeFields, (node) => node.metadata?.name ?? ""),
     { change: given.nodeChanged },
   );
-  return { pods, namespaces, service, node };
+  return { pods, service, node };
 }

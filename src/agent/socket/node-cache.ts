@@ -7,10 +7,10 @@ export interface FreshStore<T> {
 }
 
 /**
- * The node's pods, every namespace and the `kubernetes` Service, as the agent's reflectors
- * keep them. It answers only
- * while its reflector is fresh: a watch down or silent past its bound answers nothing, so
- * the caller reads the API.
+ * The node's pods and the `kubernetes` Service as the agent's reflectors keep them, and the
+ * namespaces as last read (within the ADD's bound: NamespaceReads). It answers only while its
+ * store is fresh: a watch down or silent past its bound answers nothing, so the caller reads
+ * the API.
  */
 export class NodeCache {
   constructor(

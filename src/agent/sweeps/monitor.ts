@@ -68,7 +68,7 @@ export class AuditMonitor {
     const started = performance.now();
     const first = () => {
       if (this.stopped) return;
-      if (this.options.view() || performance.now() - started > firstSweepWaitMs) this.sweepAll();
+      if (this.options.holdsNode() || performance.now() - started > firstSweepWaitMs) this.sweepAll();
       else setTimeout(first, 50);
     };
     first();
@@ -143,7 +143,7 @@ export class AuditMonitor {
       policy: sweep.repair,
       limits: { excludeNamespaces, evictNamespaces, ...this.memory.limits(Date.now()) },
       ...(self ? { self } : {}),
-      ...withView(view()),
+      ...withView(await view()),
       dirs,
       ...(entry ? { entry } : {}),
     };

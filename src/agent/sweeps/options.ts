@@ -30,5 +30,7 @@ export interface MonitorOptions {
   entry: () => SweepRequest["entry"];
   sweep: SweepOptions;
   /** The node as the agent's caches hold it, while they are fresh: the sweep then reads no pod or namespace from the API. */
-  view: () => SweepRequest["view"];
+  view: () => Promise<SweepRequest["view"]>;
+  /** Whether the pods' cache holds the node (its first sweep waits for it, a few seconds at most). */
+  holdsNode: () => boolean;
 }

@@ -5,7 +5,7 @@ import type { KubeObject } from "./watch-hub.js";
 
 /**
  * The rest of what meshcni asks of kube-apiserver: the `kubernetes` Service, discovery of
- * admissionregistration.k8s.io/v1, a ConfigMap (read), DaemonSets (read, listed, watched), Nodes (read, watched, patched: the node
+ * admissionregistration.k8s.io/v1, a ConfigMap (read), DaemonSets and ServiceAccounts (read, listed, watched), Nodes (read, watched, patched: the node
  * by merge or JSON patch, its status by strategic merge, conditional on a given
  * resourceVersion, through admission, dry runs answered and not stored), namespaces and
  * TokenRequest (bound to a Node where the server can).
@@ -44,6 +44,14 @@ export function clusterRoutes(server: FakeApiServer, { method, path, query, body
   if (daemonSet && method === "GET") {
     const found = server.daemonSets.get(`${daemonSet[1]}/${daemonSet[2]}`);
     return found ? ok(found) : failure(404, "NotFound", `daemonsets.apps "${daemonSet[2]}" not found`);
+  }
+  const serviceAccounts = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts$/.exec(path);
+  if (serviceAccounts && method === "GET")
+    return namespacedCollection(server, { path, query, res }, serviceAccounts[1]!, "ServiceAccount", server.serviceAccounts);
+  const serviceAccount = /^\/api\/v1\/namespaces\/([^/]+)\/serviceaccounts\/([^/]+)$/.exec(path);
+  if (serviceAccount && method === "GET") {
+    const found = server.serviceAccounts.get(`${serviceAccount[1]}/${serviceAccount[2]}`);
+    return found ? ok(found) : failure(404, "NotFound", `serviceaccounts "${serviceAccount[2]}" not found`);
   }
   const node = /^\/api\/v1\/nodes\/([^/]+)(\/status)?$/.exec(path);
   if (node) {
@@ -144,7 +152,7 @@ function namespacedCollection(
   server: FakeApiServer,
   { path, query, res }: Pick<ApiRequest, "path" | "query" | "res">,
   namespace: string,
-  kind: "Service" | "DaemonSet",
+  kind: "Service" | "DaemonSet" | "ServiceAccount",
   objects: Map<string, KubeObject>,
 ): Reply | undefined {
   const name = selectedName(query);

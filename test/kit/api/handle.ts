@@ -12,11 +12,17 @@ export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: 
   const bearer = /^Bearer (.+)$/.exec(req.headers.authorization ?? "")?.[1];
   const mintedToken = bearer === undefined ? undefined : server.minted.get(bearer);
   const boundNodeAlive = (bound: MintedToken["boundNode"]) => !bound || server.nodes.get(bound.name)?.metadata?.uid === bound.uid;
-  const live = mintedToken !== undefined && mintedToken.expires > server.now() && boundNodeAlive(mintedToken.boundNode);
+  // A ServiceAccount token stands while its account does (kube-apiserver's authenticator looks it up at each request).
+  const accountAlive = (account: string) => server.serviceAccounts.has(account);
+  const live =
+    mintedToken !== undefined &&
+    mintedToken.expires > server.now() &&
+    boundNodeAlive(mintedToken.boundNode) &&
+    accountAlive(mintedToken.serviceAccount);
   const who =
     bearer === server.token
       ? "admin"
-      : bearer !== undefined && server.agentTokens.has(bearer)
+      : bearer !== undefined && server.agentTokens.has(bearer) && accountAlive(server.agentUser.username.split(":").slice(2).join("/"))
         ? "agent"
         : live
           ? mintedToken.serviceAccount

@@ -10,7 +10,7 @@ export interface PodOptions {
   podIP?: string;
   /** A controller owning the pod (a ReplicaSet), so deleting it gets it recreated. */
   owned?: boolean;
-  /** The DaemonSet owning the pod (the agent's own). */
+  /** The DaemonSet owning the pod (the agent's own): it runs as the ServiceAccount of that name, as deploy/'s does. */
   daemonSet?: string;
   deleting?: boolean;
 }
@@ -43,6 +43,7 @@ export function podObject(namespace: string, name: string, options: PodOptions =
     },
     spec: {
       ...(options.nodeName ? { nodeName: options.nodeName } : {}),
+      serviceAccountName: options.daemonSet ?? "default",
       containers: options.proxy === "container" ? [app, proxy] : [app],
       ...(initContainers.length > 0 ? { initContainers } : {}),
     },

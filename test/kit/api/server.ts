@@ -112,6 +112,8 @@ export class FakeApiServer extends ApiStore {
 
   async start(): Promise<this> {
     this.dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));
+    // The ServiceAccounts of deploy/, as an install leaves them: the agent's and the plugin's.
+    for (const name of ["meshcni", "meshcni-plugin"]) this.addServiceAccount("meshcni", name);
     const { key, cert } = selfSignedCertificate(this.dir);
     this.server = createServer({ key, cert }, (req, res) => {
       let body = "";

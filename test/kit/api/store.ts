@@ -16,6 +16,8 @@ export class ApiStore {
   /** DaemonSets by `namespace/name`. */
   readonly daemonSets = new Map<string, KubeObject>();
   readonly configMaps = new Map<string, KubeObject>();
+  /** ServiceAccounts by `namespace/name`: a token of one not here is refused (401), as kube-apiserver's authenticator does. */
+  readonly serviceAccounts = new Map<string, KubeObject>();
   readonly events: KubeObject[] = [];
   /** How long a pod deleted with a grace period stays terminating before its kubelet removes it; undefined: until deletePod. */
   terminatingMs: number | undefined = 0;
@@ -121,6 +123,21 @@ export class ApiStore {
     if (!found || !this.daemonSets.delete(`${namespace}/${name}`)) return;
     const deleted = this.stamp(found);
     this.watches.record({ version: this.version, kind: "DaemonSet", type: "DELETED", object: deleted });
+  }
+
+  /** Adds a ServiceAccount; its watchers see ADDED (MODIFIED if it was there). */
+  addServiceAccount(namespace: string, name: string): void {
+    const existed = this.serviceAccounts.has(`${namespace}/${name}`);
+    const stored = this.stamp({ apiVersion: "v1", kind: "ServiceAccount", metadata: { namespace, name, uid: `uid-sa-${name}` } });
+    this.serviceAccounts.set(`${namespace}/${name}`, stored);
+    this.watches.record({ version: this.version, kind: "ServiceAccount", type: existed ? "MODIFIED" : "ADDED", object: stored });
+  }
+
+  /** Deletes a ServiceAccount: its watchers see DELETED, and its tokens are refused from the next request on (watches open stay). */
+  deleteServiceAccount(namespace: string, name: string): void {
+    const found = this.serviceAccounts.get(`${namespace}/${name}`);
+    if (!found || !this.serviceAccounts.delete(`${namespace}/${name}`)) return;
+    this.watches.record({ version: this.version, kind: "ServiceAccount", type: "DELETED", object: this.stamp(found) });
   }
 
   /** The `kubernetes` Service as a cluster's API server keeps it: port 443 to `targetPort` on the API servers. */

@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 
-export type WatchKind = "Pod" | "Namespace" | "Node" | "Service" | "DaemonSet";
+export type WatchKind = "Pod" | "Namespace" | "Node" | "Service" | "DaemonSet" | "ServiceAccount";
 
 /**
  * What a watch request gets instead of its events, as a real API server (or what stands in
@@ -48,7 +48,7 @@ export class WatchHub {
   /** Bookmarks sent so far, to every watch. */
   bookmarksSent = 0;
   /** Watches opened, by kind (whatever they were answered). */
-  readonly opened: Record<WatchKind, number> = { Pod: 0, Namespace: 0, Node: 0, Service: 0, DaemonSet: 0 };
+  readonly opened: Record<WatchKind, number> = { Pod: 0, Namespace: 0, Node: 0, Service: 0, DaemonSet: 0, ServiceAccount: 0 };
   private history: WatchEvent[] = [];
   /** A resourceVersion below this cannot be resumed from. */
   private floor = 0;

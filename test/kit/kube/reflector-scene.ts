@@ -25,7 +25,8 @@ export function reflectorScene() {
     lists: () => scene.api.requests.filter((request) => request.path === "/api/v1/namespaces" && request.query.watch === undefined),
     /** `bookmarks`: the record the reflectors of one server share (another's watch may have seen one). */
     start(backoffMs = { first: 200, cap: 2000 }, watchTimeoutSeconds = 1, bookmarks?: { seen: boolean }) {
-      const config = kubeConfigOf(scene.api.writeAgentKubeconfig());
+      // The admin's: the agent lists and watches no namespace (its RBAC gets one by name); the reflector is the subject here.
+      const config = kubeConfigOf(scene.api.writeKubeconfig());
       scene.reflector = new Reflector<Namespace>(
         apiSource<Namespace>({
           name: "namespaces",

@@ -22,11 +22,11 @@ describe("telling a restart from an uninstall", () => {
     });
   });
 
-  it("uninstalls once its watch saw the DaemonSet deleted, whatever the API answers now (its ServiceAccounts went with it)", async () => {
+  it("uninstalls once its watch saw its ServiceAccount deleted, whatever the API answers now (every request refused from then on)", async () => {
     const refused = async (): Promise<"unauthenticated"> => "unauthenticated";
     expect(await decideStop("auto", true, true, refused)).toEqual({
       uninstall: true,
-      why: "the DaemonSet was deleted (its watch said so)",
+      why: "the agent's ServiceAccount was deleted (its watch said so)",
     });
     const hung = async (): Promise<"present"> => new Promise(() => undefined);
     expect(await decideStop("auto", true, true, hung)).toMatchObject({ uninstall: true });
@@ -101,10 +101,10 @@ describe("telling a restart from an uninstall", () => {
       const asked: string[] = [];
       return {
         asked,
-        daemonSetOf: async (_: string, name: string) => {
+        ownersOf: async (_: string, name: string) => {
           asked.push(`pod ${name}`);
           if (pod instanceof ApiStatusError) throw pod;
-          return pod;
+          return { daemonSet: pod, serviceAccount: "meshcni" };
         },
         daemonSetState: async (_: string, name: string) => {
           asked.push(`daemonset ${name}`);

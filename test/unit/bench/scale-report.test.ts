@@ -24,6 +24,7 @@ function run(nodes: number, ours: number, theirs: number): ScaleRun {
   const both = (base: number, per: number) => ({
     idle: reading(base + per * nodes, 500 + per * nodes),
     churn: reading(2 * base + per * nodes, 500 + per * nodes),
+    podChurn: reading(3 * base + per * nodes, 500 + per * nodes),
   });
   return {
     nodes,
@@ -72,11 +73,18 @@ describe("the scale bench's arithmetic", () => {
     expect(line?.at5000).toBeCloseTo(15_000);
   });
 
-  it("holds the target only when meshcni's slope is at most kube-proxy's for CPU and memory in both modes", () => {
+  it("holds the target only when meshcni's slope is at most kube-proxy's for CPU and memory, idle and under both churn mixes", () => {
     expect(targetHolds(costLines([run(10, 2, 3), run(50, 2, 3)])).holds).toBe(true);
     const exceeded = targetHolds(costLines([run(10, 4, 3), run(50, 4, 3)]));
     expect(exceeded.holds).toBe(false);
     expect(exceeded.compared).toContain("idle millicores: meshcni 4.00 per node, kube-proxy 3.00: exceeds");
+    // Only the second mix over: the target does not hold.
+    const second = [run(10, 2, 3), run(50, 2, 3)];
+    for (const one of second) one.readings.meshcni.podChurn.millicores += one.nodes * 2;
+    const verdict = targetHolds(costLines(second));
+    expect(verdict.holds).toBe(false);
+    expect(verdict.compared).toContain("podChurn millicores: meshcni 4.00 per node, kube-proxy 3.00: exceeds");
+    expect(verdict.compared).toContain("churn millicores: meshcni 2.00 per node, kube-proxy 3.00: holds");
   });
 
   it("says where the added watch events go, by resource, largest first, the baseline's taken away", () => {
@@ -94,7 +102,9 @@ describe("the scale bench's arithmetic", () => {
     churning.readings.meshcni.idle.hostIdle = 0.5;
     const text = formatScale([run(10, 2, 3), churning]);
     expect(text).toContain("a rollout changes it a few times per node): ? at N=10, 101 at N=100");
-    expect(text).toContain("N=100, host idle (idle window / churn window) and churn calls answered: baseline ?/? ?, meshcni 50%/15% 300,");
+    expect(text).toContain(
+      "N=100, host idle (idle / churn / podChurn windows) and calls answered (churn / podChurn): baseline ?/?/? ?/?, meshcni 50%/15%/? 300/?,",
+    );
     expect(text).toContain("meshcni at N=100 under churn, watch events/s added by resource: namespaces 100.0, pods 50.0");
     expect(text).toContain("kube-proxy at N=100 under churn, watch events/s added by resource: endpointslices 50.0");
   });

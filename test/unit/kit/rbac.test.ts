@@ -19,11 +19,12 @@ const allows = (objects: KubeObject[], serviceAccount: string) => (request: stri
  * agent and the plugin may do, and what they may not, as kube-apiserver's RBAC would judge.
  */
 describe("the in-test API server's RBAC, on the manifests' roles", () => {
-  it("lets the agent watch its node's pods, the kubernetes Service and its Node, report and mint the plugin's token in its namespace", () => {
+  it("lets the agent watch its node's pods, the kubernetes Service, its Node and its ServiceAccount, get a namespace, report and mint the plugin's token in its namespace", () => {
     const agent = allows(rbac(), "meshcni/meshcni");
     for (const request of [
       "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dn1&watch=true",
-      "GET /api/v1/namespaces?watch=1",
+      "GET /api/v1/namespaces/shop",
+      "GET /api/v1/namespaces/meshcni/serviceaccounts?fieldSelector=metadata.name%3Dmeshcni&watch=true",
       "GET /api/v1/namespaces/default/services?fieldSelector=metadata.name%3Dkubernetes",
       "GET /api/v1/nodes?fieldSelector=metadata.name%3Dn1&watch=true",
       "PATCH /api/v1/nodes/n1/status",
@@ -35,9 +36,14 @@ describe("the in-test API server's RBAC, on the manifests' roles", () => {
       expect(agent(request), request).toBe(true);
   });
 
-  it("refuses the agent what the roles do not grant: other Services, other namespaces' DaemonSets and tokens, deletes, secrets, and what repair and the taint turn off", () => {
+  it("refuses the agent what the roles do not grant: any namespace or DaemonSet watch, other Services and accounts, other namespaces' DaemonSets and tokens, deletes, secrets, and what repair and the taint turn off", () => {
     const agent = allows(rbac({ repair: "redirect", startupTaint: undefined }), "meshcni/meshcni");
     for (const request of [
+      "GET /api/v1/namespaces?watch=1",
+      "GET /api/v1/namespaces",
+      "GET /apis/apps/v1/namespaces/meshcni/daemonsets?watch=1",
+      "GET /api/v1/namespaces/meshcni/serviceaccounts?watch=1",
+      "GET /api/v1/namespaces/meshcni/serviceaccounts?fieldSelector=metadata.name%3Dmeshcni-plugin&watch=true",
       "GET /api/v1/namespaces/default/services",
       "GET /api/v1/namespaces/shop/services/web",
       "GET /apis/apps/v1/namespaces/shop/daemonsets/web",

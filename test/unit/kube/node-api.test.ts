@@ -73,12 +73,13 @@ describe("the node API", () => {
     api.terminatingMs = 0;
   });
 
-  it("reads which DaemonSet owns a pod (a 404 throws), and tells whether a DaemonSet is present, deleted or denied", async () => {
-    api.addPod(podObject("meshcni", "agent-x", { daemonSet: "meshcni" }));
+  it("reads which DaemonSet owns a pod and its ServiceAccount (a 404 throws), and tells whether a DaemonSet is present, deleted or denied", async () => {
+    const agent = podObject("meshcni", "agent-x", { daemonSet: "meshcni" });
+    api.addPod({ ...agent, spec: { ...(agent.spec as object), serviceAccountName: "linkerd-cni" } });
     api.addPod(podObject("meshcni", "bare"));
-    expect(await node.daemonSetOf("meshcni", "agent-x")).toBe("meshcni");
-    expect(await node.daemonSetOf("meshcni", "bare")).toBeNull();
-    await expect(node.daemonSetOf("meshcni", "gone")).rejects.toMatchObject({ code: 404 });
+    expect(await node.ownersOf("meshcni", "agent-x")).toEqual({ daemonSet: "meshcni", serviceAccount: "linkerd-cni" });
+    expect(await node.ownersOf("meshcni", "bare")).toEqual({ daemonSet: null, serviceAccount: "default" });
+    await expect(node.ownersOf("meshcni", "gone")).rejects.toMatchObject({ code: 404 });
     expect(await node.daemonSetState("meshcni", "meshcni")).toBe("deleted");
     api.addDaemonSet("meshcni", "meshcni");
     expect(await node.daemonSetState("meshcni", "meshcni")).toBe("present");

@@ -188,6 +188,7 @@ describe("the agent's ServiceAccount held to its own node", () => {
     await expect(onNode("n1").probeNodeScope()).resolves.toBe("bound");
     // A kustomize namePrefix: the policy matches nobody, and the server serves policies.
     api.agentUser = { username: "system:serviceaccount:meshcni:staging-meshcni", node: "n1" };
+    api.addServiceAccount("meshcni", "staging-meshcni");
     api.authorizeAs({ repair: "evict" }, "staging-");
     await expect(onNode("n1").probeNodeScope()).resolves.toBe("unbound");
     const policies = api.admissionPolicies;

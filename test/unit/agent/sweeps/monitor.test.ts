@@ -38,7 +38,8 @@ describe("the agent's sweeps on pod events", () => {
         dirs: {} as SweepRequest["dirs"],
         entry: () => entry,
         sweep: sweep as unknown as SweepOptions,
-        view: () => undefined,
+        view: async () => undefined,
+        holdsNode: () => false,
       },
       memoryLogger(lines),
       {
