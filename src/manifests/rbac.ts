@@ -45,7 +45,7 @@ export const pluginRules: Rule[] = [{ apiGroups: [""], resources: ["pods", "name
  */
 export const agentNamespaceRules = (agentAccount: string, pluginAccount: string, configMap: string): Rule[] => [
   { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
-  { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["get", "list", "watch"], resourceNames: [agentAccount] },
+  { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["list", "watch"], resourceNames: [agentAccount] },
   { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginAccount] },
   { apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: [configMap] },
 ];

@@ -160,7 +160,7 @@ describe("deploy/ and meshcni manifests", () => {
     const ownNamespace = byKind("Role")[0] as unknown as { rules: unknown[] };
     expect(ownNamespace.rules).toEqual([
       { apiGroups: ["apps"], resources: ["daemonsets"], verbs: ["get"] },
-      { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["get", "list", "watch"], resourceNames: [podSpec.serviceAccountName] },
+      { apiGroups: [""], resources: ["serviceaccounts"], verbs: ["list", "watch"], resourceNames: [podSpec.serviceAccountName] },
       { apiGroups: [""], resources: ["serviceaccounts/token"], verbs: ["create"], resourceNames: [pluginServiceAccount] },
       { apiGroups: [""], resources: ["configmaps"], verbs: ["get"], resourceNames: ["meshcni-config"] },
     ]);
