@@ -1,6 +1,7 @@
 // `npm run bench`: prints each section's figures and writes them to bench/results/.
 import { isRoot } from "../test/kit/common.js";
 import { benchAgentApi } from "./agent-api.js";
+import { benchAgentIdle } from "./agent-idle.js";
 import { benchAgentMemory } from "./agent-memory.js";
 import { benchAnnotation } from "./annotation.js";
 import { benchAudit } from "./audit.js";
@@ -21,6 +22,7 @@ if (!only || only === "plugin") await benchPlugin();
 if (!only || only === "installer") await benchInstaller();
 if (!only || only === "agent-memory") await benchAgentMemory();
 if (!only || only === "agent-api") await benchAgentApi();
+if (!only || only === "agent-idle") await benchAgentIdle();
 if (!only || only === "socket-attack") await benchSocketAttack();
 if (!only || only === "freshness") await benchFreshness();
 if (!only || only === "audit") await benchAudit();

@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { request as httpRequest } from "node:http";
-import { request as httpsRequest, type RequestOptions } from "node:https";
+import { type AgentOptions, Agent as HttpsAgent, request as httpsRequest, type RequestOptions } from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 import {
   type Configuration,
@@ -29,6 +30,46 @@ export function send(url: URL, options: RequestOptions & { body?: string | Buffe
   });
 }
 
+/** The TLS settings an agent's connections are made with: what tells one agent's connections from another's. */
+const tlsKeys = ["ca", "cert", "key", "pfx", "passphrase", "rejectUnauthorized", "servername"] as const;
+
+/** The agents in use, by their TLS settings (a rotated client certificate is a new one): the last few, the older destroyed. */
+const agents = new Map<string, HttpsAgent>();
+const agentsKept = 4;
+
+/**
+ * One keep-alive agent per TLS settings, shared by every request made with them. client-node
+ * makes a new agent for each request (applyToHTTPSOptions, and the generated APIs'
+ * authentication), so each would open a connection of its own: a TLS handshake per request
+ * on the agent's side and the API server's, and idle connections left open until either
+ * side's timeout.
+ */
+export function sharedAgent(options: Partial<Record<(typeof tlsKeys)[number], unknown>>): HttpsAgent {
+  const hash = createHash("sha256");
+  for (const key of tlsKeys) hash.update(`${key}=${JSON.stringify(options[key] ?? null)};`);
+  const key = hash.digest("hex");
+  const found = agents.get(key);
+  if (found) {
+    agents.delete(key);
+    agents.set(key, found);
+    return found;
+  }
+  const made = new HttpsAgent({ ...(Object.fromEntries(tlsKeys.map((name) => [name, options[name]])) as AgentOptions), keepAlive: true });
+  agents.set(key, made);
+  for (const [old, agent] of agents) {
+    if (agents.size <= agentsKept) break;
+    agents.delete(old);
+    agent.destroy();
+  }
+  return made;
+}
+
+/** The shared agent standing for client-node's one (an http server's, or one whose settings it cannot read, is left as it is). */
+function shared(agent: unknown): unknown {
+  const options = agent instanceof HttpsAgent ? (agent as HttpsAgent & { options?: AgentOptions }).options : undefined;
+  return options ? sharedAgent(options) : agent;
+}
+
 /** A request with the kubeconfig's TLS settings and credentials; `signal` aborts it at any point, the wait for headers included. */
 export async function kubeRequest(
   config: KubeConfig,
@@ -40,6 +81,7 @@ export async function kubeRequest(
   const headers = { ...(options.headers as Record<string, string> | undefined), ...init.headers };
   return send(url, {
     ...options,
+    agent: shared(options.agent) as HttpsAgent,
     method: init.method,
     headers,
     ...(init.signal ? { signal: init.signal } : {}),
@@ -61,7 +103,7 @@ export const httpsLibrary: HttpLibrary = wrapHttpLibrary({
     const answer = await send(new URL(request.getUrl()), {
       method: request.getHttpMethod().toString(),
       headers: request.getHeaders(),
-      agent: request.getAgent(),
+      agent: shared(request.getAgent()) as HttpsAgent,
       ...(request.getSignal() ? { signal: request.getSignal() as AbortSignal } : {}),
       ...(typeof body === "string" || Buffer.isBuffer(body) ? { body } : {}),
     });

@@ -95,6 +95,8 @@ export class FakeApiServer extends ApiStore {
   dir = "";
   private server: Server | undefined;
   readonly hanging = new Set<ServerResponse>();
+  /** TLS connections accepted so far: how many handshakes its clients paid. */
+  tlsConnections = 0;
   port = 0;
 
   /**
@@ -120,6 +122,7 @@ export class FakeApiServer extends ApiStore {
       req.on("data", (chunk: Buffer) => (body += chunk.toString()));
       req.on("end", () => handleRequest(this, req, res, body));
     });
+    this.server.on("secureConnection", () => this.tlsConnections++);
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
     this.port = (this.server.address() as { port: number }).port;
     return this;

@@ -1,0 +1,105 @@
+// `npm run bench agent-idle` (issue 59): where the idle agent's CPU goes. A node of 30 meshed
+// pods in real netns, started through the agent's chain (the in-test API server, a stand-in
+// CRI that names each pod's netns); the agent then left alone and its CPU read from /proc
+// (itself and the children it waited for: sweeps, writers) over a window, once with its
+// sweep every 60 s (as deployed), once with none in the window (the sweep's share), and a
+// third time under Bun's own sampling profiler (BUN_OPTIONS --cpu-prof-md), whose heaviest
+// functions it prints.
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execa } from "execa";
+import { AgentHarness } from "../test/kit/agent/harness.js";
+import { FakeApiServer, podObject } from "../test/kit/api/server.js";
+import { agentTemplate, sleep } from "../test/kit/common.js";
+import { TestNetwork } from "../test/kit/netns/network.js";
+import { cpuTicks } from "../test/kit/proc.js";
+import { saveResults } from "./stats.js";
+
+const node = "idle-node";
+const pods = 30;
+const windowSeconds = 120;
+const settleSeconds = 20;
+
+export interface AgentIdle {
+  pods: number;
+  windowSeconds: number;
+  /** The agent and its reaped children, mCPU over the window: as deployed, and with no sweep in it. */
+  deployedMillicores: number;
+  noSweepMillicores: number;
+  /** How the agent chained itself (its net dir is polled every 100 ms in the conflist mode, every second by drop-in). */
+  chainMode: string;
+  /** The profile's heaviest lines (self time), as Bun's markdown profile gives them. */
+  profileTop: string[];
+}
+
+/** Runs the agent on a node of `pods` meshed pods with `extra` flags and `env`, and gives its CPU over a window (mCPU) and chain mode. */
+async function idleWindow(extra: string[], env: NodeJS.ProcessEnv = {}): Promise<{ millicores: number; chainMode: string }> {
+  const api = await new FakeApiServer().start();
+  const net = new TestNetwork(61);
+  const host = new AgentHarness({ onHost: true });
+  try {
+    api.addNode({ metadata: { name: node }, spec: {} });
+    writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
+    api.addPod(podObject("meshcni", "agent-self", { proxy: "container", nodeName: node, podIP: "10.251.0.250", daemonSet: "meshcni" }));
+    const template = agentTemplate(net.stateDir);
+    const args = ["--template", template, "--node", node, "--state-dir", net.stateDir, "--cri-socket", await net.criSocket()];
+    await host.startWithApi(api, [...args, ...extra], { POD_NAMESPACE: "meshcni", POD_NAME: "agent-self", ...env });
+    await host.waitFor(async () => (await host.readyz()).status === 200, 20_000);
+    const dirs = { conf: host.netDir, bin: host.binDir };
+    for (let i = 0; i < pods; i++) await net.startPod(api, { namespace: "shop", name: `idle-${i}`, network: "primary", node, dirs });
+    await sleep(settleSeconds * 1000);
+    const pid = host.pid!;
+    const ticksPerSecond = Number((await execa("getconf", ["CLK_TCK"])).stdout);
+    const [before, started] = [cpuTicks(pid), performance.now()];
+    await sleep(windowSeconds * 1000);
+    const seconds = (performance.now() - started) / 1000;
+    const millicores = ((cpuTicks(pid) - before) / ticksPerSecond / seconds) * 1000;
+    const chainMode = /^meshcni_chain_mode\{[^}]*mode="([^"]+)"[^}]*\} 1$/m.exec(await host.scrape())?.[1] ?? "?";
+    return { millicores, chainMode };
+  } finally {
+    await host.stop("SIGTERM").catch(() => undefined);
+    await host.cleanup();
+    await net.cleanup();
+    await api.stop();
+  }
+}
+
+/** The heaviest functions by self time in a Bun markdown CPU profile. */
+function profileTop(dir: string): string[] {
+  const file = readdirSync(dir).find((name) => name.endsWith(".md"));
+  if (!file) return ["(no profile written)"];
+  const lines = readFileSync(join(dir, file), "utf8").split("\n");
+  const table = lines.findIndex((line) => /self/i.test(line) && line.startsWith("|"));
+  return table < 0 ? lines.slice(0, 40) : lines.slice(table, table + 27);
+}
+
+export async function benchAgentIdle(): Promise<AgentIdle> {
+  const deployed = await idleWindow(["--audit-seconds", "60"]);
+  const [deployedMillicores, noSweepMillicores] = [deployed.millicores, (await idleWindow(["--audit-seconds", "3600"])).millicores];
+  const dir = mkdtempSync(join(tmpdir(), "meshcni-prof-"));
+  try {
+    // The agent itself, profiled (its children started without the option: BUN_OPTIONS is the agent's env alone).
+    await idleWindow(["--audit-seconds", "60"], { BUN_OPTIONS: `--cpu-prof-md --cpu-prof-dir=${dir}` });
+    const result = {
+      pods,
+      windowSeconds,
+      deployedMillicores,
+      noSweepMillicores,
+      chainMode: deployed.chainMode,
+      profileTop: profileTop(dir),
+    };
+    console.log(
+      `\nthe idle agent on a node of ${pods} meshed pods (chained: ${result.chainMode}), over ${windowSeconds} s (itself and its reaped children):`,
+    );
+    console.log(`  as deployed (a sweep every 60 s): ${deployedMillicores.toFixed(1)} mCPU`);
+    console.log(`  no sweep in the window:           ${noSweepMillicores.toFixed(1)} mCPU`);
+    console.log(`  target: <= 2 mCPU: ${deployedMillicores <= 2 ? "met" : "MISSED"}`);
+    console.log("\nthe agent's own profile, heaviest by self time:");
+    for (const line of result.profileTop) console.log(line);
+    console.log(`\nresults: ${saveResults("agent-idle", result)}`);
+    return result;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
