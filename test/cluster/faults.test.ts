@@ -79,7 +79,8 @@ describeAsRoot("meshcni through real control-plane and node failures", () => {
     // Every cache relisted after the compaction (410 for every resume), and not in a loop; no namespace is listed or
     // watched (the new pod's was read by name as it came to the node).
     const lists = requests.filter((event) => event.verb === "list").map(describeRequest);
-    for (const resource of ["pods", "nodes"]) expect(lists.filter((line) => line.startsWith(`list ${resource} `)).length).toBeGreaterThan(0);
+    for (const resource of ["pods", "nodes"])
+      expect(lists.filter((line) => line.startsWith(`list ${resource} `)).length).toBeGreaterThan(0);
     expect(requests.filter((event) => event.objectRef?.resource === "namespaces" && event.verb !== "get")).toEqual([]);
     expect(requests.length, requests.map(describeRequest).join("\n")).toBeLessThan(40);
     console.log(
