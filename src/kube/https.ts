@@ -21,7 +21,22 @@ import {
  * https.Agent and the headers). client-node's own transport is fetch, which the binary swaps
  * for Bun's: an option one honours and the other ignores would pass every test.
  */
-export function send(url: URL, options: RequestOptions & { body?: string | Buffer }): Promise<IncomingMessage> {
+export async function send(url: URL, options: RequestOptions & { body?: string | Buffer }): Promise<IncomingMessage> {
+  try {
+    return await sendOnce(url, options);
+  } catch (error) {
+    // A kept-alive connection the server (or a balancer) closed as it was reused: the request never reached it.
+    // A GET is asked once more, on a new connection, as Go's transport does; anything else fails as it came.
+    if ((options.method ?? "GET") !== "GET" || !connectionDropped(error) || options.signal?.aborted) throw error;
+    return sendOnce(url, options);
+  }
+}
+
+const droppedCodes = new Set(["ECONNRESET", "EPIPE", "ECONNABORTED"]);
+const connectionDropped = (error: unknown) =>
+  droppedCodes.has(String((error as { code?: unknown }).code)) || (error as Error).message === "socket hang up";
+
+function sendOnce(url: URL, options: RequestOptions & { body?: string | Buffer }): Promise<IncomingMessage> {
   const { body, ...rest } = options;
   return new Promise((resolve, reject) => {
     const sent = (url.protocol === "http:" ? httpRequest : httpsRequest)(url, rest, resolve);

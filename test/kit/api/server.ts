@@ -20,7 +20,8 @@ export { type PodOptions, podObject } from "./pods.js";
  * What the server does for one path instead of answering from its store: fail with a
  * status, never answer, answer 200 with this raw body, or answer 200 with an endless body.
  */
-export type Fault = { status: number } | { hang: true } | { body: string } | { endless: true };
+/** `dropReused`: a request that comes on a kept-alive connection that already served one is dropped, its connection closed unanswered (a server or balancer closing an idle connection as the client reuses it). */
+export type Fault = { status: number } | { hang: true } | { body: string } | { endless: true } | { dropReused: true };
 
 export interface RecordedRequest {
   method: string;

@@ -32,4 +32,19 @@ describe("the agent's one HTTP client", () => {
     expect(sharedAgent({ ...settings, ca: "ca-2" })).not.toBe(sharedAgent(settings));
     expect(sharedAgent({ ...settings, servername: "other.example" })).not.toBe(sharedAgent(settings));
   });
+
+  it("asks a GET again on a new connection when a kept-alive one is dropped as it is reused; a write fails as it came", async () => {
+    const config = kubeConfigOf(api.writeAgentKubeconfig());
+    const node = createNodeApi(config, "n1");
+    api.addNamespace({ metadata: { name: "shop" } });
+    api.addNode({ metadata: { name: "n1" }, spec: {} });
+    api.faults.set("/api/v1/namespaces/shop", { dropReused: true });
+    for (let i = 0; i < 3; i++) expect((await node.readNamespace("shop")).metadata?.name).toBe("shop");
+    // The first on a new connection, each after it dropped once and asked again on another.
+    expect(api.tlsConnections).toBe(3);
+    api.faults.set("/api/v1/nodes/n1/status", { dropReused: true });
+    const condition = { type: "MeshcniReady", status: "True", reason: "Ready", message: "" };
+    await expect(node.setNodeCondition(condition)).rejects.toThrow();
+    expect(api.requests.filter((request) => request.path === "/api/v1/nodes/n1/status")).toHaveLength(1);
+  });
 });
