@@ -13,7 +13,6 @@ import {
   type V1Taint,
 } from "@kubernetes/client-node";
 import { ApiStatusError, apiError } from "./errors.js";
-import { apiClient } from "./https.js";
 import { type Mint, TokenMinter } from "./token-request.js";
 
 /** What audit and the agent's repair do with the API, for the pods of one node. Its failures are ApiStatusErrors: the Status's words. */
@@ -95,9 +94,9 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
 }
 
 function rawNodeApi(config: KubeConfig, nodeName: string, component: string): NodeApi {
-  const api = apiClient(config, CoreV1Api);
-  const apps = apiClient(config, AppsV1Api);
-  const admission = apiClient(config, AdmissionregistrationV1Api);
+  const api = config.makeApiClient(CoreV1Api);
+  const apps = config.makeApiClient(AppsV1Api);
+  const admission = config.makeApiClient(AdmissionregistrationV1Api);
   const fieldSelector = `spec.nodeName=${nodeName}`;
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
   const tokens = new TokenMinter(api, nodeName);

@@ -1,6 +1,6 @@
 import type { KubeConfig } from "@kubernetes/client-node";
+import fetch from "node-fetch";
 import { ApiStatusError, retryAfterMs, statusMessage } from "./errors.js";
-import { bodyText, kubeRequest } from "./https.js";
 
 /** One event of a watch, as the API server sends it. */
 export interface WatchEvent {
@@ -9,31 +9,26 @@ export interface WatchEvent {
 }
 
 /**
- * A GET of `path` with the kubeconfig's credentials, through the agent's one client
- * (https.ts), with a signal that aborts it at any point, the wait for the headers included,
- * and the answer's status, Retry-After and Status message kept. An answer other than 200
- * rejects with an ApiStatusError.
+ * A GET of `path` with the kubeconfig's credentials, through client-node's own transport
+ * (its fetch, agent and auth) but with a signal that aborts it at any point, the wait for
+ * the headers included, and the answer's status, Retry-After and Status message kept. An
+ * answer other than 200 rejects with an ApiStatusError.
  */
 async function get(config: KubeConfig, path: string, query: Record<string, string>, signal: AbortSignal) {
   const cluster = config.getCurrentCluster();
   if (!cluster) throw new Error("the kubeconfig names no cluster");
   const url = new URL(cluster.server + path);
   for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
-  const answer = await kubeRequest(config, url, { method: "GET", headers: { Accept: "application/json" }, signal });
-  if (answer.statusCode === 200) return answer;
-  const status = statusMessage(answer.statusCode ?? 0, await bodyText(answer));
-  const retryAfter = answer.headers["retry-after"];
-  throw new ApiStatusError(
-    answer.statusCode ?? 0,
-    status.message,
-    retryAfterMs(typeof retryAfter === "string" ? retryAfter : null),
-    status.causes,
-  );
+  const options = await config.applyToFetchOptions({});
+  const response = await fetch(url.toString(), { ...options, method: "GET", signal: signal as never });
+  if (response.status === 200) return response;
+  const status = statusMessage(response.status, await response.text());
+  throw new ApiStatusError(response.status, status.message, retryAfterMs(response.headers.get("retry-after")), status.causes);
 }
 
 /** GETs a list (one page of it) as JSON. */
 export async function getJson(config: KubeConfig, path: string, query: Record<string, string>, signal: AbortSignal): Promise<unknown> {
-  return JSON.parse(await bodyText(await get(config, path, query, signal)));
+  return (await get(config, path, query, signal)).json();
 }
 
 /**
@@ -52,7 +47,7 @@ export async function streamWatch(
   onHeaders();
   let buffered = "";
   const decoder = new TextDecoder();
-  for await (const chunk of response as AsyncIterable<Uint8Array | string>) {
+  for await (const chunk of response.body as AsyncIterable<Uint8Array | string>) {
     buffered += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
     for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
       const line = buffered.slice(0, end).trim();

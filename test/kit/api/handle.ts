@@ -5,9 +5,6 @@ import { authorizationOf, forbiddenMessage, grantsOf, isDiscovery, permissionOf 
 import { type ApiRequest, failure, type Reply } from "./replies.js";
 import type { FakeApiServer, MintedToken, RecordedRequest } from "./server.js";
 
-/** Requests each connection has carried (the dropReused fault drops those after the first). */
-const servedOn = new WeakMap<object, number>();
-
 export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: ServerResponse, rawBody: string): void {
   const url = new URL(req.url ?? "/", "https://localhost");
   const path = url.pathname;
@@ -73,12 +70,6 @@ export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: 
     }
   }
   const fault = server.faults.get(path);
-  const served = servedOn.get(req.socket) ?? 0;
-  servedOn.set(req.socket, served + 1);
-  if (fault && "dropReused" in fault && served > 0) {
-    req.socket.destroy();
-    return;
-  }
   if (fault && "hang" in fault) {
     server.hanging.add(res);
     return;

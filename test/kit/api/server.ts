@@ -20,8 +20,7 @@ export { type PodOptions, podObject } from "./pods.js";
  * What the server does for one path instead of answering from its store: fail with a
  * status, never answer, answer 200 with this raw body, or answer 200 with an endless body.
  */
-/** `dropReused`: a request that comes on a kept-alive connection that already served one is dropped, its connection closed unanswered (a server or balancer closing an idle connection as the client reuses it). */
-export type Fault = { status: number } | { hang: true } | { body: string } | { endless: true } | { dropReused: true };
+export type Fault = { status: number } | { hang: true } | { body: string } | { endless: true };
 
 export interface RecordedRequest {
   method: string;
@@ -96,8 +95,6 @@ export class FakeApiServer extends ApiStore {
   dir = "";
   private server: Server | undefined;
   readonly hanging = new Set<ServerResponse>();
-  /** TLS connections accepted so far: how many handshakes its clients paid. */
-  tlsConnections = 0;
   port = 0;
 
   /**
@@ -123,7 +120,6 @@ export class FakeApiServer extends ApiStore {
       req.on("data", (chunk: Buffer) => (body += chunk.toString()));
       req.on("end", () => handleRequest(this, req, res, body));
     });
-    this.server.on("secureConnection", () => this.tlsConnections++);
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
     this.port = (this.server.address() as { port: number }).port;
     return this;
