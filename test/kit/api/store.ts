@@ -109,35 +109,35 @@ export class ApiStore {
     this.configMaps.set(`${namespace}/${name}`, stored);
   }
 
-  /** Adds a DaemonSet; its watchers see ADDED (MODIFIED if it was there). */
+  /** Adds a DaemonSet (its watchers see ADDED, MODIFIED if it was there); deleteDaemonSet: DELETED. */
   addDaemonSet(namespace: string, name: string): void {
-    const existed = this.daemonSets.has(`${namespace}/${name}`);
-    const stored = this.stamp({ apiVersion: "apps/v1", kind: "DaemonSet", metadata: { namespace, name, uid: `uid-ds-${name}` } });
-    this.daemonSets.set(`${namespace}/${name}`, stored);
-    this.watches.record({ version: this.version, kind: "DaemonSet", type: existed ? "MODIFIED" : "ADDED", object: stored });
+    this.putNamed(this.daemonSets, { apiVersion: "apps/v1", kind: "DaemonSet", metadata: { namespace, name, uid: `uid-ds-${name}` } });
   }
 
-  /** Deletes a DaemonSet; its watchers see DELETED, at the deletion's resourceVersion. */
   deleteDaemonSet(namespace: string, name: string): void {
-    const found = this.daemonSets.get(`${namespace}/${name}`);
-    if (!found || !this.daemonSets.delete(`${namespace}/${name}`)) return;
-    const deleted = this.stamp(found);
-    this.watches.record({ version: this.version, kind: "DaemonSet", type: "DELETED", object: deleted });
+    this.removeNamed(this.daemonSets, "DaemonSet", `${namespace}/${name}`);
   }
 
-  /** Adds a ServiceAccount; its watchers see ADDED (MODIFIED if it was there). */
+  /** Adds a ServiceAccount (ADDED, or MODIFIED); deleted, its tokens are refused from the next request on (open watches stay). */
   addServiceAccount(namespace: string, name: string): void {
-    const existed = this.serviceAccounts.has(`${namespace}/${name}`);
-    const stored = this.stamp({ apiVersion: "v1", kind: "ServiceAccount", metadata: { namespace, name, uid: `uid-sa-${name}` } });
-    this.serviceAccounts.set(`${namespace}/${name}`, stored);
-    this.watches.record({ version: this.version, kind: "ServiceAccount", type: existed ? "MODIFIED" : "ADDED", object: stored });
+    this.putNamed(this.serviceAccounts, { apiVersion: "v1", kind: "ServiceAccount", metadata: { namespace, name, uid: `uid-sa-${name}` } });
   }
 
-  /** Deletes a ServiceAccount: its watchers see DELETED, and its tokens are refused from the next request on (watches open stay). */
   deleteServiceAccount(namespace: string, name: string): void {
-    const found = this.serviceAccounts.get(`${namespace}/${name}`);
-    if (!found || !this.serviceAccounts.delete(`${namespace}/${name}`)) return;
-    this.watches.record({ version: this.version, kind: "ServiceAccount", type: "DELETED", object: this.stamp(found) });
+    this.removeNamed(this.serviceAccounts, "ServiceAccount", `${namespace}/${name}`);
+  }
+
+  /** Stores (its kind's watchers see ADDED, MODIFIED if it was there) or removes (DELETED) one by `namespace/name`. */
+  private putNamed(objects: Map<string, KubeObject>, object: KubeObject & { kind: WatchKind }): void {
+    const [key, stored] = [`${object.metadata?.namespace}/${object.metadata?.name}`, this.stamp(object)];
+    this.watches.record({ version: this.version, kind: object.kind, type: objects.has(key) ? "MODIFIED" : "ADDED", object: stored });
+    objects.set(key, stored);
+  }
+
+  private removeNamed(objects: Map<string, KubeObject>, kind: WatchKind, key: string): void {
+    const found = objects.get(key);
+    if (!found || !objects.delete(key)) return;
+    this.watches.record({ version: this.version, kind, type: "DELETED", object: this.stamp(found) });
   }
 
   /** The `kubernetes` Service as a cluster's API server keeps it: port 443 to `targetPort` on the API servers. */
