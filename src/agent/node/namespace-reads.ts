@@ -74,9 +74,9 @@ export class NamespaceReads {
     return this.within(name, maxAgeMs) ?? this.read(name, cause);
   }
 
-  /** Reads ahead of a pod's ADD unless a read young enough for it is held; a failure is left to the ADD, which reads again. */
+  /** Reads ahead of a pod's ADD unless a read young enough for it is held (one in flight is joined); a failure is left to the ADD. */
   prefetch(name: string): void {
-    if (this.within(name, namespaceFreshness.addMs / 2) || this.reading.has(name)) return;
+    if (this.within(name, namespaceFreshness.addMs / 2)) return;
     this.read(name, "prefetch").catch(() => undefined);
   }
 
