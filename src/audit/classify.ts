@@ -2,6 +2,7 @@ import type { V1Pod } from "@kubernetes/client-node";
 import { isMeshed } from "../mesh/pod.js";
 import { formatPodKey, podKeyOf } from "../pod-key.js";
 import type { AttachmentRecord } from "../state/records.js";
+import type { SeenNetns } from "./netns-reading.js";
 
 /**
  * A meshed pod's redirect as its netns holds it: protected (the plan, as recorded),
@@ -45,6 +46,8 @@ export type Observation =
       around?: string[];
       /** Where the record's plan differs from the pod's: whether the netns holds the record's. */
       matchesRecord?: boolean;
+      /** The reading, when it found the plan and nothing around it, and nf_tables' generation covers it: a later sweep's shortcut. */
+      seen?: SeenNetns;
     };
 
 export const unfinishedAdd = "ADD did not finish (the plugin was stopped midway); the runtime's DEL removes what it wrote";

@@ -13,6 +13,14 @@ import { repairPolicies } from "./repair.js";
 
 const podKey = v.object({ namespace: v.string(), name: v.string() });
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+/** A pod's netns as a sweep read it clean (netns-reading.ts SeenNetns). */
+const seenNetns = {
+  netns: v.string(),
+  generation: count,
+  plans: v.string(),
+  hasRedirect: v.boolean(),
+  matchesRecord: v.optional(v.boolean()),
+};
 
 const sweepRequestSchema = v.object({
   node: v.pipe(v.string(), v.minLength(1)),
@@ -49,6 +57,8 @@ const sweepRequestSchema = v.object({
       namespaces: v.array(v.looseObject({ metadata: v.looseObject({ name: v.string() }) })),
     }),
   ),
+  /** Pods' netns as the last sweep of each read them clean (by UID): read again only if their nf_tables generation moved. */
+  seen: v.optional(v.array(v.object({ uid: v.string(), ...seenNetns }))),
   /** Host paths as the host names them, and where the host's / is mounted. */
   dirs: v.object({
     hostRoot: v.string(),
@@ -91,6 +101,8 @@ const podReportSchema = v.object({
   unconfirmed: v.optional(v.string()),
   /** Why its Event could not be created. */
   eventFailed: v.optional(v.string()),
+  /** Its netns as this sweep read it, found clean (or as the reading it was given, which still held). */
+  seen: v.optional(v.object(seenNetns)),
 });
 
 const sweepReportSchema = v.object({

@@ -7,12 +7,13 @@ import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { criSocketOf, criSockets } from "../cri/sockets.js";
 import { timeoutFlag } from "../flags.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
-import { legacyBypasses } from "../iptables/legacy-around.js";
+import { holdsLegacyTables, legacyBypasses } from "../iptables/legacy-around.js";
 import type { JsonObject } from "../json.js";
 import type { ApiChoice } from "../kube/cli-access.js";
 import { createNodeApi, eventComponent } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
 import { nftBypasses } from "../nftables/around.js";
+import { rulesetGeneration } from "../nftables/generation.js";
 import { type Backend, inspectPlans } from "../redirect/redirector.js";
 import { defaultStateDir, fileRecordStore } from "../state/records.js";
 import type { SweepRequest } from "./contract.js";
@@ -103,7 +104,7 @@ const scanVisitsMs = 30_000;
  * redirect's backends.
  */
 export function hostIo(
-  { node, dirs, entry }: Pick<SweepRequest, "node" | "dirs" | "entry">,
+  { node, dirs, entry, seen }: Pick<SweepRequest, "node" | "dirs" | "entry" | "seen">,
   config: KubeConfig,
   explain?: (error: unknown) => unknown,
 ): SweepIo {
@@ -137,6 +138,7 @@ export function hostIo(
           hostRoot,
           netnsDirs: dirs.netnsDirs,
           time: { deadline: Date.now() + scanVisitsMs, turn: Math.floor(Date.now() / 60_000), now: Date.now },
+          seen: new Map((seen ?? []).map(({ uid, ...reading }) => [uid, reading])),
         },
         {
           inNetns,
@@ -153,6 +155,8 @@ export function hostIo(
           list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
           inspect: inspectPlans,
           around: async (backend, families) => [...(await nftBypasses(backend, families)), ...(await legacyBypasses(backend, families))],
+          // No generation (every rule read again) where iptables-legacy has a table or nf_tables cannot say.
+          generation: async () => (holdsLegacyTables() ? undefined : rulesetGeneration().catch(() => undefined)),
           locate: podNetns,
         },
       ),

@@ -5,8 +5,8 @@ import { hostPaths } from "../host.js";
 import { inNetnsDirs } from "../netns/paths.js";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Backend, Redirector } from "../redirect/redirector.js";
-import type { Family } from "../redirect/spec.js";
 import type { Identified, Observation } from "./classify.js";
+import { type NetnsReader, readPodNetns, type SeenNetns } from "./netns-reading.js";
 
 /** One pod to look for: its netns as ADD recorded it (host path), else its IPs; what to compare it with. */
 export interface ScanTarget {
@@ -26,7 +26,7 @@ export interface NetnsAddress {
 }
 
 /** The scan's I/O, passed in: netns, the redirect's backends, the host's dirs, the container runtime. */
-export interface ScanIo {
+export interface ScanIo extends NetnsReader {
   inNetns<T>(path: string, action: () => Promise<T>): Promise<T>;
   redirector(backend: Backend): Promise<Redirector>;
   /** The addresses of the netns this thread is in. */
@@ -34,9 +34,6 @@ export interface ScanIo {
   /** What names the netns a path leads to (device and inode: two paths to one netns share it); undefined when there is none. */
   identity(path: string): string | undefined;
   list(dir: string): string[];
-  inspect(redirector: Redirector, plans: RulePlan[]): Promise<{ differences: string[]; hasRedirect: boolean }>;
-  /** What in the netns this thread is in sends TCP around a redirect held by `backend`, outside meshcni's rules: once per pod. */
-  around(backend: Backend, families: Family[]): Promise<string[]>;
   /** Asks the container runtime for these pods' netns, once for all; undefined when there is no runtime to ask (no CRI socket). */
   locate: ((podUids: string[]) => Promise<Map<string, SandboxLookup>>) | undefined;
 }
@@ -94,18 +91,18 @@ export function rotated<T>(list: T[], turn: number): T[] {
  */
 export async function scanNetns(
   targets: ScanTarget[],
-  options: { hostRoot: string; netnsDirs: string[]; time?: ScanTime },
+  options: { hostRoot: string; netnsDirs: string[]; time?: ScanTime; seen?: ReadonlyMap<string, SeenNetns> },
   io: ScanIo,
 ): Promise<Map<string, Observation>> {
   const observations = new Map<string, Observation>();
   const onHost = hostPaths(options.hostRoot);
   // By the netns's identity, so two paths to one netns are seen as one.
-  const toVisit = new Map<string, { netns: string; visitors: Array<{ target: ScanTarget; identifiedBy: Identified }> }>();
+  const toVisit = new Map<string, { netns: string; identity: string; visitors: Array<{ target: ScanTarget; identifiedBy: Identified }> }>();
   const place = (target: ScanTarget, netns: string, identifiedBy: Identified) => {
     const identity = io.identity(onHost(netns));
     if (identity === undefined) observations.set(target.uid, { found: false, reason: `netns ${netns} is gone` });
     else {
-      const visit = toVisit.get(identity) ?? { netns, visitors: [] };
+      const visit = toVisit.get(identity) ?? { netns, identity, visitors: [] };
       visit.visitors.push({ target, identifiedBy });
       toVisit.set(identity, visit);
     }
@@ -156,7 +153,7 @@ export async function scanNetns(
       else place(target, placed.netns, "ip");
     }
   }
-  for (const { netns, visitors } of rotated([...toVisit.values()], options.time?.turn ?? 0)) {
+  for (const { netns, identity, visitors } of rotated([...toVisit.values()], options.time?.turn ?? 0)) {
     if (options.time && options.time.now() >= options.time.deadline) {
       const reason = `not looked into: this sweep's time for netns ran out on other pods (it starts elsewhere next time)`;
       for (const { target } of visitors) observations.set(target.uid, { found: false, reason });
@@ -180,16 +177,8 @@ export async function scanNetns(
       await io.inNetns(onHost(netns), async () => {
         for (const { target, identifiedBy } of visitors) {
           try {
-            const found = await io.inspect(await redirector(target.backend), target.plans);
-            // Listed once per pod, whatever plans it is compared with: none of it is meshcni's, and all of it is a difference.
-            const around = await io.around(
-              target.backend,
-              target.plans.map((plan) => plan.family),
-            );
-            const asRecorded = target.recordPlans && (await io.inspect(await redirector(target.backend), target.recordPlans));
-            const matchesRecord = asRecorded ? { matchesRecord: asRecorded.differences.length === 0 && around.length === 0 } : {};
-            const differences = [...found.differences, ...around];
-            observations.set(target.uid, { found: true, netns, identifiedBy, ...found, differences, around, ...matchesRecord });
+            const reading = await readPodNetns(target, identity, options.seen?.get(target.uid), io, redirector);
+            observations.set(target.uid, { found: true, netns, identifiedBy, ...reading });
           } catch (error) {
             // The pod's netns, entered, whose rules could not be read (more than a dump takes, a save killed): never protected.
             const unreadable = errorMessage(error);

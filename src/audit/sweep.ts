@@ -154,6 +154,7 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
     const audit: PodReport = entry.problem
       ? { uid: "", ...podKeyOf(entry.pod), status: "unknown", details: [entry.problem] }
       : classify(entry.pod, entry.record, observation, entry.recordDrift);
+    if (observation.found && observation.seen) audit.seen = observation.seen;
     return { entry, observation, audit };
   });
   const confirmations = request.policy ? await confirmNetns(judged, io.podNetns) : new Map();

@@ -75,3 +75,6 @@ export async function legacyBypasses(
   }
   return found;
 }
+
+/** Whether this thread's netns holds any iptables-legacy table, of either family: rules nf_tables' generation does not count. */
+export const holdsLegacyTables = (tables = legacyTables) => tables("ipv4").length > 0 || tables("ipv6").length > 0;

@@ -16,6 +16,7 @@ export const msg = {
   getSet: 10,
   newSetElem: 12,
   getSetElem: 13,
+  getGen: 16,
 } as const;
 
 /** nfgenmsg's family of each address family's tables (NFPROTO_IPV4, NFPROTO_IPV6), and of inet tables, which see both. */

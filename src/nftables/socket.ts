@@ -145,6 +145,25 @@ export class NftSocket {
       throw new NftablesError("batch", 71, `the kernel acknowledged ${acked.size} of ${parts.length} messages`);
   }
 
+  /** One request answered by one message (not a dump, not a batch); an error reply throws. */
+  ask(what: string, request: (seq: number) => Uint8Array): NetlinkMessage {
+    const seq = this.seq++;
+    const bytes = request(seq);
+    bytes[6]! |= NLM_F_ACK;
+    this.io.sendToKernel(this.fd, bytes);
+    let answer: NetlinkMessage | undefined;
+    for (const reply of this.drain()) {
+      if (reply.seq !== seq) continue;
+      if (reply.type !== NLMSG_ERROR) answer ??= reply;
+      else {
+        const error = parseError(reply);
+        if (error.errno !== 0) throw new NftablesError(what, error.errno, error.message);
+      }
+    }
+    if (!answer) throw new NftablesError(what, 71, "the kernel acknowledged it without an answer");
+    return answer;
+  }
+
   /**
    * Runs a dump to its end (NLMSG_DONE); an error reply throws, as does a dump past
    * readLimitBytes: a pod with NET_ADMIN fills its own netns as it likes, and what reads it

@@ -136,18 +136,18 @@ export class AuditMonitor {
       this.problems.set("audit", "the audit waits for the agent's credentials", { level: "error" });
       return;
     }
-    const { excludeNamespaces, evictNamespaces } = sweep;
     const request: SweepRequest = {
       node,
       pods: [...(batch?.keys() ?? [])],
       policy: sweep.repair,
-      limits: { excludeNamespaces, evictNamespaces, ...this.memory.limits(Date.now()) },
+      limits: { excludeNamespaces: sweep.excludeNamespaces, evictNamespaces: sweep.evictNamespaces, ...this.memory.limits(Date.now()) },
+      seen: this.memory.seenNetns(),
       ...(self ? { self } : {}),
       ...withView(await view()),
       dirs,
       ...(entry ? { entry } : {}),
     };
-    this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all" });
+    this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all", seen: request.seen?.length });
     const outcome = await this.runSweep(this.options.binary, { kubeconfig, request }, undefined, this.stopping.signal);
     if (this.stopped) return;
     this.metrics.audited((performance.now() - started) / 1000);

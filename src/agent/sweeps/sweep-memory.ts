@@ -1,5 +1,5 @@
 import { type PodStatus, podStatuses } from "../../audit/classify.js";
-import type { SweepReport } from "../../audit/contract.js";
+import type { SweepReport, SweepRequest } from "../../audit/contract.js";
 import type { RepairResult } from "../../audit/repair.js";
 import type { PodKey } from "../../pod-key.js";
 
@@ -31,6 +31,8 @@ export class SweepMemory {
   private readonly statuses = new Map<string, { status: PodStatus; unprotected: UnprotectedPod | undefined }>();
   /** Pods whose eviction a PodDisruptionBudget blocked at the last sweep: their keys (namespace/name) by UID. */
   private readonly blocked = new Map<string, string>();
+  /** Each pod's netns as its last sweep read it clean, by UID: handed back, so an unchanged netns is not read again. */
+  private readonly seen = new Map<string, NonNullable<SweepReport["pods"][number]["seen"]>>();
 
   constructor(private readonly maxEvictionsPerMinute: number) {}
 
@@ -45,7 +47,10 @@ export class SweepMemory {
   /** Takes in a sweep's report (of every pod when `full`); returns the node's counts by status. */
   learn(report: SweepReport, full: boolean, now: number): Record<PodStatus, number> {
     if (full) this.statuses.clear();
+    if (full) this.seen.clear();
     for (const pod of report.pods) {
+      if (pod.seen) this.seen.set(pod.uid, pod.seen);
+      else this.seen.delete(pod.uid);
       const repairedInPlace = pod.action === "redirect" && pod.result === "done";
       const unprotected =
         (pod.status === "missing" || pod.status === "drifted") && !repairedInPlace
@@ -59,6 +64,11 @@ export class SweepMemory {
     const counts = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
     for (const { status } of this.statuses.values()) counts[status]++;
     return counts;
+  }
+
+  /** The pods' netns as their last sweeps read them clean: what the next sweep is given. */
+  seenNetns(): NonNullable<SweepRequest["seen"]> {
+    return [...this.seen].map(([uid, seen]) => ({ uid, ...seen }));
   }
 
   /** The node's meshed pods left unprotected, as their last sweeps found and left them. */
@@ -84,5 +94,6 @@ export class SweepMemory {
     this.statuses.delete(uid);
     this.blocked.delete(uid);
     this.leftAlone.delete(uid);
+    this.seen.delete(uid);
   }
 }

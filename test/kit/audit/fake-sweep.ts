@@ -37,6 +37,8 @@ export function fakeSweepIo(
     scanTime?: ScanTime;
     /** What reads a netns's rules, in place of the real inspection over the fake tables. */
     inspect?: ScanIo["inspect"];
+    /** nf_tables' generation in the netns entered (none: every netns read each sweep). */
+    generation?: ScanIo["generation"];
   } = {},
 ) {
   const writes: ApiWrites = { events: [], labels: [], evictions: [] };
@@ -86,6 +88,7 @@ export function fakeSweepIo(
           inspect: options.inspect ?? inspectPlans,
           // The FakeNode holds meshcni's nat table alone: nothing goes around it.
           around: async () => [],
+          generation: options.generation ?? (async () => undefined),
           locate: options.noRuntime ? undefined : (uids) => node.locate(uids),
         },
       ),

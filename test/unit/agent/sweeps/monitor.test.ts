@@ -18,6 +18,7 @@ describe("the agent's sweeps on pod events", () => {
   let sweeps: Array<{ at: number; pods: string[] }>;
   let entries: unknown[];
   let reported: PodReport[];
+  let seenGiven: SweepRequest["seen"][];
   let lines: LogEntry[];
   const entry = { type: "meshcni", state_dir: "/var/run/meshcni" };
   let monitor: AuditMonitor;
@@ -26,6 +27,7 @@ describe("the agent's sweeps on pod events", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "performance"] });
     sweeps = [];
     entries = [];
+    seenGiven = [];
     reported = [];
     lines = [];
     const sweep = { repair: "redirect", maxEvictionsPerMinute: 2, excludeNamespaces: [], evictNamespaces: undefined, auditSeconds: 600 };
@@ -53,6 +55,7 @@ describe("the agent's sweeps on pod events", () => {
       async (_binary, input) => {
         sweeps.push({ at: performance.now(), pods: input.request.pods });
         entries.push(input.request.entry);
+        seenGiven.push(input.request.seen);
         const summary = { protected: 0, adopted: 0, missing: 0, drifted: 0, unknown: 0 };
         return {
           report: {
@@ -90,6 +93,19 @@ describe("the agent's sweeps on pod events", () => {
     expect(sweeps.at(-1)!.pods).toEqual(["shop/web"]);
     // Each holds the pods to the agent's own entry, whatever the active config says.
     expect(entries).toEqual([entry, entry, entry]);
+  });
+
+  it("hands each sweep the netns the last ones read clean, so an unchanged one is not read again", async () => {
+    const seen = { netns: "0:9", generation: 4, plans: "digest", hasRedirect: true };
+    reported = [{ namespace: "shop", name: "web", uid: "u1", status: "protected", details: [], seen }];
+    monitor.changed(pod("web"));
+    await vi.advanceTimersByTimeAsync(0);
+    reported = [{ namespace: "shop", name: "web", uid: "u1", status: "drifted", details: ["-A PROXY_INIT_OUTPUT missing"] }];
+    monitor.changed(pod("web"));
+    await vi.advanceTimersByTimeAsync(2000);
+    monitor.changed(pod("web"));
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(seenGiven).toEqual([[], [{ uid: "u1", ...seen }], []]);
   });
 
   it("starts no sweep for a pod being deleted, nor for an unmeshed one", async () => {

@@ -111,4 +111,31 @@ describe("what the agent remembers across sweeps", () => {
     memory.forget("a");
     expect(memory.unprotected()).toEqual([]);
   });
+
+  it("hands back each pod's netns as its last sweep read it clean; drops it when a sweep did not, on a full sweep without it, and with the pod", () => {
+    const memory = new SweepMemory(2);
+    const seen = (generation: number) => ({ netns: "0:9", generation, plans: "digest", hasRedirect: true });
+    memory.learn(
+      report([
+        { uid: "a", status: "protected", seen: seen(3) },
+        { uid: "b", status: "protected", seen: seen(4) },
+        { uid: "c", status: "protected", seen: seen(5) },
+      ]),
+      true,
+      0,
+    );
+    expect(memory.seenNetns().map(({ uid, generation }) => [uid, generation])).toEqual([
+      ["a", 3],
+      ["b", 4],
+      ["c", 5],
+    ]);
+    // A sweep of one pod that read it with differences: that reading is gone, the others stay.
+    memory.learn(report([{ uid: "a", status: "drifted" }]), false, 0);
+    expect(memory.seenNetns().map(({ uid }) => uid)).toEqual(["b", "c"]);
+    memory.forget("b");
+    expect(memory.seenNetns().map(({ uid }) => uid)).toEqual(["c"]);
+    // A full sweep that no longer lists c (gone from the node) keeps nothing of it.
+    memory.learn(report([{ uid: "d", status: "protected", seen: seen(6) }]), true, 0);
+    expect(memory.seenNetns()).toEqual([{ uid: "d", ...seen(6) }]);
+  });
 });
