@@ -55,16 +55,11 @@ export class NodeAgent {
     this.problems = new StandingProblems(log);
     this.watcher = new DirWatcher(
       [
-        // The net dir polled most often while a conflist rewritten without meshcni must be chained again at once; by
-        // drop-in, a rewrite asks nothing of meshcni (the drop-in's dir, an entry of the net dir, is in the signature).
-        {
-          dir: this.installation.paths.netDir,
-          relevant: (name) => name === null || isNetDirFile(name),
-          pollMs: () => (this.installation.mode.kind === "dropin" ? 1000 : 100),
-        },
-        { dir: options.serviceAccountDir, relevant: () => true, pollMs: 1000 },
+        // The drop-in's dir, an entry of the net dir, is in the net dir's signature.
+        { dir: this.installation.paths.netDir, relevant: (name) => name === null || isNetDirFile(name) },
+        { dir: options.serviceAccountDir, relevant: () => true },
         // A plugin installed or removed makes the chain whole or broken.
-        ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true, pollMs: 1000 })),
+        ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true })),
       ],
       options.resyncSeconds * 1000,
       (eventAt) => this.reconcile(eventAt),

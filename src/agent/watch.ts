@@ -5,11 +5,12 @@ import type { Logger } from "../log.js";
 
 /**
  * fs.watch under Bun (1.4) on Linux loses events, e.g. a delete right after a rename
- * over the same name (oven-sh/bun#24875, #36328 are of the same family). A stat
- * signature of each watched dir, taken this often unless the dir says, catches what the
- * watcher drops (each poll costs: at 100 ms for every dir, ~7 of the idle agent's 16 mCPU).
+ * over the same name (oven-sh/bun#24875, #36328 are of the same family: 1 burst in 200
+ * here). A stat signature of every watched dir, taken this often on one timer, catches what
+ * the watcher drops. Each wake costs the idle agent: a look every 100 ms was 4 mCPU of its 6
+ * (npm run bench agent-idle), one a second for all dirs together well under 1.
  */
-const defaultPollMs = 100;
+export const defaultPollMs = 1000;
 
 /** Names, inodes, sizes and mtimes of a dir's entries: changes when any of them does. */
 export function dirSignature(dir: string): string {
@@ -34,8 +35,6 @@ export interface WatchedDir {
   dir: string;
   /** Whether an event for this entry name (null: unknown) matters. */
   relevant(name: string | null): boolean;
-  /** How often its stat signature is taken (100 ms; asked again after each look): how late a change the watcher dropped is seen. */
-  pollMs?: number | (() => number);
 }
 
 /**
@@ -55,6 +54,8 @@ export class DirWatcher {
     private readonly resyncMs: number,
     private readonly onChange: (eventAt: number | undefined) => void,
     private readonly log: Logger,
+    /** How often every dir's stat signature is taken: how late a change the watcher dropped is seen. */
+    private readonly pollMs = defaultPollMs,
   ) {}
 
   /** Watches before the caller's first look, so no write between the two goes unseen. */
@@ -72,23 +73,14 @@ export class DirWatcher {
       }
     }
     this.timers.add(setInterval(() => this.schedule(), this.resyncMs));
-    for (const { dir, pollMs = defaultPollMs } of this.dirs) {
-      let last = dirSignature(dir);
-      const period = typeof pollMs === "number" ? () => pollMs : pollMs;
-      let timer: NodeJS.Timeout;
-      const next = () => {
-        timer = setTimeout(look, period());
-        this.timers.add(timer);
-      };
-      const look = () => {
-        this.timers.delete(timer);
-        const signature = dirSignature(dir);
-        if (signature !== last) this.schedule(performance.now());
-        last = signature;
-        if (!this.stopped) next();
-      };
-      next();
-    }
+    const last = this.dirs.map(({ dir }) => dirSignature(dir));
+    this.timers.add(
+      setInterval(() => {
+        const now = this.dirs.map(({ dir }) => dirSignature(dir));
+        if (now.some((signature, index) => signature !== last[index])) this.schedule(performance.now());
+        last.splice(0, last.length, ...now);
+      }, this.pollMs),
+    );
   }
 
   stop(): void {

@@ -17,6 +17,7 @@ describe("the agent's dir watcher", () => {
       resyncMs,
       (eventAt) => void calls.push(eventAt),
       memoryLogger(logs),
+      100,
     );
     watcher.start();
     return watcher;
@@ -56,32 +57,33 @@ describe("the agent's dir watcher", () => {
     expect(calls.every((at) => at === undefined)).toBe(true);
   });
 
-  it("asks a dir's poll period again after each look: the agent's net dir polls slower once chained by drop-in", async () => {
-    let periodMs = 50;
-    const asked: number[] = [];
-    watcher = new DirWatcher(
-      [
-        {
-          dir,
-          relevant: () => true,
-          pollMs: () => {
-            asked.push(periodMs);
-            return periodMs;
-          },
-        },
-      ],
-      60_000,
-      (eventAt) => void calls.push(eventAt),
-      memoryLogger(logs),
-    );
-    watcher.start();
-    await until(() => asked.length >= 4, 2000);
-    periodMs = 1000;
-    const slowFrom = asked.length;
-    await sleep(600);
-    // One look at 50 ms may still have been due; after it, the period is a second.
-    expect(asked.length - slowFrom).toBeLessThanOrEqual(1);
-    expect(asked.slice(slowFrom)).toEqual(asked.slice(slowFrom).map(() => 1000));
+  it("looks at every dir on one timer: a change the watcher did not see, in any of them, is seen by the next look", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "setTimeout", "clearTimeout"] });
+    try {
+      const [first, second] = [join(dir, "first"), join(dir, "second")];
+      // Neither exists yet: fs.watch cannot watch them, only the poll sees them come.
+      watcher = new DirWatcher(
+        [first, second].map((path) => ({ dir: path, relevant: () => true })),
+        60_000,
+        (eventAt) => void calls.push(eventAt),
+        memoryLogger(logs),
+        500,
+      );
+      watcher.start();
+      mkdirSync(second);
+      await vi.advanceTimersByTimeAsync(499);
+      expect(calls).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(calls).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(calls).toHaveLength(1);
+      mkdirSync(first);
+      await vi.advanceTimersByTimeAsync(500);
+      expect(calls).toHaveLength(2);
+      expect(vi.getTimerCount()).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("falls back on its poll for a dir it cannot watch, and says so", async () => {
