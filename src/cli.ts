@@ -45,8 +45,8 @@ const commands: Record<string, { usage: () => Promise<string>; run: (argv: strin
     run: async (argv) => (await import("./audit/main.js")).runAudit(argv),
   },
   sweep: {
-    usage: async () => (await import("./audit/main.js")).sweepUsage,
-    run: async (argv) => (await import("./audit/main.js")).runSweep(argv),
+    usage: async () => (await import("./audit/sweep-main.js")).sweepUsage,
+    run: async (argv) => (await import("./audit/sweep-main.js")).runSweep(argv),
   },
   apply: {
     usage: async () => (await import("./applier/main.js")).applyUsage,

@@ -57,6 +57,12 @@ const sweepRequestSchema = v.object({
       namespaces: v.array(v.looseObject({ metadata: v.looseObject({ name: v.string() }) })),
     }),
   ),
+  /**
+   * Whether to ask the container runtime which sandboxes it still has, so records of those
+   * gone are removed (absent: yes). The agent asks every 10 minutes: each question loads the
+   * CRI client into the sweep's process.
+   */
+  sandboxes: v.optional(v.boolean()),
   /** Pods' netns as the last sweep of each read them clean (by UID): read again only if their nf_tables generation moved. */
   seen: v.optional(v.array(v.object({ uid: v.string(), ...seenNetns }))),
   /** Host paths as the host names them, and where the host's / is mounted. */

@@ -10,7 +10,6 @@ import { createRedirector, hostBackend, hostPaths } from "../host.js";
 import { holdsLegacyTables, legacyBypasses } from "../iptables/legacy-around.js";
 import type { JsonObject } from "../json.js";
 import type { ApiChoice } from "../kube/cli-access.js";
-import { createNodeApi, eventComponent } from "../kube/node-api.js";
 import { inNetns } from "../netns/enter.js";
 import { nftBypasses } from "../nftables/around.js";
 import { rulesetGeneration } from "../nftables/generation.js";
@@ -98,6 +97,23 @@ const runtimeSweepMs = 15_000;
  */
 const scanVisitsMs = 30_000;
 
+/** The API's client made at its first use: a sweep that asks the API nothing (the agent's view, nothing to act on) never loads it. */
+function lazyApi(make: () => Promise<SweepIo["api"]>): SweepIo["api"] {
+  let made: Promise<SweepIo["api"]> | undefined;
+  const api = () => {
+    made ??= make();
+    return made;
+  };
+  return {
+    listPods: async () => (await api()).listPods(),
+    readNamespace: async (name) => (await api()).readNamespace(name),
+    readService: async (namespace, name) => (await api()).readService(namespace, name),
+    createPodEvent: async (pod, event) => (await api()).createPodEvent(pod, event),
+    labelPod: async (pod, key, value) => (await api()).labelPod(pod, key, value),
+    evictPod: async (pod) => (await api()).evictPod(pod),
+  };
+}
+
 /**
  * The sweep's I/O on this host: the API (as `config` allows), the state dir, meshcni's
  * netconf (the agent's own entry, else the active config's), the runtime's netns, the
@@ -105,7 +121,7 @@ const scanVisitsMs = 30_000;
  */
 export function hostIo(
   { node, dirs, entry, seen }: Pick<SweepRequest, "node" | "dirs" | "entry" | "seen">,
-  config: KubeConfig,
+  config: () => Promise<KubeConfig>,
   explain?: (error: unknown) => unknown,
 ): SweepIo {
   const { hostRoot } = dirs;
@@ -125,7 +141,10 @@ export function hostIo(
   const podNetns =
     socket === undefined ? undefined : (uids: string[]) => askRuntime((runtime) => runtime.netnsOfPods(uids, Date.now() + runtimeSweepMs));
   return {
-    api: createNodeApi(config, node, eventComponent, explain),
+    api: lazyApi(async () => {
+      const { createNodeApi } = await import("../kube/node-api.js");
+      return createNodeApi(await config(), node, undefined, explain);
+    }),
     records: fileRecordStore(stateDir),
     netconf: () =>
       entry ? entryNetconf(entry as JsonObject) : activeNetconf(readConfigFiles(onHost(dirs.netDir)), readDropIns(onHost(dirs.netDir))),

@@ -1,14 +1,11 @@
-import { readFileSync } from "node:fs";
-import { KubeConfig } from "@kubernetes/client-node";
 import { errorMessage } from "../errors.js";
 import { numberFlag, oneOf, parseFlags } from "../flags.js";
 import { cliKubeConfig, operatorError, withDeadline } from "../kube/cli-access.js";
 import { parsePodKey } from "../pod-key.js";
-import { parseSweepInput, type SweepInput, type SweepRequest } from "./contract.js";
-import { renderTable } from "./format.js";
+import type { SweepRequest } from "./contract.js";
 import { hostFlags, hostFlagsUsage, hostIo, hostValues } from "./host.js";
 import { repairPolicies } from "./repair.js";
-import { allProtected, type SweepIo, sweep } from "./sweep.js";
+import { runSweepOf } from "./sweep-main.js";
 
 export const auditUsage = `meshcni audit [options]   judge this node's meshed pods by what their netns hold; repair them
 
@@ -26,14 +23,6 @@ plan can be made). With --repair, a sweep also records adopted pods, acts on mis
 drifted ones (an Event on each), and removes records whose pod or netns is gone.
 Exit 0 when every meshed pod is protected or adopted (or redirected by this sweep); 1
 otherwise; 2 on a usage or API error.
-`;
-
-export const sweepUsage = `meshcni sweep   one audit and repair pass, as the node agent runs it (its child process)
-
-Reads one JSON object on stdin: {"kubeconfig": "<the agent's kubeconfig>", "request": {...}},
-the request holding the node, the pods, the repair policy and limits, the agent's own pod
-and the host's dirs (what meshcni audit's flags say). Writes the sweep's report as JSON.
-Exit codes as meshcni audit's; 2 when the input is not a request.
 `;
 
 function parseAuditArgs(argv: string[]) {
@@ -80,7 +69,7 @@ export async function runAudit(argv: string[]): Promise<number> {
   return withDeadline(host.timeoutSeconds, (signal) => {
     const io = () => {
       const { config, target } = cliKubeConfig(host.access, process.env, signal);
-      return hostIo(request, config, operatorError(target, host.timeoutSeconds, auditNeeds));
+      return hostIo(request, async () => config, operatorError(target, host.timeoutSeconds, auditNeeds));
     };
     return runSweepOf("audit", request, io, host.output);
   });
@@ -89,33 +78,3 @@ export async function runAudit(argv: string[]): Promise<number> {
 /** What the audit reads and writes, for a 403's message. */
 const auditNeeds =
   "list and get on pods, get on namespaces and services; with --repair also create on events, patch on pods and create on pods/eviction";
-
-/** `meshcni sweep`, the agent's child: a request and the agent's kubeconfig on stdin (checked), the report as JSON on stdout. */
-export async function runSweep(argv: string[]): Promise<number> {
-  let input: SweepInput;
-  try {
-    if (argv.length > 0) throw new Error(`takes no arguments, only its input on stdin, not ${JSON.stringify(argv.join(" "))}`);
-    input = parseSweepInput(readFileSync(0, "utf8"));
-  } catch (error) {
-    process.stderr.write(`meshcni sweep: ${errorMessage(error)}\n`);
-    return 2;
-  }
-  const io = () => {
-    const config = new KubeConfig();
-    config.loadFromString(input.kubeconfig);
-    return hostIo(input.request, config);
-  };
-  return runSweepOf("sweep", input.request, io, "json");
-}
-
-/** Runs one sweep on this host and prints its report. Exit 0 when the node ends it protected, 1 when not, 2 on an error. */
-async function runSweepOf(command: string, request: SweepRequest, io: () => SweepIo, output: "table" | "json"): Promise<number> {
-  try {
-    const report = await sweep(request, io());
-    process.stdout.write(output === "json" ? `${JSON.stringify(report, null, 2)}\n` : renderTable(report));
-    return allProtected(report) ? 0 : 1;
-  } catch (error) {
-    process.stderr.write(`meshcni ${command}: ${errorMessage(error)}\n`);
-    return 2;
-  }
-}

@@ -60,7 +60,7 @@ async function printRules(key: NonNullable<ReturnType<typeof parsePodKey>>, host
   try {
     const { config, target } = cliKubeConfig(host.access, process.env, signal);
     const explain = operatorError(target, host.timeoutSeconds, "list on pods, get on namespaces and services");
-    const io = hostIo(host, config, explain);
+    const io = hostIo(host, async () => config, explain);
     const onHost = hostPaths(host.dirs.hostRoot);
     const records = io.records.list();
     const pod = (await io.api.listPods()).find((candidate) => podName(candidate) === formatPodKey(key));

@@ -199,7 +199,8 @@ export async function sweep(request: SweepRequest, hostIo: SweepIo): Promise<Swe
   if (request.policy) {
     io.records.sweep();
     const podUids = new Set(allPods.map((pod) => pod.metadata?.uid ?? ""));
-    const sandboxes = records.some((record) => pastGrace(record, io.now())) ? await io.sandboxIds() : undefined;
+    const asked = request.sandboxes !== false && records.some((record) => pastGrace(record, io.now()));
+    const sandboxes = asked ? await io.sandboxIds() : undefined;
     for (const { record, reason } of staleRecords(records, podUids, (netns) => io.netnsExists(netns), io.now(), sandboxes)) {
       io.records.remove({ containerID: record.containerId, ifname: record.ifname });
       removed[reason]++;

@@ -141,13 +141,13 @@ export class AuditMonitor {
       pods: [...(batch?.keys() ?? [])],
       policy: sweep.repair,
       limits: { excludeNamespaces: sweep.excludeNamespaces, evictNamespaces: sweep.evictNamespaces, ...this.memory.limits(Date.now()) },
-      seen: this.memory.seenNetns(),
+      ...this.memory.carried(Date.now()),
       ...(self ? { self } : {}),
       ...withView(await view()),
       dirs,
       ...(entry ? { entry } : {}),
     };
-    this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all", seen: request.seen?.length });
+    this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all", seen: request.seen?.length, sandboxes: request.sandboxes });
     const outcome = await this.runSweep(this.options.binary, { kubeconfig, request }, undefined, this.stopping.signal);
     if (this.stopped) return;
     this.metrics.audited((performance.now() - started) / 1000);

@@ -8,6 +8,9 @@ export interface UnprotectedPod extends PodKey {
   status: "missing" | "drifted";
 }
 
+/** How often a sweep asks the container runtime for its sandboxes. */
+export const sandboxCheckMs = 10 * 60_000;
+
 /** A pod acted on is left alone this long, so a repair that does not hold is not repeated at every sweep. */
 export const actedMemoryMs = 10 * 60_000;
 
@@ -33,6 +36,7 @@ export class SweepMemory {
   private readonly blocked = new Map<string, string>();
   /** Each pod's netns as its last sweep read it clean, by UID: handed back, so an unchanged netns is not read again. */
   private readonly seen = new Map<string, NonNullable<SweepReport["pods"][number]["seen"]>>();
+  private sandboxesAskedAt: number | undefined;
 
   constructor(private readonly maxEvictionsPerMinute: number) {}
 
@@ -66,9 +70,15 @@ export class SweepMemory {
     return counts;
   }
 
-  /** The pods' netns as their last sweeps read them clean: what the next sweep is given. */
-  seenNetns(): NonNullable<SweepRequest["seen"]> {
-    return [...this.seen].map(([uid, seen]) => ({ uid, ...seen }));
+  /**
+   * What the next sweep is handed: the pods' netns as their last sweeps read them clean, and
+   * whether it asks the runtime for its sandboxes (every sandboxCheckMs: the records of
+   * sandboxes gone are the rare leftovers of a runtime that never calls CNI GC).
+   */
+  carried(now: number): { seen: NonNullable<SweepRequest["seen"]>; sandboxes: boolean } {
+    const sandboxes = this.sandboxesAskedAt === undefined || now - this.sandboxesAskedAt >= sandboxCheckMs;
+    if (sandboxes) this.sandboxesAskedAt = now;
+    return { seen: [...this.seen].map(([uid, seen]) => ({ uid, ...seen })), sandboxes };
   }
 
   /** The node's meshed pods left unprotected, as their last sweeps found and left them. */

@@ -164,6 +164,9 @@ describe("the agent's node tasks", () => {
         policy: "redirect",
         limits: { excludeNamespaces: [], skipUids: [], evictionsLeft: 2, retryMinutes: 10 },
         self: { namespace: "meshcni", name: "agent-x" },
+        // The first sweep: no netns read before, the runtime's sandboxes asked.
+        seen: [],
+        sandboxes: true,
         // Only what a sweep reads: no annotation but Linkerd's.
         view: {
           pods: [expect.objectContaining({ metadata: expect.objectContaining({ name: "web", namespace: "shop", uid: "uid-shop-web" }) })],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { actedMemoryMs, SweepMemory } from "../../../../src/agent/sweeps/sweep-memory.js";
+import { actedMemoryMs, SweepMemory, sandboxCheckMs } from "../../../../src/agent/sweeps/sweep-memory.js";
 import type { PodReport, SweepReport } from "../../../../src/audit/contract.js";
 
 const report = (pods: Array<Partial<PodReport> & { uid: string }>): SweepReport => ({
@@ -124,18 +124,24 @@ describe("what the agent remembers across sweeps", () => {
       true,
       0,
     );
-    expect(memory.seenNetns().map(({ uid, generation }) => [uid, generation])).toEqual([
+    expect(memory.carried(0).seen.map(({ uid, generation }) => [uid, generation])).toEqual([
       ["a", 3],
       ["b", 4],
       ["c", 5],
     ]);
     // A sweep of one pod that read it with differences: that reading is gone, the others stay.
     memory.learn(report([{ uid: "a", status: "drifted" }]), false, 0);
-    expect(memory.seenNetns().map(({ uid }) => uid)).toEqual(["b", "c"]);
+    expect(memory.carried(0).seen.map(({ uid }) => uid)).toEqual(["b", "c"]);
     memory.forget("b");
-    expect(memory.seenNetns().map(({ uid }) => uid)).toEqual(["c"]);
+    expect(memory.carried(0).seen.map(({ uid }) => uid)).toEqual(["c"]);
     // A full sweep that no longer lists c (gone from the node) keeps nothing of it.
     memory.learn(report([{ uid: "d", status: "protected", seen: seen(6) }]), true, 0);
-    expect(memory.seenNetns()).toEqual([{ uid: "d", ...seen(6) }]);
+    expect(memory.carried(0).seen).toEqual([{ uid: "d", ...seen(6) }]);
+  });
+
+  it("has a sweep ask the runtime for its sandboxes at first, then once every 10 minutes", () => {
+    const memory = new SweepMemory(2);
+    const asked = [0, 1000, sandboxCheckMs - 1, sandboxCheckMs, sandboxCheckMs + 1].map((at) => memory.carried(at).sandboxes);
+    expect(asked).toEqual([true, false, false, true, false]);
   });
 });
