@@ -5,7 +5,7 @@ import type { Family } from "../redirect/spec.js";
 
 /**
  * A pod's netns as a sweep read it and found it holding the pod's plan, nothing around it:
- * which netns (its identity), the nf_tables generation read before its rules were, the plans
+ * which netns (its path and device:inode), the nf_tables generation read before its rules were, the plans
  * it was compared with (a digest), and what the reading said. The agent hands the last one
  * back to its next sweep, which reads that netns's rules again only if any of it changed.
  */
@@ -58,7 +58,7 @@ export interface NetnsReading {
 }
 
 /**
- * Reads a pod's netns (the one this thread is in, named by `identity`) against its plans
+ * Reads a pod's netns (the one this thread is in, named by `identity`: its path and device:inode) against its plans
  * and its record's, unless an earlier reading of it still holds.
  */
 export async function readPodNetns(

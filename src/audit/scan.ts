@@ -177,7 +177,9 @@ export async function scanNetns(
       await io.inNetns(onHost(netns), async () => {
         for (const { target, identifiedBy } of visitors) {
           try {
-            const reading = await readPodNetns(target, identity, options.seen?.get(target.uid), io, redirector);
+            // Named by path and inode: a sandbox's netns path is its own, and an inode number is reused once a netns is gone.
+            const which = `${netns} ${identity}`;
+            const reading = await readPodNetns(target, which, options.seen?.get(target.uid), io, redirector);
             observations.set(target.uid, { found: true, netns, identifiedBy, ...reading });
           } catch (error) {
             // The pod's netns, entered, whose rules could not be read (more than a dump takes, a save killed): never protected.
