@@ -3,11 +3,11 @@ import { decodeChain, newChain } from "../../../src/nftables/chain.js";
 import { type DumpFamily, msg } from "../../../src/nftables/message.js";
 import {
   attrMap,
+  encodeMessage,
   type NetlinkMessage,
   NLM_F_DUMP,
   NLM_F_EXCL,
   NLMSG_DONE,
-  NLMSG_ERROR,
   parseMessages,
   readStrz,
   readU32be,
@@ -17,24 +17,11 @@ import type { NftTable } from "../../../src/nftables/ruleset.js";
 import { decodeElements, decodeSet, newSet } from "../../../src/nftables/set.js";
 import { newTable, tableNames } from "../../../src/nftables/table.js";
 import type { Family } from "../../../src/redirect/spec.js";
+import { errorReply, noUnixSockets } from "./replies.js";
 
 const EEXIST = 17;
 const ENOENT = 2;
 const EOPNOTSUPP = 95;
-
-/** An error (or, with errno 0, an ack) answering request `seq`, capped as with NETLINK_CAP_ACK. */
-export function errorReply(seq: number, errno: number): Uint8Array {
-  const message = new Uint8Array(36);
-  const view = new DataView(message.buffer);
-  view.setUint32(0, 36, true);
-  view.setUint16(4, NLMSG_ERROR, true);
-  view.setUint16(6, 0x100, true);
-  view.setUint32(8, seq, true);
-  view.setInt32(16, -errno, true);
-  view.setUint32(16 + 4, 16, true);
-  view.setUint32(16 + 12, seq, true);
-  return message;
-}
 
 /** nfgenmsg's family: meshcni writes ip and ip6 tables; it also dumps inet's, which this kernel never holds. */
 const dumpFamilyOf = (message: NetlinkMessage): DumpFamily =>
@@ -53,19 +40,6 @@ const elementList = (message: NetlinkMessage) => {
  * answered from what it holds, encoded by meshcni's own encoders (the kernel's dump
  * messages carry the same attributes). `refuse` makes the next batch fail with an errno.
  */
-/** The unix-socket calls of libc, which no netlink test makes. */
-export const noUnixSockets: Pick<Libc, "connectUnix" | "sendWithRights" | "receiveWithRights"> = {
-  connectUnix: () => {
-    throw new Error("the fake kernel has no unix sockets");
-  },
-  sendWithRights: () => {
-    throw new Error("the fake kernel has no unix sockets");
-  },
-  receiveWithRights: () => {
-    throw new Error("the fake kernel has no unix sockets");
-  },
-};
-
 export class FakeKernel {
   /** The tables it holds, by `family name`. */
   tables = new Map<string, NftTable>();
@@ -75,6 +49,8 @@ export class FakeKernel {
   opened = 0;
   closed = 0;
   refuse: number | undefined;
+  /** nf_tables' generation: counted up at each batch applied, as the kernel's is at each commit. */
+  generation = 1;
   private replies: Uint8Array[] = [];
   private setCounter = 0;
 
@@ -91,7 +67,9 @@ export class FakeKernel {
       setsockoptInt: () => undefined,
       sendToKernel: (_fd, data) => {
         const messages = parseMessages(data).filter((message) => message.type >> 8 === 10);
-        if (messages.length === 1 && (messages[0]!.flags & NLM_F_DUMP) === NLM_F_DUMP) this.dump(messages[0]!);
+        const [first] = messages;
+        if (messages.length === 1 && (first!.type & 0xff) === msg.getGen) this.replies.push(...this.answerGeneration(first!.seq));
+        else if (messages.length === 1 && (first!.flags & NLM_F_DUMP) === NLM_F_DUMP) this.dump(first!);
         else this.batch(messages);
         return data.byteLength;
       },
@@ -120,6 +98,15 @@ export class FakeKernel {
       }
     }
     this.tables = next;
+    this.generation++;
+  }
+
+  /** NFT_MSG_NEWGEN (its NFTA_GEN_ID big-endian) and the ack; the refusal alone when one is set. */
+  private answerGeneration(seq: number): Uint8Array[] {
+    if (this.refuse !== undefined) return [errorReply(seq, this.refuse)];
+    const id = new Uint8Array(4);
+    new DataView(id.buffer).setUint32(0, this.generation, false);
+    return [encodeMessage({ type: (10 << 8) | 15, flags: 0, seq, family: 0, attrs: [{ type: 1, value: id }] }), errorReply(seq, 0)];
   }
 
   /** Applies one message of a batch to `tables`; its errno (0: done). */

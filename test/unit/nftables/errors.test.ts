@@ -6,7 +6,7 @@ import { newRule } from "../../../src/nftables/rule.js";
 import { tableContents } from "../../../src/nftables/ruleset.js";
 import { attributePath, NftablesError, NftSocket } from "../../../src/nftables/socket.js";
 import { newTable } from "../../../src/nftables/table.js";
-import { errorReply, noUnixSockets } from "../../kit/nftables/fake-kernel.js";
+import { errorReply, noUnixSockets } from "../../kit/nftables/replies.js";
 import recorded from "./golden.json" with { type: "json" };
 
 const bytes = (hex: string) => Uint8Array.from(Buffer.from(hex, "hex"));
