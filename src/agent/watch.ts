@@ -10,7 +10,7 @@ import type { Logger } from "../log.js";
  * the watcher drops. Each wake costs the idle agent: a look every 100 ms was 4 mCPU of its 6
  * (npm run bench agent-idle), one a second for all dirs together well under 1.
  */
-export const defaultPollMs = 1000;
+const defaultPollMs = 1000;
 
 /** Names, inodes, sizes and mtimes of a dir's entries: changes when any of them does. */
 export function dirSignature(dir: string): string {
@@ -73,12 +73,12 @@ export class DirWatcher {
       }
     }
     this.timers.add(setInterval(() => this.schedule(), this.resyncMs));
-    const last = this.dirs.map(({ dir }) => dirSignature(dir));
+    let last = this.dirs.map(({ dir }) => dirSignature(dir));
     this.timers.add(
       setInterval(() => {
         const now = this.dirs.map(({ dir }) => dirSignature(dir));
         if (now.some((signature, index) => signature !== last[index])) this.schedule(performance.now());
-        last.splice(0, last.length, ...now);
+        last = now;
       }, this.pollMs),
     );
   }

@@ -2,6 +2,7 @@ import * as v from "valibot";
 import { backends } from "../redirect/redirector.js";
 import { describeIssuePath, issueMessage } from "../schema.js";
 import { podStatuses } from "./classify.js";
+import { seenNetnsEntries } from "./netns-reading.js";
 import { repairPolicies } from "./repair.js";
 
 /**
@@ -13,14 +14,6 @@ import { repairPolicies } from "./repair.js";
 
 const podKey = v.object({ namespace: v.string(), name: v.string() });
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
-/** A pod's netns as a sweep read it clean (netns-reading.ts SeenNetns). */
-const seenNetns = {
-  netns: v.string(),
-  generation: count,
-  plans: v.string(),
-  hasRedirect: v.boolean(),
-  matchesRecord: v.optional(v.boolean()),
-};
 
 const sweepRequestSchema = v.object({
   node: v.pipe(v.string(), v.minLength(1)),
@@ -64,7 +57,7 @@ const sweepRequestSchema = v.object({
    */
   sandboxes: v.optional(v.boolean()),
   /** Pods' netns as the last sweep of each read them clean (by UID): read again only if their nf_tables generation moved. */
-  seen: v.optional(v.array(v.object({ uid: v.string(), ...seenNetns }))),
+  seen: v.optional(v.array(v.object({ uid: v.string(), ...seenNetnsEntries }))),
   /** Host paths as the host names them, and where the host's / is mounted. */
   dirs: v.object({
     hostRoot: v.string(),
@@ -108,7 +101,7 @@ const podReportSchema = v.object({
   /** Why its Event could not be created. */
   eventFailed: v.optional(v.string()),
   /** Its netns as this sweep read it, found clean (or as the reading it was given, which still held). */
-  seen: v.optional(v.object(seenNetns)),
+  seen: v.optional(v.object(seenNetnsEntries)),
 });
 
 const sweepReportSchema = v.object({

@@ -1,21 +1,25 @@
 import { createHash } from "node:crypto";
+import * as v from "valibot";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Backend, Redirector } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
 
 /**
  * A pod's netns as a sweep read it and found it holding the pod's plan, nothing around it:
- * which netns (its path and device:inode), the nf_tables generation read before its rules were, the plans
- * it was compared with (a digest), and what the reading said. The agent hands the last one
- * back to its next sweep, which reads that netns's rules again only if any of it changed.
+ * which netns (its path and device:inode), the nf_tables generation read before its rules
+ * were, the plans it was compared with (a digest), and what the reading said. The agent hands
+ * the last one back to its next sweep (the sweep contract carries these entries), which reads
+ * that netns's rules again only if any of it changed.
  */
-export interface SeenNetns {
-  netns: string;
-  generation: number;
-  plans: string;
-  hasRedirect: boolean;
-  matchesRecord?: boolean | undefined;
-}
+export const seenNetnsEntries = {
+  netns: v.string(),
+  generation: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  plans: v.string(),
+  hasRedirect: v.boolean(),
+  matchesRecord: v.optional(v.boolean()),
+};
+
+export type SeenNetns = v.InferOutput<v.ObjectSchema<typeof seenNetnsEntries, undefined>>;
 
 /** What a pod's netns is compared with, as a digest: its backend, its plans, its record's plans. */
 export function plansDigest(target: { backend: Backend; plans: RulePlan[]; recordPlans?: RulePlan[] | undefined }): string {
@@ -29,7 +33,10 @@ export function plansDigest(target: { backend: Backend; plans: RulePlan[]; recor
  * rules the generation does not cover, or it could not be read), and only for a redirect in
  * nf_tables (iptables-legacy's rules are outside it).
  */
-export function stillHolds(earlier: SeenNetns | undefined, now: Pick<SeenNetns, "netns" | "generation" | "plans"> | undefined): boolean {
+export function stillHolds(
+  earlier: SeenNetns | undefined,
+  now: Pick<SeenNetns, "netns" | "generation" | "plans"> | undefined,
+): earlier is SeenNetns {
   return (
     earlier !== undefined &&
     now !== undefined &&
@@ -71,7 +78,7 @@ export async function readPodNetns(
   // Read before the rules: a change while they are read moves it, and the next sweep reads them again.
   const generation = target.backend === "legacy" ? undefined : await io.generation();
   const reading = generation === undefined ? undefined : { netns: identity, generation, plans: plansDigest(target) };
-  if (earlier && stillHolds(earlier, reading)) {
+  if (stillHolds(earlier, reading)) {
     const { hasRedirect, matchesRecord } = earlier;
     return { differences: [], hasRedirect, around: [], ...(matchesRecord === undefined ? {} : { matchesRecord }), seen: earlier };
   }

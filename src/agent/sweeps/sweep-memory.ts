@@ -50,8 +50,10 @@ export class SweepMemory {
 
   /** Takes in a sweep's report (of every pod when `full`); returns the node's counts by status. */
   learn(report: SweepReport, full: boolean, now: number): Record<PodStatus, number> {
-    if (full) this.statuses.clear();
-    if (full) this.seen.clear();
+    if (full) {
+      this.statuses.clear();
+      this.seen.clear();
+    }
     for (const pod of report.pods) {
       if (pod.seen) this.seen.set(pod.uid, pod.seen);
       else this.seen.delete(pod.uid);
