@@ -7,6 +7,7 @@ import {
   formatScale,
   type Reading,
   type ScaleRun,
+  starvedWindows,
   targetHolds,
 } from "../../../bench/scale-report.js";
 
@@ -85,6 +86,19 @@ describe("the scale bench's arithmetic", () => {
     expect(verdict.holds).toBe(false);
     expect(verdict.compared).toContain("podChurn millicores: meshcni 4.00 per node, kube-proxy 3.00: exceeds");
     expect(verdict.compared).toContain("churn millicores: meshcni 2.00 per node, kube-proxy 3.00: holds");
+  });
+
+  it("cannot tell when a window answered fewer churn calls than the baseline: the host, not the API server, set the pace", () => {
+    const runs = [run(10, 2, 3), run(50, 2, 3)];
+    for (const one of runs) for (const phase of ["baseline", "meshcni", "kube-proxy"] as const) one.readings[phase].churn.churnCalls = 300;
+    expect(starvedWindows(runs)).toEqual([]);
+    runs[1]!.readings["kube-proxy"].churn.churnCalls = 285;
+    expect(starvedWindows(runs)).toEqual([]);
+    runs[1]!.readings["kube-proxy"].churn.churnCalls = 284;
+    expect(starvedWindows(runs)).toEqual(["kube-proxy churn at N=50: 284 of the baseline's 300 calls answered"]);
+    const text = formatScale(runs);
+    expect(text).toContain("no more than kube-proxy): cannot tell (the host set the pace)");
+    expect(text).toContain("  not comparable: kube-proxy churn at N=50: 284 of the baseline's 300 calls answered");
   });
 
   it("says where the added watch events go, by resource, largest first, the baseline's taken away", () => {
