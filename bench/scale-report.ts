@@ -126,9 +126,9 @@ export function targetHolds(lines: CostLine[]): { holds: boolean; compared: stri
 }
 
 /** The share of the baseline's churn calls a window must answer for its CPU figure to be the API server's and not the host's. */
-export const answeredFloor = 0.95;
+const answeredFloor = 0.95;
 
-/** The churn windows where the API server answered fewer of the churn's calls than in the baseline: the host set the pace, and the CPU compared is not comparable. */
+/** The churn windows where the API server answered fewer of the churn's calls than in the baseline: the host set the pace, and their CPU figures say nothing of the API server. */
 export function starvedWindows(runs: ScaleRun[]): string[] {
   return runs.flatMap((run) =>
     components.flatMap((component) =>

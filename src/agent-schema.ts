@@ -2,12 +2,13 @@ import * as v from "valibot";
 import type { AgentAnswer, AgentAsk } from "./agent-socket.js";
 import { logLevels } from "./log.js";
 import { iptablesModes } from "./redirect/redirector.js";
+import { nonNegativeInteger } from "./schema.js";
 import { rulePlanSchema } from "./state/plan-schema.js";
 
 /** The schemas of what goes over the agent's socket (agent-socket.ts), as the agent checks questions and the plugin rich answers. */
 
 const name = v.pipe(v.string(), v.minLength(1), v.maxLength(253));
-const inode = v.pipe(v.number(), v.integer(), v.minValue(0));
+const inode = nonNegativeInteger;
 /** A netns file's identity (netns/enter.ts NetnsId). */
 export const netnsIdSchema = v.object({ dev: inode, ino: inode });
 /** The pod a decision is for, as its record names it. */

@@ -1,4 +1,8 @@
 import type { BaseIssue } from "valibot";
+import * as v from "valibot";
+
+/** A whole number, zero or more: counts, generations, inodes. */
+export const nonNegativeInteger = v.pipe(v.number(), v.integer(), v.minValue(0));
 
 /** Where a schema issue is, as a reader writes it: `linkerd.inbound-ports-to-ignore[1]`. */
 export function describeIssuePath(issue: BaseIssue<unknown>): string {

@@ -1,6 +1,6 @@
 import * as v from "valibot";
 import { backends } from "../redirect/redirector.js";
-import { describeIssuePath, issueMessage } from "../schema.js";
+import { describeIssuePath, issueMessage, nonNegativeInteger } from "../schema.js";
 import { podStatuses } from "./classify.js";
 import { seenNetnsEntries } from "./netns-reading.js";
 import { repairPolicies } from "./repair.js";
@@ -13,7 +13,7 @@ import { repairPolicies } from "./repair.js";
  */
 
 const podKey = v.object({ namespace: v.string(), name: v.string() });
-const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+const count = nonNegativeInteger;
 
 const sweepRequestSchema = v.object({
   node: v.pipe(v.string(), v.minLength(1)),

@@ -3,6 +3,7 @@ import * as v from "valibot";
 import type { RulePlan } from "../redirect/plan.js";
 import type { Backend, Redirector } from "../redirect/redirector.js";
 import type { Family } from "../redirect/spec.js";
+import { nonNegativeInteger } from "../schema.js";
 
 /**
  * A pod's netns as a sweep read it and found it holding the pod's plan, nothing around it:
@@ -13,7 +14,7 @@ import type { Family } from "../redirect/spec.js";
  */
 export const seenNetnsEntries = {
   netns: v.string(),
-  generation: v.pipe(v.number(), v.integer(), v.minValue(0)),
+  generation: nonNegativeInteger,
   plans: v.string(),
   hasRedirect: v.boolean(),
   matchesRecord: v.optional(v.boolean()),
