@@ -14,6 +14,7 @@ import {
 } from "@kubernetes/client-node";
 import { ApiStatusError, apiError } from "./errors.js";
 import { type Mint, TokenMinter } from "./token-request.js";
+import { makeApiClient } from "./transport.js";
 
 /** What audit and the agent's repair do with the API, for the pods of one node. Its failures are ApiStatusErrors: the Status's words. */
 export interface NodeApi {
@@ -94,9 +95,9 @@ export function createNodeApi(config: KubeConfig, nodeName: string, component = 
 }
 
 function rawNodeApi(config: KubeConfig, nodeName: string, component: string): NodeApi {
-  const api = config.makeApiClient(CoreV1Api);
-  const apps = config.makeApiClient(AppsV1Api);
-  const admission = config.makeApiClient(AdmissionregistrationV1Api);
+  const api = makeApiClient(config, CoreV1Api);
+  const apps = makeApiClient(config, AppsV1Api);
+  const admission = makeApiClient(config, AdmissionregistrationV1Api);
   const fieldSelector = `spec.nodeName=${nodeName}`;
   const listPods = async () => (await api.listPodForAllNamespaces({ fieldSelector })).items;
   const tokens = new TokenMinter(api, nodeName);

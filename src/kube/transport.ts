@@ -1,5 +1,13 @@
-import type { KubeConfig } from "@kubernetes/client-node";
-import fetch from "node-fetch";
+import {
+  type Configuration,
+  createConfiguration,
+  type KubeConfig,
+  type RequestContext,
+  ResponseContext,
+  ServerConfiguration,
+  wrapHttpLibrary,
+} from "@kubernetes/client-node";
+import { apiEndpoint, apiRequest, readBody } from "./api-session.js";
 import { ApiStatusError, retryAfterMs, statusMessage } from "./errors.js";
 
 /** One event of a watch, as the API server sends it. */
@@ -9,26 +17,33 @@ export interface WatchEvent {
 }
 
 /**
- * A GET of `path` with the kubeconfig's credentials, through client-node's own transport
- * (its fetch, agent and auth) but with a signal that aborts it at any point, the wait for
- * the headers included, and the answer's status, Retry-After and Status message kept. An
- * answer other than 200 rejects with an ApiStatusError.
+ * A GET of `path` with the kubeconfig's credentials, on the process's one connection to
+ * the server, with a signal that aborts it at any point (the wait for the headers
+ * included), and the answer's status, Retry-After and Status message kept. An answer other
+ * than 200 rejects with an ApiStatusError.
  */
 async function get(config: KubeConfig, path: string, query: Record<string, string>, signal: AbortSignal) {
-  const cluster = config.getCurrentCluster();
-  if (!cluster) throw new Error("the kubeconfig names no cluster");
-  const url = new URL(cluster.server + path);
-  for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
-  const options = await config.applyToFetchOptions({});
-  const response = await fetch(url.toString(), { ...options, method: "GET", signal: signal as never });
+  const search = new URLSearchParams(query).toString();
+  const response = await apiRequest(await apiEndpoint(config), {
+    method: "GET",
+    path: search ? `${path}?${search}` : path,
+    headers: { accept: "application/json" },
+    signal,
+  });
   if (response.status === 200) return response;
-  const status = statusMessage(response.status, await response.text());
-  throw new ApiStatusError(response.status, status.message, retryAfterMs(response.headers.get("retry-after")), status.causes);
+  const status = statusMessage(response.status, (await readBody(response)).toString());
+  const retryAfter = response.headers["retry-after"];
+  throw new ApiStatusError(
+    response.status,
+    status.message,
+    retryAfterMs(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter),
+    status.causes,
+  );
 }
 
 /** GETs a list (one page of it) as JSON. */
 export async function getJson(config: KubeConfig, path: string, query: Record<string, string>, signal: AbortSignal): Promise<unknown> {
-  return (await get(config, path, query, signal)).json();
+  return JSON.parse((await readBody(await get(config, path, query, signal))).toString());
 }
 
 /**
@@ -46,13 +61,44 @@ export async function streamWatch(
   const response = await get(config, path, { ...query, watch: "true" }, signal);
   onHeaders();
   let buffered = "";
-  const decoder = new TextDecoder();
-  for await (const chunk of response.body as AsyncIterable<Uint8Array | string>) {
-    buffered += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+  response.stream.setEncoding("utf8");
+  for await (const chunk of response.stream as AsyncIterable<string>) {
+    buffered += chunk;
     for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
       const line = buffered.slice(0, end).trim();
       buffered = buffered.slice(end + 1);
       if (line) onEvent(JSON.parse(line) as WatchEvent);
     }
   }
+}
+
+/**
+ * client-node's generated API (`CoreV1Api`…) for `config`, sending through the same
+ * connection as the watches: its own transport would open a connection per request
+ * (node-fetch under Node, Bun's fetch in the binary: two clients, one tested).
+ */
+export function makeApiClient<Api>(config: KubeConfig, api: new (configuration: Configuration) => Api): Api {
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new Error("the kubeconfig names no cluster");
+  const httpApi = wrapHttpLibrary({
+    async send(request: RequestContext): Promise<ResponseContext> {
+      const url = new URL(request.getUrl());
+      const body = request.getBody() as string | Buffer | undefined;
+      const response = await apiRequest(await apiEndpoint(config), {
+        method: request.getHttpMethod(),
+        path: url.pathname + url.search,
+        headers: request.getHeaders(),
+        ...(body === undefined ? {} : { body }),
+        signal: request.getSignal() as AbortSignal | undefined,
+      });
+      const answer = await readBody(response);
+      const headers = Object.fromEntries(
+        Object.entries(response.headers).flatMap(([name, value]) => (name.startsWith(":") ? [] : [[name, String(value)]])),
+      );
+      return new ResponseContext(response.status, headers, { text: async () => answer.toString(), binary: async () => answer });
+    },
+  });
+  return new api(
+    createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: config }, httpApi }),
+  );
 }

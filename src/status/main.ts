@@ -3,6 +3,7 @@ import { unprotectedLabel } from "../audit/repair.js";
 import { errorMessage } from "../errors.js";
 import { oneOf, parseFlags, timeoutFlag } from "../flags.js";
 import { cliKubeConfig, operatorError, withDeadline } from "../kube/cli-access.js";
+import { makeApiClient } from "../kube/transport.js";
 import { clusterView, renderClusterView, unprotectedReasons } from "./view.js";
 
 export const statusUsage = `meshcni status [options]   is any meshed pod in the cluster running without its redirect?
@@ -45,7 +46,7 @@ export async function runStatus(argv: string[]): Promise<number> {
   return withDeadline(timeoutSeconds, async (signal) => {
     try {
       const { config, target } = cliKubeConfig(values, process.env, signal);
-      const api = config.makeApiClient(CoreV1Api);
+      const api = makeApiClient(config, CoreV1Api);
       const explain = operatorError(target, timeoutSeconds, "list on nodes, pods and events in every namespace");
       const read = <T>(request: Promise<T>) =>
         request.catch((error: unknown) => {

@@ -8,6 +8,7 @@ import { alertRules } from "../../src/manifests/alerts.js";
 import { grafanaDashboard } from "../../src/manifests/dashboard.js";
 import { AgentHarness } from "../kit/agent/harness.js";
 import { calico, installerSuite } from "../kit/agent/installer.js";
+import { connectionsOf } from "../kit/api/connections.js";
 import { meshcniBinary, promtoolBinary } from "../kit/paths.js";
 
 describe("meshcni install", () => {
@@ -67,6 +68,9 @@ describe("meshcni install", () => {
   it("serves the metrics docs/observability.md lists, with their types and labels, and the process's own, each series with its node", async () => {
     await started({ "10-calico.conflist": calico() }, ["--node", "n1"]);
     await suite.host.waitFor(async () => (await suite.host.readyz()).status === 200);
+    // Its requests and its three watches on one HTTP/2 connection, streams of it, as client-go's are.
+    await suite.host.waitFor(() => connectionsOf(suite.host.ownApi!.requests, "agent").watched.length === 3);
+    expect(connectionsOf(suite.host.ownApi!.requests, "agent").connections).toEqual([expect.stringMatching(/^HTTP\/2 #/)]);
     const text = await suite.host.scrape();
     // As Prometheus's own linter reads it: types, names, suffixes, help.
     expect(execFileSync(promtoolBinary, ["check", "metrics"], { input: text, encoding: "utf8" })).toBe("");

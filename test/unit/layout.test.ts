@@ -54,3 +54,17 @@ describe("docs/development.md's layout", () => {
     for (const [folder, imports] of actual) expect([...(documented.get(folder) ?? [])].sort(), folder).toEqual([...imports].sort());
   });
 });
+
+describe("src/'s packages", () => {
+  it("are package.json's dependencies, each imported by src/; the tools of tests and benches stay devDependencies", () => {
+    const packageJson = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    const imported = new Set(
+      sources(src).flatMap((file) =>
+        [...readFileSync(file, "utf8").matchAll(/(?:from |import\()"((?:@[^/"]+\/)?[^./"][^/"]*)[^"]*"/g)]
+          .map(([, name]) => name!)
+          .filter((name) => !name.startsWith("node:") && !name.startsWith("bun:") && name !== "bun"),
+      ),
+    );
+    expect([...imported].sort()).toEqual(Object.keys(packageJson.dependencies).sort());
+  });
+});

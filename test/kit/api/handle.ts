@@ -5,7 +5,7 @@ import { authorizationOf, forbiddenMessage, grantsOf, isDiscovery, permissionOf 
 import { type ApiRequest, failure, type Reply } from "./replies.js";
 import type { FakeApiServer, MintedToken, RecordedRequest } from "./server.js";
 
-export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: ServerResponse, rawBody: string): void {
+export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: ServerResponse, rawBody: string, connection: string): void {
   const url = new URL(req.url ?? "/", "https://localhost");
   const path = url.pathname;
   const query = Object.fromEntries(url.searchParams);
@@ -37,7 +37,7 @@ export function handleRequest(server: FakeApiServer, req: IncomingMessage, res: 
   const method = req.method ?? "";
   // Its own clock, as its answers' Date says it.
   res.setHeader("date", new Date(server.now()).toUTCString());
-  server.requests.push({ method, path, query, authorized, who, body, at: performance.now() });
+  server.requests.push({ method, path, query, authorized, who, body, at: performance.now(), connection });
   if (
     server.throttle &&
     server.now() < server.throttle.until &&

@@ -1,12 +1,13 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
-import { createServer, type Server } from "node:https";
+import type { Http2SecureServer } from "node:http2";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultManifestOptions, type ManifestOptions } from "../../../src/manifests/options.js";
 import { nodeNameClaim } from "../../../src/manifests/policy.js";
 import { renderManifests } from "../../../src/manifests/render.js";
 import { admit } from "./admission.js";
+import { apiListener, type Connections } from "./connections.js";
 import { handleRequest, unusedGrants } from "./handle.js";
 import { rbacAuthorizer, withNamePrefix } from "./rbac.js";
 import { failure, type Reply } from "./replies.js";
@@ -31,6 +32,8 @@ export interface RecordedRequest {
   who: string;
   body: unknown;
   at: number;
+  /** The connection it came on: its protocol and a number per connection ("HTTP/2 #3"). */
+  connection: string;
 }
 
 /** A token minted through TokenRequest: for whom, until when (ms since the epoch), and the Node it dies with (its UID). */
@@ -93,7 +96,8 @@ export class FakeApiServer extends ApiStore {
   maxTokenSeconds = Number.POSITIVE_INFINITY;
   /** Made by start(), so a suite that never runs leaves nothing behind. */
   dir = "";
-  private server: Server | undefined;
+  private server: Http2SecureServer | undefined;
+  private connections: Connections | undefined;
   readonly hanging = new Set<ServerResponse>();
   port = 0;
 
@@ -114,12 +118,9 @@ export class FakeApiServer extends ApiStore {
     this.dir = mkdtempSync(join(tmpdir(), "meshcni-api-"));
     // The ServiceAccounts of deploy/, as an install leaves them: the agent's and the plugin's.
     for (const name of ["meshcni", "meshcni-plugin"]) this.addServiceAccount("meshcni", name);
-    const { key, cert } = selfSignedCertificate(this.dir);
-    this.server = createServer({ key, cert }, (req, res) => {
-      let body = "";
-      req.on("data", (chunk: Buffer) => (body += chunk.toString()));
-      req.on("end", () => handleRequest(this, req, res, body));
-    });
+    ({ server: this.server, connections: this.connections } = apiListener(selfSignedCertificate(this.dir), (...request) =>
+      handleRequest(this, ...request),
+    ));
     await new Promise<void>((resolve) => this.server!.listen(0, "127.0.0.1", resolve));
     this.port = (this.server.address() as { port: number }).port;
     return this;
@@ -167,7 +168,7 @@ export class FakeApiServer extends ApiStore {
     this.hanging.clear();
     this.version++;
     this.watches.restart(this.version);
-    this.server?.closeAllConnections();
+    this.connections?.resetAll();
   }
 
   /** The requests of one method whose path matches. */
@@ -179,7 +180,7 @@ export class FakeApiServer extends ApiStore {
     for (const timer of this.kubeletTimers) clearTimeout(timer);
     for (const res of this.hanging) res.destroy();
     this.watches.destroyAll();
-    this.server?.closeAllConnections();
+    this.connections?.resetAll();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
     if (this.dir) rmSync(this.dir, { recursive: true, force: true });
   }

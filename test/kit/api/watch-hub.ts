@@ -108,7 +108,7 @@ export class WatchHub {
         .end(JSON.stringify(status(fault.status, reason, `watch refused (${fault.status})`)));
       return;
     }
-    res.writeHead(200, { "content-type": "application/json", "transfer-encoding": "chunked" }).flushHeaders();
+    res.writeHead(200, { "content-type": "application/json" }).flushHeaders();
     if (fault === "close") {
       res.end();
       return;

@@ -6,6 +6,7 @@ import { type AgentMetrics, createAgentMetrics } from "../../../src/agent/metric
 import { parseAgentOptions } from "../../../src/agent/options.js";
 import { AgentHarness } from "../../kit/agent/harness.js";
 import { conflist } from "../../kit/agent/host.js";
+import { connectionsOf } from "../../kit/api/connections.js";
 import { FakeApiServer } from "../../kit/api/server.js";
 import { until } from "../../kit/common.js";
 import { type LogEntry, memoryLogger } from "../../kit/memory-logger.js";
@@ -70,6 +71,16 @@ describe("the agent's main loop", () => {
     });
     expect(await value("meshcni_ready")).toBe(1);
     expect(logged("binary installed") && logged("chained meshcni") && logged("kubeconfig written")).toBe(true);
+  });
+
+  it("holds its watches and makes its requests on one HTTP/2 connection, under Node as the binary does under Bun", async () => {
+    writeFileSync(host.path("10-calico.conflist"), calico);
+    await start(["--node", "n1"]);
+    await until(() => connectionsOf(api.requests, "agent").watched.length === 3, 5000);
+    expect(connectionsOf(api.requests, "agent")).toEqual({
+      connections: [expect.stringMatching(/^HTTP\/2 #/)],
+      watched: ["/api/v1/namespaces/default/services", "/api/v1/nodes", "/api/v1/pods"],
+    });
   });
 
   it("puts the entry back when the primary CNI rewrites its config in place, counting the re-chain and its latency", async () => {
