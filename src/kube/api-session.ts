@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { type ClientHttp2Session, type ClientHttp2Stream, connect, type IncomingHttpHeaders } from "node:http2";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { SessionLiveness } from "./session-liveness.js";
 
 /**
  * Where a request goes and as whom: the server's origin, the TLS settings of the
@@ -12,24 +13,21 @@ export interface ApiEndpoint {
   headers: Record<string, string>;
 }
 
-/** An answer's status and headers, with its body still to read from `stream`. */
+/** An answer's status and headers, with its body still to read (bodyChunks, readBody). */
 export interface ApiResponse {
   status: number;
   headers: IncomingHttpHeaders;
   stream: ClientHttp2Stream;
+  /** Tells the connection's health check that something came. */
+  heard(): void;
 }
-
-/** A connection silent this long is pinged (client-go's HTTP/2 read-idle timeout)... */
-const idleBeforePingMs = 30_000;
-/** ...and dropped, with every stream on it, when the ping is not answered in this long (client-go's ping timeout). */
-const pingAnswerMs = 15_000;
 
 /** Open sessions by origin and TLS identity: every request and watch of a process to one server shares one connection. */
 const sessions = new Map<string, ClientHttp2Session>();
 /** The error that ended each session (a refused connection, a bad certificate), which its pending streams report as theirs. */
 const sessionFailures = new WeakMap<ClientHttp2Session, Error>();
-/** The streams open on each session: an idle session does not hold a process that has nothing else to do. */
-const openStreams = new WeakMap<ClientHttp2Session, number>();
+/** Each session's health check, which also counts its streams: an idle session does not hold a process that has nothing else to do. */
+const liveness = new WeakMap<ClientHttp2Session, SessionLiveness>();
 
 /**
  * The target of `config`'s current context, as client-node reads it (a CA, client
@@ -93,30 +91,9 @@ function sessionFor(target: ApiEndpoint): ClientHttp2Session {
   // A GOAWAY (a restarting or rebalancing server) lets the streams open on it finish; new requests open a new connection.
   session.on("goaway", forget);
   session.on("close", forget);
-  session.setTimeout(idleBeforePingMs, () => {
-    const unanswered = setTimeout(
-      () => session.destroy(new Error(`the API server did not answer a ping in ${pingAnswerMs / 1000} s`)),
-      pingAnswerMs,
-    );
-    unanswered.unref();
-    session.ping((error) => {
-      clearTimeout(unanswered);
-      if (error) session.destroy(error);
-    });
-  });
+  liveness.set(session, new SessionLiveness(session));
   sessions.set(key, session);
   return session;
-}
-
-/** Counts a stream on its session: the session holds the process only while one is open. */
-function track(session: ClientHttp2Session, stream: ClientHttp2Stream): void {
-  openStreams.set(session, (openStreams.get(session) ?? 0) + 1);
-  session.ref();
-  stream.once("close", () => {
-    const left = (openStreams.get(session) ?? 1) - 1;
-    openStreams.set(session, left);
-    if (left === 0 && !session.destroyed) session.unref();
-  });
 }
 
 /**
@@ -132,24 +109,42 @@ export function apiRequest(
   const session = sessionFor(target);
   const headers = { ...lowerCased({ ...target.headers, ...request.headers }), ":method": request.method, ":path": request.path };
   const stream = session.request(headers, { endStream: request.body === undefined, ...(request.signal ? { signal: request.signal } : {}) });
-  track(session, stream);
+  const health = liveness.get(session)!;
+  health.opened();
+  stream.once("close", () => health.closed());
   if (request.body !== undefined) stream.end(request.body);
   return new Promise((resolve, reject) => {
-    const fail = (error: Error) => reject(error.name === "AbortError" ? error : (sessionFailures.get(session) ?? error));
+    const fail = (error: Error) => reject(error.name === "AbortError" ? error : connectionFailure(session, error));
     stream.once("error", fail);
     // Reset without an error (a stream refused, a session closed under it): a rejection all the same, never a wait forever.
     stream.once("close", () => fail(new Error(`the API server closed the stream before answering (HTTP/2 code ${stream.rstCode})`)));
     stream.once("response", (answer) => {
       stream.off("error", fail);
-      resolve({ status: Number(answer[":status"]), headers: answer, stream });
+      health.heard();
+      resolve({ status: Number(answer[":status"]), headers: answer, stream, heard: () => health.heard() });
     });
   });
+}
+
+/** What failed a stream, when its connection failed under it: the connection's error (Node cancels the pending stream first, giving it as the cause). */
+function connectionFailure(session: ClientHttp2Session, error: Error): Error {
+  const cause = (error as { code?: string; cause?: unknown }).cause;
+  if ((error as { code?: string }).code === "ERR_HTTP2_STREAM_CANCEL" && cause instanceof Error) return cause;
+  return sessionFailures.get(session) ?? error;
+}
+
+/** An answer's body, chunk by chunk as it comes, each counted as the connection heard. */
+export async function* bodyChunks(response: ApiResponse): AsyncGenerator<Buffer> {
+  for await (const chunk of response.stream) {
+    response.heard();
+    yield chunk as Buffer;
+  }
 }
 
 /** The whole body of an answer. */
 export async function readBody(response: ApiResponse): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of response.stream) chunks.push(chunk as Buffer);
+  for await (const chunk of bodyChunks(response)) chunks.push(chunk);
   return Buffer.concat(chunks);
 }
 

@@ -7,7 +7,7 @@ import {
   ServerConfiguration,
   wrapHttpLibrary,
 } from "@kubernetes/client-node";
-import { apiEndpoint, apiRequest, readBody } from "./api-session.js";
+import { apiEndpoint, apiRequest, bodyChunks, readBody } from "./api-session.js";
 import { ApiStatusError, retryAfterMs, statusMessage } from "./errors.js";
 
 /** One event of a watch, as the API server sends it. */
@@ -61,9 +61,9 @@ export async function streamWatch(
   const response = await get(config, path, { ...query, watch: "true" }, signal);
   onHeaders();
   let buffered = "";
-  response.stream.setEncoding("utf8");
-  for await (const chunk of response.stream as AsyncIterable<string>) {
-    buffered += chunk;
+  const decoder = new TextDecoder();
+  for await (const chunk of bodyChunks(response)) {
+    buffered += decoder.decode(chunk, { stream: true });
     for (let end = buffered.indexOf("\n"); end >= 0; end = buffered.indexOf("\n")) {
       const line = buffered.slice(0, end).trim();
       buffered = buffered.slice(end + 1);
