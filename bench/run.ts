@@ -12,6 +12,7 @@ import { benchInstaller } from "./installer.js";
 import { benchPlugin } from "./plugin.js";
 import { benchScale } from "./scale.js";
 import { benchSocketAttack } from "./socket-attack.js";
+import { benchWatchMemory } from "./watch-memory.js";
 
 if (!isRoot) {
   console.error("the benchmark creates network namespaces and iptables rules: run it as root");
@@ -31,3 +32,5 @@ if (!only || only === "cri") await benchCri();
 if (!only || only === "cluster") await benchCluster();
 // Simulated nodes by the hundred and kube-proxy beside meshcni (about 30 minutes): only when asked for.
 if (only === "scale") await benchScale();
+// The API server restarted for each case of each round (about 25 minutes): only when asked for.
+if (only === "watch-memory") await benchWatchMemory();

@@ -1,0 +1,146 @@
+// `npm run bench watch-memory` (issue 59): what one node's watches cost the real API server's
+// memory, by the set of watches (meshcni's agent's, kube-proxy's, parts of the agent's) and by
+// how they are held (one HTTP/2 connection per component, or a connection per watch). For each
+// case, in each round, the API server is started afresh (its memory only grows: what one case
+// left must not count in the next), read at rest, then with `count` simulated components
+// holding their watches (watch-holders.ts); what they added is divided by `count`. Goroutines
+// are exact; the heap moves by several MB on its own, hence the rounds and their spread.
+
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { RealCluster } from "../test/kit/cluster/cluster.js";
+import { apiserverPort, nodeIp, paths } from "../test/kit/cluster/layout.js";
+import { daemonSpec, runningPid, startDaemon, stopDaemon } from "../test/kit/cluster/processes.js";
+import { sleep } from "../test/kit/common.js";
+import { rssMb } from "../test/kit/proc.js";
+import { saveResults } from "./stats.js";
+import { watchSets } from "./watch-sets.js";
+
+const count = Number(process.env.MESHCNI_WATCH_HOLDERS ?? 250);
+const rounds = Number(process.env.MESHCNI_WATCH_ROUNDS ?? 3);
+const settleMs = 20_000;
+const holdMs = 30_000;
+const cases: Array<{ set: keyof typeof watchSets; protocol: "h1" | "h2"; label: string }> = [
+  { set: "meshcni", protocol: "h2", label: "meshcni's 4 watches, one HTTP/2 connection (as it holds them now)" },
+  { set: "meshcni", protocol: "h1", label: "meshcni's 4 watches, a connection each (as before)" },
+  { set: "kubeProxy", protocol: "h2", label: "kube-proxy's 4 watches, one HTTP/2 connection (client-go)" },
+  { set: "podsByNode", protocol: "h2", label: "meshcni's pod watch alone (indexed by node)" },
+  { set: "byName", protocol: "h2", label: "meshcni's 3 watches by name alone" },
+];
+
+interface Reading {
+  heapMb: number;
+  goroutines: number;
+  rssMb: number;
+}
+
+async function metrics(cluster: RealCluster): Promise<Reading> {
+  const text = await cluster.kubectl(["get", "--raw", "/metrics"]);
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+  return {
+    heapMb: value("go_memstats_heap_inuse_bytes") / 1e6,
+    goroutines: value("go_goroutines"),
+    rssMb: rssMb(runningPid("kube-apiserver")!),
+  };
+}
+
+/** The mean of six readings two seconds apart. */
+async function sample(cluster: RealCluster): Promise<Reading> {
+  const readings: Reading[] = [];
+  for (let index = 0; index < 6; index++) {
+    readings.push(await metrics(cluster));
+    await sleep(2000);
+  }
+  const mean = (key: keyof Reading) => readings.reduce((sum, reading) => sum + reading[key], 0) / readings.length;
+  return { heapMb: mean("heapMb"), goroutines: mean("goroutines"), rssMb: mean("rssMb") };
+}
+
+async function freshApiserver(cluster: RealCluster): Promise<void> {
+  await stopDaemon("kube-apiserver");
+  startDaemon(daemonSpec("kube-apiserver"));
+  for (let tries = 0; tries < 120; tries++) {
+    if (
+      await metrics(cluster).then(
+        () => true,
+        () => false,
+      )
+    )
+      return;
+    await sleep(1000);
+  }
+  throw new Error("the API server did not come back in 120 s");
+}
+
+/** Holds `count` components' watches of one case while `during` runs; how many watches the server accepted. */
+async function holding<T>(set: string, protocol: string, during: () => Promise<T>): Promise<{ result: T; accepted: number }> {
+  const args = [
+    join(import.meta.dirname, "watch-holders.ts"),
+    set,
+    protocol,
+    String(count),
+    `https://${nodeIp}:${apiserverPort}`,
+    paths.pki,
+  ];
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+  let accepted = 0;
+  child.stdout.on("data", (chunk: Buffer) => (accepted = Number(String(chunk).trim().split("\n").at(-1))));
+  try {
+    return { result: await during(), accepted };
+  } finally {
+    child.kill();
+    await new Promise((resolve) => child.once("exit", resolve));
+  }
+}
+
+export async function benchWatchMemory(): Promise<void> {
+  const cluster = new RealCluster();
+  await cluster.up();
+  const perCase = cases.map(() => [] as Reading[]);
+  try {
+    for (let round = 1; round <= rounds; round++)
+      for (const [index, { set, protocol, label }] of cases.entries()) {
+        await freshApiserver(cluster);
+        await sleep(settleMs);
+        const before = await sample(cluster);
+        const { result: during, accepted } = await holding(set, protocol, async () => {
+          await sleep(holdMs);
+          return sample(cluster);
+        });
+        const added = {
+          heapMb: ((during.heapMb - before.heapMb) * 1000) / count,
+          goroutines: (during.goroutines - before.goroutines) / count,
+          rssMb: ((during.rssMb - before.rssMb) * 1000) / count,
+        };
+        perCase[index]!.push(added);
+        const expected = count * watchSets[set]("n").length;
+        console.log(
+          `round ${round}: ${label}: ${accepted}/${expected} watches; per component heap ${added.heapMb.toFixed(0)} kB, RSS ${added.rssMb.toFixed(0)} kB, ${added.goroutines.toFixed(1)} goroutines`,
+        );
+      }
+  } finally {
+    await cluster.down();
+  }
+  console.log(`\nwhat one component's watches add to the API server (${count} components, ${rounds} rounds: mean, min..max)`);
+  const spread = (values: number[], digits: number) =>
+    `${(values.reduce((sum, value) => sum + value, 0) / values.length).toFixed(digits)} (${Math.min(...values).toFixed(digits)}..${Math.max(...values).toFixed(digits)})`;
+  const table = cases.map(({ label }, index) => {
+    const readings = perCase[index]!;
+    return {
+      label,
+      heapKb: spread(
+        readings.map((reading) => reading.heapMb),
+        0,
+      ),
+      rssKb: spread(
+        readings.map((reading) => reading.rssMb),
+        0,
+      ),
+      goroutines: spread(
+        readings.map((reading) => reading.goroutines),
+        1,
+      ),
+    };
+  });
+  for (const row of table) console.log(`${row.label.padEnd(70)} heap ${row.heapKb} kB, RSS ${row.rssKb} kB, goroutines ${row.goroutines}`);
+  console.log(`results: ${saveResults("watch-memory", { count, rounds, holdMs, cases: table, readings: perCase })}`);
+}
