@@ -9,6 +9,8 @@ export interface Reading {
   millicores: number;
   /** Its resident memory, mean over the window, MB. */
   rssMb: number;
+  /** Its Go heap in use (go_memstats_heap_inuse_bytes), mean over the window, MB: what it holds, without what Go keeps from before. */
+  heapMb: number;
   /** WATCH requests open at the window's end. */
   watches: number;
   /** Requests but WATCHes, per minute. */
@@ -40,7 +42,7 @@ export interface ScaleRun {
   daemonSetEventsPerChange?: number;
 }
 
-export const apiMetrics = ["millicores", "rssMb", "watches", "requestsPerMinute", "watchEventsPerSecond"] as const;
+export const apiMetrics = ["millicores", "rssMb", "heapMb", "watches", "requestsPerMinute", "watchEventsPerSecond"] as const;
 export type ApiMetric = (typeof apiMetrics)[number];
 
 /** What N of a component added to the API server beside the baseline, in total. */
@@ -145,6 +147,7 @@ export function starvedWindows(runs: ScaleRun[]): string[] {
 const units: Record<ApiMetric, string> = {
   millicores: "API mCPU",
   rssMb: "API MB",
+  heapMb: "API heap MB",
   watches: "watches",
   requestsPerMinute: "req/min",
   watchEventsPerSecond: "events/s",

@@ -14,6 +14,7 @@ import { Meshcni } from "../test/kit/cluster/meshcni.js";
 import { runningPid } from "../test/kit/cluster/processes.js";
 import { sleep } from "../test/kit/common.js";
 import { cpuTicks, rssMb } from "../test/kit/proc.js";
+import { restartApiserver } from "./apiserver.js";
 import { churn, endpointSlice, mixes } from "./scale-churn.js";
 import { componentDaemons, startComponents, stopComponents } from "./scale-components.js";
 import { SimulatedNodes } from "./scale-nodes.js";
@@ -55,6 +56,12 @@ async function apiserverCounters(
   };
 }
 
+/** The API server's Go heap in use, MB. */
+async function heapInUseMb(cluster: RealCluster): Promise<number> {
+  const text = await cluster.kubectl(["get", "--raw", "/metrics"]);
+  return Number(/^go_memstats_heap_inuse_bytes (\S+)$/m.exec(text)?.[1]) / 1e6;
+}
+
 /** The host's CPU ticks, all and idle (with iowait), from /proc/stat: how much of the machine a window left unused. */
 function hostTicks(): { total: number; idle: number } {
   const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
@@ -67,11 +74,12 @@ async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Pro
   if (!pid) throw new Error("kube-apiserver is not running");
   const ticksPerSecond = Number((await execa("getconf", ["CLK_TCK"])).stdout);
   const [before, ticksBefore, hostBefore, started] = [await apiserverCounters(cluster), cpuTicks(pid), hostTicks(), performance.now()];
-  const [rss, ownRss]: [number[], number[]] = [[], []];
+  const [rss, heap, ownRss]: [number[], number[], number[]] = [[], [], []];
   const stop = new AbortController();
   const loading = load?.(stop.signal);
   while (performance.now() - started < windowSeconds * 1000) {
     rss.push(rssMb(pid));
+    heap.push(await heapInUseMb(cluster));
     if (own) ownRss.push(mean(own().map(rssMb)));
     await sleep(2000);
   }
@@ -81,6 +89,7 @@ async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Pro
   return {
     millicores: ((cpuTicks(pid) - ticksBefore) / ticksPerSecond / seconds) * 1000,
     rssMb: mean(rss),
+    heapMb: mean(heap),
     watches: after.watches,
     requestsPerMinute: (after.requests - before.requests) / (seconds / 60),
     watchEventsPerSecond: (after.watchEvents - before.watchEvents) / seconds,
@@ -123,6 +132,8 @@ async function daemonSetFanout(cluster: RealCluster): Promise<number> {
 
 /** Every window (idle, then each churn mix), with `component` running for every simulated node (or none: the baseline). */
 async function phase(cluster: RealCluster, config: KubeConfig, count: number, component?: Component): Promise<Record<Mode, Reading>> {
+  // A fresh API server for each phase: what an earlier phase made it hold must not count in this one.
+  await restartApiserver(cluster);
   await sleep(settleSeconds * 1000);
   const own = component ? () => componentDaemons(component).flatMap((name) => runningPid(name) ?? []) : undefined;
   const idle = await measure(cluster, undefined, own);
@@ -153,7 +164,7 @@ export async function benchScale(): Promise<void> {
       await nodes.create();
       let daemonSetEvents = 0;
       const readings = { baseline: await phase(cluster, config, count) } as ScaleRun["readings"];
-      // Every other N the other way round: the API server's memory does not shrink between phases.
+      // Every other N the other way round, though each phase starts with a fresh API server.
       for (const component of runs.length % 2 ? [...components].reverse() : components) {
         await startComponents(cluster, component, count);
         readings[component] = await phase(cluster, config, count, component);

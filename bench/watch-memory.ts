@@ -10,9 +10,10 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { RealCluster } from "../test/kit/cluster/cluster.js";
 import { apiserverPort, nodeIp, paths } from "../test/kit/cluster/layout.js";
-import { daemonSpec, runningPid, startDaemon, stopDaemon } from "../test/kit/cluster/processes.js";
+import { runningPid } from "../test/kit/cluster/processes.js";
 import { sleep } from "../test/kit/common.js";
 import { rssMb } from "../test/kit/proc.js";
+import { restartApiserver } from "./apiserver.js";
 import { saveResults } from "./stats.js";
 import { watchSets } from "./watch-sets.js";
 
@@ -55,22 +56,6 @@ async function sample(cluster: RealCluster): Promise<Reading> {
   return { heapMb: mean("heapMb"), goroutines: mean("goroutines"), rssMb: mean("rssMb") };
 }
 
-async function freshApiserver(cluster: RealCluster): Promise<void> {
-  await stopDaemon("kube-apiserver");
-  startDaemon(daemonSpec("kube-apiserver"));
-  for (let tries = 0; tries < 120; tries++) {
-    if (
-      await metrics(cluster).then(
-        () => true,
-        () => false,
-      )
-    )
-      return;
-    await sleep(1000);
-  }
-  throw new Error("the API server did not come back in 120 s");
-}
-
 /** Holds `count` components' watches of one case while `during` runs; how many watches the server accepted. */
 async function holding<T>(set: string, protocol: string, during: () => Promise<T>): Promise<{ result: T; accepted: number }> {
   const args = [
@@ -99,7 +84,7 @@ export async function benchWatchMemory(): Promise<void> {
   try {
     for (let round = 1; round <= rounds; round++)
       for (const [index, { set, protocol, label }] of cases.entries()) {
-        await freshApiserver(cluster);
+        await restartApiserver(cluster);
         await sleep(settleMs);
         const before = await sample(cluster);
         const { result: during, accepted } = await holding(set, protocol, async () => {

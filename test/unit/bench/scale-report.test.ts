@@ -14,6 +14,7 @@ import {
 const reading = (millicores: number, rssMb: number, extra: Partial<Reading> = {}): Reading => ({
   millicores,
   rssMb,
+  heapMb: rssMb / 2,
   watches: 0,
   requestsPerMinute: 0,
   watchEventsPerSecond: 0,
@@ -54,6 +55,7 @@ describe("the scale bench's arithmetic", () => {
     expect(added(run(10, 2, 3), "meshcni", "churn")).toEqual({
       millicores: 20,
       rssMb: 20,
+      heapMb: 10,
       watches: 0,
       requestsPerMinute: 0,
       watchEventsPerSecond: 0,
