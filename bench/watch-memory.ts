@@ -7,7 +7,9 @@
 // are exact; the heap moves by several MB on its own, hence the rounds and their spread.
 
 import { spawn } from "node:child_process";
-import { join } from "node:path";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { RealCluster } from "../test/kit/cluster/cluster.js";
 import { apiserverPort, nodeIp, paths } from "../test/kit/cluster/layout.js";
 import { runningPid } from "../test/kit/cluster/processes.js";
@@ -21,13 +23,23 @@ const count = Number(process.env.MESHCNI_WATCH_HOLDERS ?? 250);
 const rounds = Number(process.env.MESHCNI_WATCH_ROUNDS ?? 3);
 const settleMs = 20_000;
 const holdMs = 30_000;
-const cases: Array<{ set: keyof typeof watchSets; protocol: "h1" | "h2"; label: string }> = [
-  { set: "meshcni", protocol: "h2", label: "meshcni's 4 watches, one HTTP/2 connection (as it holds them now)" },
-  { set: "meshcni", protocol: "h1", label: "meshcni's 4 watches, a connection each (as before)" },
-  { set: "kubeProxy", protocol: "h2", label: "kube-proxy's 4 watches, one HTTP/2 connection (client-go)" },
-  { set: "podsByNode", protocol: "h2", label: "meshcni's pod watch alone (indexed by node)" },
-  { set: "byName", protocol: "h2", label: "meshcni's 3 watches by name alone" },
+const allCases: Array<{ key: string; set: keyof typeof watchSets; protocol: "h1" | "h2"; token?: true; label: string }> = [
+  { key: "meshcni", set: "meshcni", protocol: "h2", label: "meshcni's 4 watches, one HTTP/2 connection (as it holds them now)" },
+  {
+    key: "meshcni-token",
+    set: "meshcni",
+    protocol: "h2",
+    token: true,
+    label: "the same, each component with its own ServiceAccount token",
+  },
+  { key: "meshcni-h1", set: "meshcni", protocol: "h1", label: "meshcni's 4 watches, a connection each (as before)" },
+  { key: "kube-proxy", set: "kubeProxy", protocol: "h2", label: "kube-proxy's 4 watches, one HTTP/2 connection (client-go)" },
+  { key: "pods", set: "podsByNode", protocol: "h2", label: "meshcni's pod watch alone (indexed by node)" },
+  { key: "by-name", set: "byName", protocol: "h2", label: "meshcni's 3 watches by name alone" },
 ];
+/** MESHCNI_WATCH_CASES: the cases to run, by key (all by default). */
+const chosen = process.env.MESHCNI_WATCH_CASES?.split(",");
+const cases = allCases.filter((entry) => !chosen || chosen.includes(entry.key));
 
 interface Reading {
   heapMb: number;
@@ -57,7 +69,12 @@ async function sample(cluster: RealCluster): Promise<Reading> {
 }
 
 /** Holds `count` components' watches of one case while `during` runs; how many watches the server accepted. */
-async function holding<T>(set: string, protocol: string, during: () => Promise<T>): Promise<{ result: T; accepted: number }> {
+async function holding<T>(
+  set: string,
+  protocol: string,
+  tokenFile: string | undefined,
+  during: () => Promise<T>,
+): Promise<{ result: T; accepted: number }> {
   const args = [
     join(import.meta.dirname, "watch-holders.ts"),
     set,
@@ -66,6 +83,7 @@ async function holding<T>(set: string, protocol: string, during: () => Promise<T
     `https://${nodeIp}:${apiserverPort}`,
     paths.pki,
   ];
+  if (tokenFile) args.push(tokenFile);
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
   let accepted = 0;
   child.stdout.on("data", (chunk: Buffer) => (accepted = Number(String(chunk).trim().split("\n").at(-1))));
@@ -77,17 +95,44 @@ async function holding<T>(set: string, protocol: string, during: () => Promise<T
   }
 }
 
+/**
+ * A ServiceAccount token for each component, as each agent has its own (the account may do
+ * anything: what is measured is the authentication, not the authorisation), in a file.
+ */
+async function componentTokens(cluster: RealCluster): Promise<string> {
+  await cluster.kubectl(["create", "serviceaccount", "watch-bench"]);
+  await cluster.kubectl([
+    "create",
+    "clusterrolebinding",
+    "watch-bench",
+    "--clusterrole=cluster-admin",
+    "--serviceaccount=default:watch-bench",
+  ]);
+  const tokens: string[] = [];
+  while (tokens.length < count)
+    tokens.push(
+      ...(await Promise.all(Array.from({ length: 10 }, () => cluster.kubectl(["create", "token", "watch-bench", "--duration", "2h"])))).map(
+        (token) => token.trim(),
+      ),
+    );
+  const file = join(mkdtempSync(join(tmpdir(), "meshcni-watch-tokens-")), "tokens");
+  writeFileSync(file, `${tokens.slice(0, count).join("\n")}\n`, { mode: 0o600 });
+  return file;
+}
+
 export async function benchWatchMemory(): Promise<void> {
   const cluster = new RealCluster();
   await cluster.up();
   const perCase = cases.map(() => [] as Reading[]);
+  let tokenFile: string | undefined;
   try {
+    tokenFile = cases.some((entry) => entry.token) ? await componentTokens(cluster) : undefined;
     for (let round = 1; round <= rounds; round++)
-      for (const [index, { set, protocol, label }] of cases.entries()) {
+      for (const [index, { set, protocol, token, label }] of cases.entries()) {
         await restartApiserver(cluster);
         await sleep(settleMs);
         const before = await sample(cluster);
-        const { result: during, accepted } = await holding(set, protocol, async () => {
+        const { result: during, accepted } = await holding(set, protocol, token ? tokenFile : undefined, async () => {
           await sleep(holdMs);
           return sample(cluster);
         });
@@ -103,6 +148,8 @@ export async function benchWatchMemory(): Promise<void> {
         );
       }
   } finally {
+    // Tokens of a cluster-admin account, valid for two hours: not left behind.
+    if (tokenFile) rmSync(dirname(tokenFile), { recursive: true, force: true });
     await cluster.down();
   }
   console.log(`\nwhat one component's watches add to the API server (${count} components, ${rounds} rounds: mean, min..max)`);
