@@ -23,10 +23,13 @@ export interface WatchEvent {
  * than 200 rejects with an ApiStatusError.
  */
 async function get(config: KubeConfig, path: string, query: Record<string, string>, signal: AbortSignal) {
-  const search = new URLSearchParams(query).toString();
-  const response = await apiRequest(await apiEndpoint(config), {
+  const endpoint = await apiEndpoint(config);
+  // The server's own path kept (a proxy's prefix, as Rancher's kubeconfigs have), as client-node's generated API keeps it.
+  const url = new URL(config.getCurrentCluster()!.server + path);
+  for (const [key, value] of Object.entries(query)) url.searchParams.set(key, value);
+  const response = await apiRequest(endpoint, {
     method: "GET",
-    path: search ? `${path}?${search}` : path,
+    path: url.pathname + url.search,
     headers: { accept: "application/json" },
     signal,
   });

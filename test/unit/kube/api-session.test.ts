@@ -85,6 +85,12 @@ describe("the API client's one HTTP/2 connection", () => {
     expect(other).not.toBe(admin);
   });
 
+  it("keeps the path of the kubeconfig's server (a proxy's prefix) before the API's, for watches and reads alike", async () => {
+    const config = configFor("prefixed", api.token, `https://127.0.0.1:${api.port}/k8s/clusters/c-1`);
+    await expect(getJson(config, "/api/v1/pods", { limit: "5" }, AbortSignal.timeout(5000))).rejects.toThrow();
+    expect(api.requests.at(-1)).toMatchObject({ path: "/k8s/clusters/c-1/api/v1/pods", query: { limit: "5" } });
+  });
+
   it("drops a connection that went silent once a ping goes unanswered: the watch on it fails, and the next request opens a new one", async () => {
     Object.assign(livenessTiming, { readIdleMs: 200, pingTimeoutMs: 200 });
     const relay = await new SilencingRelay(api.port).start();
