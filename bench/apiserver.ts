@@ -22,3 +22,10 @@ export async function restartApiserver(cluster: RealCluster): Promise<void> {
   }
   throw new Error("the API server did not come back in 120 s");
 }
+
+/** The API server's Go runtime now: its heap in use (MB) and its goroutines, from /metrics. */
+export async function apiserverRuntime(cluster: RealCluster): Promise<{ heapMb: number; goroutines: number }> {
+  const text = await cluster.kubectl(["get", "--raw", "/metrics"]);
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
+  return { heapMb: value("go_memstats_heap_inuse_bytes") / 1e6, goroutines: value("go_goroutines") };
+}

@@ -14,7 +14,7 @@ import { Meshcni } from "../test/kit/cluster/meshcni.js";
 import { runningPid } from "../test/kit/cluster/processes.js";
 import { sleep } from "../test/kit/common.js";
 import { cpuTicks, rssMb } from "../test/kit/proc.js";
-import { restartApiserver } from "./apiserver.js";
+import { apiserverRuntime, restartApiserver } from "./apiserver.js";
 import { churn, endpointSlice, mixes } from "./scale-churn.js";
 import { componentDaemons, startComponents, stopComponents } from "./scale-components.js";
 import { SimulatedNodes } from "./scale-nodes.js";
@@ -56,12 +56,6 @@ async function apiserverCounters(
   };
 }
 
-/** The API server's Go heap in use, MB. */
-async function heapInUseMb(cluster: RealCluster): Promise<number> {
-  const text = await cluster.kubectl(["get", "--raw", "/metrics"]);
-  return Number(/^go_memstats_heap_inuse_bytes (\S+)$/m.exec(text)?.[1]) / 1e6;
-}
-
 /** The host's CPU ticks, all and idle (with iowait), from /proc/stat: how much of the machine a window left unused. */
 function hostTicks(): { total: number; idle: number } {
   const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.split(/\s+/).slice(1).map(Number);
@@ -79,7 +73,7 @@ async function measure(cluster: RealCluster, load?: (signal: AbortSignal) => Pro
   const loading = load?.(stop.signal);
   while (performance.now() - started < windowSeconds * 1000) {
     rss.push(rssMb(pid));
-    heap.push(await heapInUseMb(cluster));
+    heap.push((await apiserverRuntime(cluster)).heapMb);
     if (own) ownRss.push(mean(own().map(rssMb)));
     await sleep(2000);
   }

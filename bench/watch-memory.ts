@@ -15,7 +15,7 @@ import { apiserverPort, nodeIp, paths } from "../test/kit/cluster/layout.js";
 import { runningPid } from "../test/kit/cluster/processes.js";
 import { sleep } from "../test/kit/common.js";
 import { rssMb } from "../test/kit/proc.js";
-import { restartApiserver } from "./apiserver.js";
+import { apiserverRuntime, restartApiserver } from "./apiserver.js";
 import { saveResults } from "./stats.js";
 import { watchSets } from "./watch-sets.js";
 
@@ -48,11 +48,8 @@ interface Reading {
 }
 
 async function metrics(cluster: RealCluster): Promise<Reading> {
-  const text = await cluster.kubectl(["get", "--raw", "/metrics"]);
-  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
   return {
-    heapMb: value("go_memstats_heap_inuse_bytes") / 1e6,
-    goroutines: value("go_goroutines"),
+    ...(await apiserverRuntime(cluster)),
     rssMb: rssMb(runningPid("kube-apiserver")!),
   };
 }
