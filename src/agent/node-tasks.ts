@@ -17,6 +17,7 @@ import { NodeCache } from "./socket/node-cache.js";
 import { type CallerChecks, kernelCallerChecks } from "./socket/peer.js";
 import { startPluginSocket } from "./socket/plugin-server.js";
 import type { PluginServer } from "./socket/plugin-socket.js";
+import { AddsWritten } from "./sweeps/adds-written.js";
 import { BackendReport } from "./sweeps/backends.js";
 import { type AuditMonitor, startSweeps } from "./sweeps/monitor.js";
 import { TokenRefusal } from "./token-refusal.js";
@@ -44,6 +45,8 @@ export class NodeTasks {
   private stopWriters: (() => void) | undefined;
   private readonly scope: ScopeCheck;
   private readonly backends: BackendReport;
+  /** The pods whose ADD the writers carried out (their event sweeps are skipped while they stay as written). */
+  private readonly written = new AddsWritten();
   /** Whether the API server refuses the agent's token, as its requests hear it. */
   readonly refusal: TokenRefusal;
 
@@ -94,7 +97,10 @@ export class NodeTasks {
         prefetchNamespaceOf(pod, this.namespaces);
         this.monitor?.changed(pod);
       },
-      podRemoved: (pod) => this.monitor?.removed(pod),
+      podRemoved: (pod) => {
+        this.written.forget(pod.metadata?.uid ?? "");
+        this.monitor?.removed(pod);
+      },
       nodeChanged: () => this.followNode(),
       heard: (sentAt, failure) => this.refusal.heard(sentAt, failure),
     });
@@ -139,6 +145,7 @@ export class NodeTasks {
         netnsDirs: sweep.netnsDirs,
         template: this.template,
         criSocket: sweep.criSocket,
+        written: this.written,
       },
       this.log,
       this.metrics,
@@ -186,6 +193,7 @@ export class NodeTasks {
         sweep,
         view: () => sweepView(this.reflectors?.pods, this.namespaces),
         holdsNode: () => this.reflectors?.pods.fresh() ?? false,
+        written: this.written,
       },
       this.log,
       {

@@ -1,5 +1,6 @@
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import type { AgentAnswer, AgentAsk } from "../../agent-socket.js";
+import { resultAddresses } from "../../cni/result.js";
 import { errorMessage } from "../../errors.js";
 import { hostPaths } from "../../host.js";
 import { agentTimeoutMs } from "../../kube/agent-connection.js";
@@ -54,6 +55,7 @@ export async function answerAsk(
 ): Promise<AgentAnswer> {
   const deadline = performance.now() + writeStartsWithinMs;
   if (ask.get === "decision") {
+    const cachedBefore = cache.pod(ask.namespace, ask.name);
     const answer = await decideForPlugin(ask, (question) => answerAsk(question, cache, lookup, log), log);
     if (!ask.apply || !writing || !("decided" in answer) || answer.decided.settings.simulate) return answer;
     const { containerId, ifname, netns: path } = ask.apply;
@@ -81,7 +83,13 @@ export async function answerAsk(
       { verb: "ADD", hostRoot: writing.hostRoot, target: { containerId, ifname, netns: path }, netnsId: netns, pod, plans, settings },
       deadline,
     );
-    if ("done" in outcome) return { applied: { result: answer.decided.result } };
+    if ("done" in outcome) {
+      // Noted only when the decision read the pod from the cache (asked by its UID) and the cache still holds that very object.
+      const fromCache = ask.uid !== undefined && cachedBefore?.metadata?.uid === ask.uid;
+      if (fromCache && cache.pod(ask.namespace, ask.name) === cachedBefore)
+        writing.written?.note(cachedBefore, resultAddresses(answer.decided.result));
+      return { applied: { result: answer.decided.result } };
+    }
     log.warn("the plugin writes the redirect itself: the agent could not", { pod: `${pod.namespace}/${pod.name}`, reason: outcome.failed });
     return answer;
   }

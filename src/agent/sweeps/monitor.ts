@@ -74,20 +74,20 @@ export class AuditMonitor {
     first();
   }
 
-  /** A pod of the node changed (the agent's watch): a meshed one is swept soon. */
+  /** A pod of the node changed (the agent's watch): a meshed one is swept soon, unless it is as the agent's own ADD wrote it. */
   changed(pod: V1Pod): void {
     // A pod being deleted is not judged at its every change: the next full sweep reports it.
     if (podsToAudit([pod]).length === 0 || pod.metadata?.deletionTimestamp) return;
     const now = performance.now();
-    this.pending.set(podName(pod), now);
+    if (!this.options.written?.covers(pod)) this.pending.set(podName(pod), now);
+    // Counted as protected until a sweep reads it (the next full one).
+    else if (this.memory.written(pod.metadata?.uid ?? "")) this.metrics.statuses(this.memory.counts(), this.memory.unprotected());
     // A replacement becoming ready may be what a PodDisruptionBudget waited for: blocked evictions are tried again with it.
     for (const blocked of this.memory.blockedPods()) if (!this.pending.has(blocked)) this.pending.set(blocked, now);
     this.kick();
   }
 
-  removed(pod: V1Pod): void {
-    this.memory.forget(pod.metadata?.uid ?? "");
-  }
+  removed = (pod: V1Pod): void => this.memory.forget(pod.metadata?.uid ?? "");
 
   /** Stops sweeping: a sweep child still running is killed, and awaited, so none writes to the host after the stop. */
   async stop(): Promise<void> {

@@ -1,6 +1,7 @@
 import type { SweepRequest } from "../../audit/contract.js";
 import type { RepairPolicy } from "../../audit/repair.js";
 import type { PodKey } from "../../pod-key.js";
+import type { AddsWritten } from "./adds-written.js";
 
 /** How the agent audits and repairs the node's meshed pods (its sweeps). */
 export interface SweepOptions {
@@ -33,4 +34,6 @@ export interface MonitorOptions {
   view: () => Promise<SweepRequest["view"]>;
   /** Whether the pods' cache holds the node (its first sweep waits for it, a few seconds at most). */
   holdsNode: () => boolean;
+  /** The pods whose ADD the agent's writers carried out: an event that leaves one as written starts no sweep. */
+  written?: Pick<AddsWritten, "covers">;
 }

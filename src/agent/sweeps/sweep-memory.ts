@@ -67,9 +67,24 @@ export class SweepMemory {
       if (until) this.leftAlone.set(pod.uid, until);
       if (pod.action === "evict" && pod.result === "done") this.evictions.push(now);
     }
+    return this.counts();
+  }
+
+  /** The node's meshed pods by status, as the sweeps (and the agent's own ADDs) left them. */
+  counts(): Record<PodStatus, number> {
     const counts = Object.fromEntries(podStatuses.map((status) => [status, 0])) as Record<PodStatus, number>;
     for (const { status } of this.statuses.values()) counts[status]++;
     return counts;
+  }
+
+  /**
+   * A pod no sweep has judged yet whose redirect the agent's writer put in place: protected
+   * (its plan, as recorded) until a sweep reads it. True when that changed the counts.
+   */
+  written(uid: string): boolean {
+    if (this.statuses.has(uid)) return false;
+    this.statuses.set(uid, { status: "protected", unprotected: undefined });
+    return true;
   }
 
   /**

@@ -4,6 +4,7 @@ import { hostPaths } from "../../host.js";
 import type { Template } from "../../installer/template.js";
 import { type Logger, SaidOnce } from "../../log.js";
 import type { AgentMetrics } from "../metrics.js";
+import type { AddsWritten } from "../sweeps/adds-written.js";
 import { type NetnsTie, netnsTie } from "./netns-tie.js";
 import { type WriteScope, writeScopeOf } from "./write-scope.js";
 import { AgentWriter, type WriteOutcome, WriterPool } from "./writer.js";
@@ -18,6 +19,8 @@ export interface Writing {
   untied?: NetnsTie;
   /** A write left to the plugin before it reached a writer (outside the scope): counted, and said once per reason. */
   handBack(verb: "ADD" | "DEL", reason: string): void;
+  /** Where an ADD written for a pod the decision read from the cache is noted: its event sweeps need not read it again. */
+  written?: Pick<AddsWritten, "note">;
 }
 
 /**
@@ -37,6 +40,8 @@ export interface WritersConfig {
   template: () => Template;
   /** The container runtime's CRI socket ("auto", or "" for none), to tie an ADD's netns to its pod. */
   criSocket: string;
+  /** Where the ADDs written are noted, for the sweeps. */
+  written?: AddsWritten;
 }
 
 /** Starts the writers; `writing` is undefined when the agent's own entry is invalid (the plugin then writes everything). */
@@ -51,7 +56,7 @@ export function startWriters(config: WritersConfig, log: Logger, metrics: AgentM
  * entry is invalid: the plugin then writes everything itself.
  */
 export function agentWriting(
-  { hostRoot, netnsDirs, template, criSocket }: Omit<WritersConfig, "binary">,
+  { hostRoot, netnsDirs, template, criSocket, written }: Omit<WritersConfig, "binary">,
   writer: Pick<WriterPool, "write">,
   log: Logger,
   metrics: AgentMetrics,
@@ -67,6 +72,7 @@ export function agentWriting(
   const said = new SaidOnce();
   return {
     hostRoot,
+    ...(written ? { written } : {}),
     untied: netnsTie(criSocket, hostRoot, () => join(hostPaths(hostRoot)(held.scope.stateDir), "attachments")),
     get scope() {
       const current = template();

@@ -105,10 +105,13 @@ describe("the agent carries out what it decides when asked to", () => {
   const writer = (outcome: { done: true } | { failed: string }) => {
     const asked: unknown[] = [];
     const handedBack: string[] = [];
+    const noted: Array<[V1Pod, string[]]> = [];
     return {
       asked,
       handedBack,
+      noted,
       writing: {
+        written: { note: (pod: V1Pod, addresses: string[]) => void noted.push([pod, addresses]) },
         hostRoot: "/host",
         scope: { stateDir: "/run/x", logFile: undefined, netnsDirs: ["/run/netns"], linkerd: parseNetConf(netconf()).linkerd },
         write: async (ask: unknown) => {
@@ -142,6 +145,19 @@ describe("the agent carries out what it decides when asked to", () => {
         plans: [expect.objectContaining({ family: "ipv4" })],
       }),
     ]);
+  });
+
+  it("notes an ADD it wrote for a pod its cache held (that very object, and the addresses given) for the sweeps; not one read from the API, nor one not written", async () => {
+    const { noted, writing } = writer({ done: true });
+    await answerAsk(ask(), cache, lookup, memoryLogger([]), writing, passed);
+    expect(noted).toEqual([[meshed, ["10.0.0.5/24"]]]);
+    // Asked without its UID, the pod is read from the API: what the decision read is not the cache's.
+    const { uid: _uid, ...withoutUid } = ask();
+    const onNode = { ...lookup, readPod: async () => podObject("shop", "web", { proxy: "container", nodeName: "n1" }) as V1Pod };
+    expect(await answerAsk(withoutUid, cache, onNode, memoryLogger([]), writing, passed)).toHaveProperty("applied");
+    const failing = writer({ failed: "nftables said no" });
+    await answerAsk(ask(), cache, lookup, memoryLogger([]), failing.writing, passed);
+    expect([noted.length, failing.noted.length]).toEqual([1, 0]);
   });
 
   it("hands the decision back when its writer cannot write, and never writes under simulate or a refusal", async () => {

@@ -1,5 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { AddsWritten } from "../../../../src/agent/sweeps/adds-written.js";
 import { AuditMonitor } from "../../../../src/agent/sweeps/monitor.js";
 import type { SweepOptions } from "../../../../src/agent/sweeps/options.js";
 import type { PodReport, SweepRequest } from "../../../../src/audit/contract.js";
@@ -20,6 +21,8 @@ describe("the agent's sweeps on pod events", () => {
   let reported: PodReport[];
   let seenGiven: SweepRequest["seen"][];
   let lines: LogEntry[];
+  let counts: Array<Record<string, number>>;
+  let written: AddsWritten;
   const entry = { type: "meshcni", state_dir: "/var/run/meshcni" };
   let monitor: AuditMonitor;
 
@@ -30,6 +33,8 @@ describe("the agent's sweeps on pod events", () => {
     seenGiven = [];
     reported = [];
     lines = [];
+    counts = [];
+    written = new AddsWritten();
     const sweep = { repair: "redirect", maxEvictionsPerMinute: 2, excludeNamespaces: [], evictNamespaces: undefined, auditSeconds: 600 };
     monitor = new AuditMonitor(
       {
@@ -42,10 +47,11 @@ describe("the agent's sweeps on pod events", () => {
         sweep: sweep as unknown as SweepOptions,
         view: async () => undefined,
         holdsNode: () => false,
+        written,
       },
       memoryLogger(lines),
       {
-        statuses: () => undefined,
+        statuses: (byStatus) => void counts.push(byStatus),
         repaired: () => undefined,
         moved: () => undefined,
         recordsRemoved: () => undefined,
@@ -106,6 +112,26 @@ describe("the agent's sweeps on pod events", () => {
     monitor.changed(pod("web"));
     await vi.advanceTimersByTimeAsync(2000);
     expect(seenGiven).toEqual([[], [{ uid: "u1", ...seen }], []]);
+  });
+
+  it("starts no sweep for a pod as the agent's own ADD wrote it (counted protected); one changed since, or given another address, is swept", async () => {
+    written.note(pod("web"), ["10.0.0.9/24"]);
+    written.note(pod("api"), ["10.0.0.7/24"]);
+    monitor.changed(pod("web"));
+    monitor.changed(pod("web"));
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(sweeps).toEqual([]);
+    expect(counts).toEqual([expect.objectContaining({ protected: 1, missing: 0 })]);
+    const skipping = podObject("shop", "web", {
+      proxy: "container",
+      nodeName: "n1",
+      podIP: "10.0.0.9",
+      annotations: { "config.linkerd.io/skip-outbound-ports": "443" },
+    }) as V1Pod;
+    monitor.changed(skipping);
+    monitor.changed(pod("api"));
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(sweeps.map((sweep) => sweep.pods)).toEqual([["shop/web"], ["shop/api"]]);
   });
 
   it("starts no sweep for a pod being deleted, nor for an unmeshed one", async () => {
