@@ -29,3 +29,15 @@ export async function apiserverRuntime(cluster: RealCluster): Promise<{ heapMb: 
   const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(text)?.[1]);
   return { heapMb: value("go_memstats_heap_inuse_bytes") / 1e6, goroutines: value("go_goroutines") };
 }
+
+/**
+ * The API server's live heap, MB: what its Go heap holds right after a collection, forced for
+ * the reading (pprof's `gc=1`; its text form ends with runtime.MemStats). The heap in use
+ * swings between that and about twice it with the collector's pace; this is what stays.
+ */
+export async function apiserverLiveHeapMb(cluster: RealCluster): Promise<number> {
+  const text = await cluster.kubectl(["get", "--raw", "/debug/pprof/heap?gc=1&debug=1"]);
+  const heapAlloc = /^# HeapAlloc = (\d+)$/m.exec(text)?.[1];
+  if (heapAlloc === undefined) throw new Error("the API server's heap profile has no HeapAlloc: is --profiling off?");
+  return Number(heapAlloc) / 1e6;
+}

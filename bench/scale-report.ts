@@ -11,6 +11,8 @@ export interface Reading {
   rssMb: number;
   /** Its Go heap in use (go_memstats_heap_inuse_bytes), mean over the window, MB: what it holds, without what Go keeps from before. */
   heapMb: number;
+  /** Its live heap at the window's end, after a collection forced for it, MB: what it holds, without its garbage of the moment. */
+  liveHeapMb: number;
   /** WATCH requests open at the window's end. */
   watches: number;
   /** Requests but WATCHes, per minute. */
@@ -42,7 +44,7 @@ export interface ScaleRun {
   daemonSetEventsPerChange?: number;
 }
 
-export const apiMetrics = ["millicores", "rssMb", "heapMb", "watches", "requestsPerMinute", "watchEventsPerSecond"] as const;
+export const apiMetrics = ["millicores", "rssMb", "heapMb", "liveHeapMb", "watches", "requestsPerMinute", "watchEventsPerSecond"] as const;
 export type ApiMetric = (typeof apiMetrics)[number];
 
 /** What N of a component added to the API server beside the baseline, in total. */
@@ -148,6 +150,7 @@ const units: Record<ApiMetric, string> = {
   millicores: "API mCPU",
   rssMb: "API MB",
   heapMb: "API heap MB",
+  liveHeapMb: "API live heap MB",
   watches: "watches",
   requestsPerMinute: "req/min",
   watchEventsPerSecond: "events/s",
