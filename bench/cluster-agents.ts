@@ -1,12 +1,13 @@
 // The node agents side by side on the real node, both running at once: meshcni's and Istio's
 // (install-cni), idle and under churn of both kinds of pods, each one's API requests per
 // minute (the API server's audit log), CPU (its process and the children it waited for, from
-// /proc) and resident memory (sampled every second).
+// /proc; apart, its children still running: meshcni's writers, which do what Istio's plugin
+// does in its own process) and resident memory (sampled every second).
 import type { CoreV1Api, V1Pod } from "@kubernetes/client-node";
 import { execa } from "execa";
 import { type AuditEvent, auditEvents, describeRequest } from "../test/kit/cluster/audit.js";
 import { sleep } from "../test/kit/common.js";
-import { cpuTicks, processesOf, rssMb } from "../test/kit/proc.js";
+import { cpuTicks, processesOf, rssMb, withDescendants } from "../test/kit/proc.js";
 
 export interface NodeAgent {
   name: string;
@@ -21,10 +22,25 @@ export interface AgentUsage {
   requestsPerMinute: number;
   /** Per minute, by kind ("get pods 404"). */
   byKind: Record<string, number>;
-  /** CPU over the window, in thousandths of a core. */
+  /** CPU over the window, in thousandths of a core (its process and the children it waited for). */
   cpuMillicores: number;
+  /** CPU over the window of its descendants still running at its end (meshcni's writers), not in cpuMillicores. */
+  runningChildrenMillicores: number;
   rssMbMean: number;
   rssMbMax: number;
+}
+
+/** The CPU ticks so far of each process below `pid` (not itself), by pid. */
+function childTicks(pid: number): Map<number, number> {
+  const ticks = new Map<number, number>();
+  for (const child of withDescendants([pid]).filter((found) => found !== pid)) {
+    try {
+      ticks.set(child, cpuTicks(child));
+    } catch {
+      // ended while read
+    }
+  }
+  return ticks;
 }
 
 /** The one running process of the agent. */
@@ -46,6 +62,7 @@ export async function agentUsage(
   const since = new Date().toISOString();
   const pids = agents.map(pidOf);
   const ticksBefore = pids.map(cpuTicks);
+  const childrenBefore = pids.map(childTicks);
   const rss: number[][] = pids.map(() => []);
   const stop = new AbortController();
   const running = load?.(stop.signal);
@@ -55,6 +72,7 @@ export async function agentUsage(
     await sleep(Math.max(0, started + (second + 1) * 1000 - performance.now()));
   }
   const ticksAfter = pids.map(cpuTicks);
+  const childrenAfter = pids.map(childTicks);
   const elapsed = (performance.now() - started) / 1000;
   stop.abort();
   await running;
@@ -72,6 +90,12 @@ export async function agentUsage(
         requestsPerMinute: Math.round((own.length * 60) / seconds),
         byKind,
         cpuMillicores: Math.round(((ticksAfter[i]! - ticksBefore[i]!) / ticksPerSecond / elapsed) * 1000),
+        runningChildrenMillicores: Math.round(
+          ([...childrenAfter[i]!].reduce((sum, [child, ticks]) => sum + ticks - (childrenBefore[i]!.get(child) ?? 0), 0) /
+            ticksPerSecond /
+            elapsed) *
+            1000,
+        ),
         rssMbMean: round1(rss[i]!.reduce((sum, value) => sum + value, 0) / rss[i]!.length),
         rssMbMax: round1(Math.max(...rss[i]!)),
       };
@@ -108,7 +132,8 @@ export function printAgentUsage(window: string, usage: Record<string, AgentUsage
   for (const [name, u] of Object.entries(usage)) {
     console.log(
       `${`${name}, ${window}`.padEnd(44)}${String(u.requestsPerMinute).padStart(8)} req/min${String(u.cpuMillicores).padStart(7)} mCPU` +
-        `${u.rssMbMean.toFixed(1).padStart(8)} MB RSS mean${u.rssMbMax.toFixed(1).padStart(8)} max`,
+        `${u.rssMbMean.toFixed(1).padStart(8)} MB RSS mean${u.rssMbMax.toFixed(1).padStart(8)} max` +
+        (u.runningChildrenMillicores > 0 ? `  (its running children: ${u.runningChildrenMillicores} mCPU more)` : ""),
     );
   }
 }
