@@ -6,12 +6,12 @@ import { hostPaths } from "../../host.js";
 import { agentTimeoutMs } from "../../kube/agent-connection.js";
 import { describeApiFailure } from "../../kube/errors.js";
 import { type Logger, pluginLogger } from "../../log.js";
-import { parseNetConf } from "../../mesh/netconf.js";
+import { type NetConf, parseNetConf } from "../../mesh/netconf.js";
 import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../../mesh/pod.js";
 import type { NetnsId } from "../../netns/enter.js";
 import { logUnmeshed } from "../../plugin/apply.js";
 import type { AgentMetrics } from "../metrics.js";
-import { otherRedirect, outsideScope } from "../writers/write-scope.js";
+import { otherRedirect, outsideScope, type WriteScope } from "../writers/write-scope.js";
 import type { Writing } from "../writers/writing.js";
 import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
@@ -57,6 +57,7 @@ export async function answerAsk(
   if (ask.get === "decision") {
     const cachedBefore = cache.pod(ask.namespace, ask.name);
     const answer = await decideForPlugin(ask, (question) => answerAsk(question, cache, lookup, log), log);
+    if (ask.apply) writing?.nothingWritten?.forget(ask.apply.containerId, ask.apply.ifname);
     if (!ask.apply || !writing || !("decided" in answer) || answer.decided.settings.simulate) return answer;
     const { containerId, ifname, netns: path } = ask.apply;
     const { pod, plans, settings } = answer.decided;
@@ -72,6 +73,7 @@ export async function answerAsk(
       const pluginLog = pluginLogger(settings.logLevel, settings.logFile, hostPaths(writing.hostRoot), { command: "ADD", containerId });
       logUnmeshed(pod, pluginLog);
       pluginLog.close();
+      writing.nothingWritten?.note(containerId, ifname);
       return { applied: { result: answer.decided.result } };
     }
     const untied = await writing.untied?.(pod, containerId, path);
@@ -96,19 +98,17 @@ export async function answerAsk(
   if (ask.get === "del") {
     const { containerId, ifname, netns: path, netconf } = ask;
     if (!writing) return { error: "this agent does not write" };
-    let outside: string | undefined;
-    try {
-      const conf = parseNetConf(netconf);
-      // A netns named and not passed: the writer could take another for it, or one it cannot see for gone.
-      outside =
-        outsideScope(writing.scope, { stateDir: conf.state_dir, logFile: conf.log_file, netns: path }) ??
-        (path && !netns ? noNetnsPassed : undefined);
-    } catch (error) {
-      outside = `its netconf: ${errorMessage(error)}`;
+    const scoped = delInScope(writing.scope, netconf, path, netns);
+    if ("outside" in scoped) {
+      writing.handBack("DEL", scoped.outside);
+      return { error: `the agent does not remove it: ${scoped.outside}` };
     }
-    if (outside) {
-      writing.handBack("DEL", outside);
-      return { error: `the agent does not remove it: ${outside}` };
+    const { conf } = scoped;
+    if (writing.nothingWritten?.take(containerId, ifname)) {
+      const pluginLog = pluginLogger(conf.log_level, conf.log_file, hostPaths(writing.hostRoot), { command: "DEL", containerId });
+      pluginLog.info("nothing to remove: its ADD wrote nothing (the pod is not meshed)");
+      pluginLog.close();
+      return { applied: {} };
     }
     const outcome = await writing.write(
       {
@@ -149,6 +149,20 @@ export async function answerAsk(
   } catch (error) {
     return { error: describeApiFailure(error).cause };
   }
+}
+
+/** A DEL's netconf, or why the agent leaves that DEL to the plugin. */
+function delInScope(scope: WriteScope, netconf: string, path: string, netns: NetnsId | undefined): { conf: NetConf } | { outside: string } {
+  let conf: NetConf;
+  try {
+    conf = parseNetConf(netconf);
+  } catch (error) {
+    return { outside: `its netconf: ${errorMessage(error)}` };
+  }
+  // A netns named and not passed: the writer could take another for it, or one it cannot see for gone.
+  const outside =
+    outsideScope(scope, { stateDir: conf.state_dir, logFile: conf.log_file, netns: path }) ?? (path && !netns ? noNetnsPassed : undefined);
+  return outside ? { outside } : { conf };
 }
 
 /** Where the plugin's socket is, what answers on it, and who may ask. */

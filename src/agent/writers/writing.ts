@@ -6,6 +6,7 @@ import { type Logger, SaidOnce } from "../../log.js";
 import type { AgentMetrics } from "../metrics.js";
 import type { AddsWritten } from "../sweeps/adds-written.js";
 import { type NetnsTie, netnsTie } from "./netns-tie.js";
+import { NothingWritten } from "./nothing-written.js";
 import { type WriteScope, writeScopeOf } from "./write-scope.js";
 import { AgentWriter, type WriteOutcome, WriterPool } from "./writer.js";
 
@@ -21,6 +22,8 @@ export interface Writing {
   handBack(verb: "ADD" | "DEL", reason: string): void;
   /** Where an ADD written for a pod the decision read from the cache is noted: its event sweeps need not read it again. */
   written?: Pick<AddsWritten, "note">;
+  /** The attachments whose ADD wrote nothing: their DEL is answered without a writer. */
+  nothingWritten?: NothingWritten;
 }
 
 /**
@@ -73,6 +76,7 @@ export function agentWriting(
   return {
     hostRoot,
     ...(written ? { written } : {}),
+    nothingWritten: new NothingWritten(),
     untied: netnsTie(criSocket, hostRoot, () => join(hostPaths(hostRoot)(held.scope.stateDir), "attachments")),
     get scope() {
       const current = template();

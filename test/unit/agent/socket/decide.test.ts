@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { decideForPlugin } from "../../../../src/agent/socket/decide.js";
 import { NodeCache } from "../../../../src/agent/socket/node-cache.js";
 import { answerAsk } from "../../../../src/agent/socket/plugin-server.js";
+import { NothingWritten } from "../../../../src/agent/writers/nothing-written.js";
 import { convertResult } from "../../../../src/cni/result.js";
 import { parseNetConf } from "../../../../src/mesh/netconf.js";
 import { firewallSpecFor } from "../../../../src/mesh/pod.js";
@@ -158,6 +159,29 @@ describe("the agent carries out what it decides when asked to", () => {
     const failing = writer({ failed: "nftables said no" });
     await answerAsk(ask(), cache, lookup, memoryLogger([]), failing.writing, passed);
     expect([noted.length, failing.noted.length]).toEqual([1, 0]);
+  });
+
+  it("answers the DEL of an attachment whose ADD wrote nothing (an unmeshed pod) without a writer, once; any other DEL goes to one", async () => {
+    const { asked, writing } = writer({ done: true });
+    const nothingWritten = new NothingWritten();
+    const counting = { ...writing, nothingWritten };
+    const plain = podObject("shop", "web", {}) as V1Pod;
+    const unmeshedCache = new NodeCache(store([[podName(plain), plain]]), store([["shop", namespace]]));
+    expect(await answerAsk(ask(), unmeshedCache, lookup, memoryLogger([]), counting, passed)).toEqual({
+      applied: { result: convertResult(prevResult, "1.0.0") },
+    });
+    const del = { get: "del" as const, netconf: netconf(), containerId: "c1", ifname: "eth0", netns: apply.netns };
+    expect(await answerAsk(del, cache, lookup, memoryLogger([]), counting, passed)).toEqual({ applied: {} });
+    expect(asked).toEqual([]);
+    // Taken once; another attachment, or this one again, goes to a writer.
+    await answerAsk(del, cache, lookup, memoryLogger([]), counting, passed);
+    await answerAsk({ ...del, ifname: "net1" }, cache, lookup, memoryLogger([]), counting, passed);
+    expect(asked).toHaveLength(2);
+    // An ADD of the attachment that is written (the pod meshed) leaves its DEL to a writer.
+    await answerAsk(ask(), unmeshedCache, lookup, memoryLogger([]), counting, passed);
+    await answerAsk(ask(), cache, lookup, memoryLogger([]), counting, passed);
+    await answerAsk(del, cache, lookup, memoryLogger([]), counting, passed);
+    expect(asked.map((entry) => (entry as { verb: string }).verb)).toEqual(["DEL", "DEL", "ADD", "DEL"]);
   });
 
   it("hands the decision back when its writer cannot write, and never writes under simulate or a refusal", async () => {
