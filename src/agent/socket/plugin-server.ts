@@ -5,7 +5,7 @@ import { errorMessage } from "../../errors.js";
 import { hostPaths } from "../../host.js";
 import { agentTimeoutMs } from "../../kube/agent-connection.js";
 import { describeApiFailure } from "../../kube/errors.js";
-import { type Logger, pluginLogger } from "../../log.js";
+import { type Logger, type LogLevel, pluginLogger } from "../../log.js";
 import { type NetConf, parseNetConf } from "../../mesh/netconf.js";
 import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../../mesh/pod.js";
 import type { NetnsId } from "../../netns/enter.js";
@@ -70,9 +70,9 @@ export async function answerAsk(
     }
     if (plans.length === 0) {
       // Nothing to write: the plugin's line, written here (the writer's round trip would be most of this ADD).
-      const pluginLog = pluginLogger(settings.logLevel, settings.logFile, hostPaths(writing.hostRoot), { command: "ADD", containerId });
-      logUnmeshed(pod, pluginLog);
-      pluginLog.close();
+      logAsPlugin(writing.hostRoot, settings.logLevel, settings.logFile, { command: "ADD", containerId }, (pluginLog) =>
+        logUnmeshed(pod, pluginLog),
+      );
       writing.nothingWritten?.note(containerId, ifname);
       return { applied: { result: answer.decided.result } };
     }
@@ -105,9 +105,9 @@ export async function answerAsk(
     }
     const { conf } = scoped;
     if (writing.nothingWritten?.take(containerId, ifname)) {
-      const pluginLog = pluginLogger(conf.log_level, conf.log_file, hostPaths(writing.hostRoot), { command: "DEL", containerId });
-      pluginLog.info("nothing to remove: its ADD wrote nothing (the pod is not meshed)");
-      pluginLog.close();
+      logAsPlugin(writing.hostRoot, conf.log_level, conf.log_file, { command: "DEL", containerId }, (pluginLog) =>
+        pluginLog.info("nothing to remove: its ADD wrote nothing (the pod is not meshed)"),
+      );
       return { applied: {} };
     }
     const outcome = await writing.write(
@@ -148,6 +148,22 @@ export async function answerAsk(
     return { object: namespaceDecisionFields(await lookup.readNamespace(ask.name)), cached: false };
   } catch (error) {
     return { error: describeApiFailure(error).cause };
+  }
+}
+
+/** The plugin's lines (its netconf's level and log file) for an ADD or DEL the agent answers without a writer. */
+function logAsPlugin(
+  hostRoot: string,
+  level: LogLevel,
+  file: string | undefined,
+  prefix: { command: "ADD" | "DEL"; containerId: string },
+  say: (pluginLog: Logger) => void,
+): void {
+  const pluginLog = pluginLogger(level, file, hostPaths(hostRoot), prefix);
+  try {
+    say(pluginLog);
+  } finally {
+    pluginLog.close();
   }
 }
 
