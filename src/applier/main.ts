@@ -62,7 +62,7 @@ async function carryOut(request: WriteRequest): Promise<void> {
 async function refuseWhileProxyListens(netns: string, proxyPorts: number[], deps: PluginDeps): Promise<void> {
   try {
     await deps.inNetns(netns, async () => {
-      const listening = listeningHere();
+      const listening = await listeningHere();
       const listened = proxyPorts.filter((port) => listening.has(port));
       if (listened.length > 0)
         throw new Error(`port ${listened.join(" and ")} is listened on in the netns, as the pod's proxy does: its pod still runs`);

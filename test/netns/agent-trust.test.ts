@@ -232,7 +232,7 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     const path = net.netnsPath(netns);
     const rules = await natRules(netns, "nft");
     expect(rules).toContain(":PROXY_INIT_REDIRECT - [0:0]");
-    // The pod's proxy, listening on its inbound port as linkerd-proxy does.
+    // The pod's proxy, listening on its inbound port as linkerd-proxy does, and on its outbound one over IPv6 only.
     const proxy = execa(
       "ip",
       [
@@ -241,7 +241,12 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
         netns,
         "python3",
         "-c",
-        "import socket,time;s=socket.socket();s.bind(('0.0.0.0',4143));s.listen();print('up',flush=True);time.sleep(60)",
+        [
+          "import socket,time",
+          "s=socket.socket();s.bind(('0.0.0.0',4143));s.listen()",
+          "t=socket.socket(socket.AF_INET6);t.setsockopt(socket.IPPROTO_IPV6,socket.IPV6_V6ONLY,1);t.bind(('::',4140));t.listen()",
+          "print('up',flush=True);time.sleep(60)",
+        ].join("\n"),
       ],
       { reject: false },
     );
@@ -250,7 +255,7 @@ describeAsRoot("the agent's socket, asked by a caller of its own making", () => 
     const del = { get: "del", containerId: "c-victim", ifname: "eth0", netns: path, netconf };
     try {
       expect(await askAsOther(del, path)).toEqual({
-        error: "the agent could not remove it: port 4143 is listened on in the netns, as the pod's proxy does: its pod still runs",
+        error: "the agent could not remove it: port 4143 and 4140 is listened on in the netns, as the pod's proxy does: its pod still runs",
       });
       expect(await natRules(netns, "nft")).toEqual(rules);
     } finally {
