@@ -31,6 +31,8 @@ export interface Libc {
    * (EAGAIN); 0 bytes: the peer closed.
    */
   receiveWithRights(fd: number, buffer: Uint8Array, wait: boolean): { bytes: number; passed: number[] } | undefined;
+  /** Waits up to `timeoutMs` (whole ms) for `fd` to have something to read, or its peer to close: true if it has (poll(2)). */
+  waitReadable(fd: number, timeoutMs: number): boolean;
 }
 
 let loaded: Libc | undefined;
@@ -52,6 +54,7 @@ export async function libc(): Promise<Libc> {
     connect: { args: [FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
     sendmsg: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i64_fast },
     recvmsg: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i64_fast },
+    poll: { args: [FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
     __errno_location: { args: [], returns: FFIType.ptr },
   });
   const errno = () => read.i32(symbols.__errno_location()!, 0);
@@ -181,6 +184,12 @@ export async function libc(): Promise<Libc> {
         at += Math.ceil(length / 8) * 8;
       }
       return { bytes: received, passed };
+    },
+    waitReadable(fd, timeoutMs) {
+      // struct pollfd: fd, events (POLLIN), revents; POLLIN, POLLERR or POLLHUP back means a read will not wait.
+      const pollfd = new Int32Array([fd, 1]);
+      retried("poll", () => symbols.poll(ptr(pollfd), 1, timeoutMs));
+      return pollfd[1]! >>> 16 !== 0;
     },
   };
   return loaded;

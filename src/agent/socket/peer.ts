@@ -26,13 +26,45 @@ export interface CallerChecks {
 const socketFd = (connection: Socket) => (connection as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
 
 /**
+ * The plugin asks once it has checked who listens (~0.3 ms after it connected), so the first
+ * look usually finds nothing. A timer's first turn takes ~1.2 ms in Bun: the second look
+ * waits in the kernel instead, up to this, for the question. The event loop stands still
+ * for it; a loop spinning to look took a core from that very plugin (2 cores here).
+ */
+const promptMs = 1;
+/** The event loop's time blocking waits may take, per second: callers flooding the socket get timers. */
+const blockingPerSecondMs = 50;
+
+/** Time spent in blocking waits, per second, up to a bound. */
+export class BlockingBudget {
+  private windowStart = Number.NEGATIVE_INFINITY;
+  private spent = 0;
+
+  constructor(
+    private readonly perSecondMs: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** Runs `wait` when this second's budget has room, its time counted; false (and not run) when it has none. */
+  spend(wait: () => void): boolean {
+    const started = this.now();
+    if (started - this.windowStart >= 1000) [this.windowStart, this.spent] = [started, 0];
+    if (this.spent >= this.perSecondMs) return false;
+    wait();
+    this.spent += this.now() - started;
+    return true;
+  }
+}
+
+/**
  * Only root may ask (the plugin runs as root: the runtime execs it), by the kernel's word
  * for who connected (SO_PEERCRED), whatever the socket's file mode lets through: a mount of
  * its directory into another container, or a mode changed by hand. The netns a caller
  * passes is the only one the agent writes into for it.
  */
 export async function kernelCallerChecks(): Promise<CallerChecks> {
-  const { peerCredentials, receiveWithRights, close } = await libc();
+  const { peerCredentials, receiveWithRights, waitReadable, close } = await libc();
+  const blocking = new BlockingBudget(blockingPerSecondMs);
   const admit: PeerCheck = (connection) => {
     const fd = socketFd(connection);
     if (typeof fd !== "number" || fd < 0) return { reason: "its descriptor is unknown, so its credentials are" };
@@ -49,7 +81,6 @@ export async function kernelCallerChecks(): Promise<CallerChecks> {
   const firstBytes: FirstBytes = async (connection, withinMs) => {
     const fd = socketFd(connection) as number;
     const until = performance.now() + withinMs;
-    // A plugin sends as it connects: its bytes are nearly always there at the first look.
     for (let wait = 0; !connection.destroyed; wait = Math.min(2 * wait || 1, 16)) {
       const received = receiveWithRights(fd, buffer, false);
       if (received) {
@@ -66,6 +97,7 @@ export async function kernelCallerChecks(): Promise<CallerChecks> {
         }
       }
       if (performance.now() > until) return { refused: `nothing asked within ${withinMs} ms` };
+      if (wait === 0 && blocking.spend(() => waitReadable(fd, promptMs))) continue;
       await sleep(wait);
     }
     return { refused: "it closed the connection" };

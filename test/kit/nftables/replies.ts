@@ -16,7 +16,7 @@ export function errorReply(seq: number, errno: number): Uint8Array {
 }
 
 /** The unix-socket calls of libc, which no netlink test makes. */
-export const noUnixSockets: Pick<Libc, "connectUnix" | "sendWithRights" | "receiveWithRights"> = {
+export const noUnixSockets: Pick<Libc, "connectUnix" | "sendWithRights" | "receiveWithRights" | "waitReadable"> = {
   connectUnix: () => {
     throw new Error("the fake kernel has no unix sockets");
   },
@@ -24,6 +24,9 @@ export const noUnixSockets: Pick<Libc, "connectUnix" | "sendWithRights" | "recei
     throw new Error("the fake kernel has no unix sockets");
   },
   receiveWithRights: () => {
+    throw new Error("the fake kernel has no unix sockets");
+  },
+  waitReadable: () => {
     throw new Error("the fake kernel has no unix sockets");
   },
 };
