@@ -56,6 +56,7 @@ const answerSchema = v.union([
   }),
   v.object({ applied: v.object({ result: v.exactOptional(v.record(v.string(), v.unknown())) }) }),
   v.object({ refused: v.object({ code: v.pipe(v.number(), v.integer(), v.minValue(1)), msg: v.string(), details: v.string() }) }),
+  v.object({ gone: v.string() }),
   v.object({ error: v.string() }),
 ]);
 

@@ -74,6 +74,12 @@ export type AgentAnswer =
   | { applied: { result?: Record<string, unknown> } }
   /** The netconf or the pod fails the decision: the CNI error the plugin would have given. */
   | { refused: { code: number; msg: string; details: string } }
+  /**
+   * The pod asked for does not exist: the API said 404, or the agent's watch saw that very pod
+   * (its UID) deleted, which is final. The plugin fails as the API's 404 would have it fail,
+   * asking nobody again.
+   */
+  | { gone: string }
   | { error: string };
 
 /** An answer is at most this long: pods' decision fields are a few KiB (their annotations at most 256 KiB). */
@@ -85,6 +91,14 @@ export const maxLineBytes = 1 << 20;
  * does a longer one's work itself.
  */
 export const maxAskBytes = 64 << 10;
+
+/** The agent's word that the pod asked for does not exist (a `gone` answer): no reason to ask the API instead. */
+export class PodGoneError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = "PodGoneError";
+  }
+}
 
 /** The agent could not be asked (no socket, nobody listening, too slow, an answer that is no answer): ask the API instead. */
 export class AgentUnavailableError extends Error {

@@ -13,7 +13,7 @@ import { type NodeReflectors, startNodeReflectors } from "./node/node-reflectors
 import { ScopeCheck } from "./node/scope-check.js";
 import { TaintKeeper } from "./node/taint.js";
 import type { AgentOptions } from "./options.js";
-import { NodeCache } from "./socket/node-cache.js";
+import { DeletedPods, NodeCache } from "./socket/node-cache.js";
 import { type CallerChecks, kernelCallerChecks } from "./socket/peer.js";
 import { startPluginSocket } from "./socket/plugin-server.js";
 import type { PluginServer } from "./socket/plugin-socket.js";
@@ -47,6 +47,7 @@ export class NodeTasks {
   private readonly backends: BackendReport;
   /** The pods whose ADD the writers carried out (their event sweeps are skipped while they stay as written). */
   private readonly written = new AddsWritten();
+  private readonly deletedPods = new DeletedPods();
   /** Whether the API server refuses the agent's token, as its requests hear it. */
   readonly refusal: TokenRefusal;
 
@@ -98,6 +99,7 @@ export class NodeTasks {
         this.monitor?.changed(pod);
       },
       podRemoved: (pod) => {
+        this.deletedPods.note(pod.metadata?.uid);
         this.written.forget(pod.metadata?.uid ?? "");
         this.monitor?.removed(pod);
       },
@@ -105,7 +107,7 @@ export class NodeTasks {
       heard: (sentAt, failure) => this.refusal.heard(sentAt, failure),
     });
     this.server ??= this.serve(
-      new NodeCache(this.reflectors.pods, this.namespaces.store(namespaceFreshness.addMs), this.reflectors.service),
+      new NodeCache(this.reflectors.pods, this.namespaces.store(namespaceFreshness.addMs), this.reflectors.service, this.deletedPods),
     );
     if (readiness.ready) this.monitor ??= this.startSweeps();
     this.followNode();

@@ -1,4 +1,4 @@
-import { type AgentAnswer, type AgentAsk, AgentUnavailableError } from "../agent-socket.js";
+import { type AgentAnswer, type AgentAsk, AgentUnavailableError, PodGoneError } from "../agent-socket.js";
 import { type Connector, connectAgent } from "./agent-connection.js";
 import { namespaceAnswer, podAnswer, serviceAnswer } from "./answers.js";
 import type { KubeReader } from "./pod-reader.js";
@@ -6,12 +6,14 @@ import type { KubeReader } from "./pod-reader.js";
 /**
  * The reads answered by the agent's answers (over its socket, or the agent's own when it
  * decides for the plugin), each checked as the API's are (the object asked for,
- * well-formed); an answer that is no object throws AgentUnavailableError.
+ * well-formed); a pod gone throws PodGoneError, any other answer that is no object
+ * AgentUnavailableError.
  */
 export function answersReader(ask: (question: AgentAsk) => Promise<AgentAnswer>, socket: string, close: () => void): KubeReader {
   const object = async (question: AgentAsk) => {
     const answer = await ask(question);
     if ("object" in answer) return answer.object;
+    if ("gone" in answer) throw new PodGoneError(answer.gone);
     throw new AgentUnavailableError(socket, "error" in answer ? answer.error : "an answer of another kind than asked");
   };
   return {

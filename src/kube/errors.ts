@@ -49,6 +49,9 @@ export class ApiStatusError extends Error {
   }
 }
 
+/** Whether the API server answered 404 Not Found (client-node's error, or ours). */
+export const isNotFound = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 404;
+
 /** Retry-After in seconds (what the API server sends), as milliseconds. */
 export function retryAfterMs(value: string | null | undefined): number | undefined {
   const seconds = value ? Number(value) : Number.NaN;

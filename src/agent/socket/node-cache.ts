@@ -6,6 +6,28 @@ export interface FreshStore<T> {
   fresh(): boolean;
 }
 
+/** UIDs remembered as deleted: the most recent this many (a pod is never undeleted, so an old one just goes to the API). */
+const deletedPodsKept = 4096;
+
+/**
+ * The UIDs of the node's pods its watch saw go (deleted, or gone from a relist): a sandbox
+ * started for one (a pod deleted as it started) is answered at once, without a GET the API
+ * would answer 404. A UID is never reused, so this never goes stale.
+ */
+export class DeletedPods {
+  private readonly uids = new Set<string>();
+
+  note(uid: string | undefined): void {
+    if (!uid) return;
+    this.uids.add(uid);
+    if (this.uids.size > deletedPodsKept) this.uids.delete(this.uids.values().next().value as string);
+  }
+
+  has(uid: string): boolean {
+    return this.uids.has(uid);
+  }
+}
+
 /**
  * The node's pods and the `kubernetes` Service as the agent's reflectors keep them, and the
  * namespaces as last read (within the ADD's bound: NamespaceReads). It answers only while its
@@ -17,7 +39,13 @@ export class NodeCache {
     private readonly pods: FreshStore<V1Pod>,
     private readonly namespaces: FreshStore<V1Namespace>,
     private readonly services?: FreshStore<V1Service>,
+    private readonly deleted: DeletedPods = new DeletedPods(),
   ) {}
+
+  /** Whether the node's pod of this UID was seen to go. */
+  podDeleted(uid: string): boolean {
+    return this.deleted.has(uid);
+  }
 
   pod(namespace: string, name: string): V1Pod | undefined {
     return this.pods.fresh() ? this.pods.get(`${namespace}/${name}`) : undefined;

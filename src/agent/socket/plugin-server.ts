@@ -4,7 +4,7 @@ import { resultAddresses } from "../../cni/result.js";
 import { errorMessage } from "../../errors.js";
 import { hostPaths } from "../../host.js";
 import { agentTimeoutMs } from "../../kube/agent-connection.js";
-import { describeApiFailure } from "../../kube/errors.js";
+import { describeApiFailure, isNotFound } from "../../kube/errors.js";
 import { type Logger, type LogLevel, pluginLogger } from "../../log.js";
 import { type NetConf, parseNetConf } from "../../mesh/netconf.js";
 import { decisionFields, namespaceDecisionFields, serviceDecisionFields } from "../../mesh/pod.js";
@@ -134,6 +134,8 @@ export async function answerAsk(
       // Without the runtime's UID the cache cannot tell a pod recreated under the same name (its
       // watch event still on the way) from the one asked for: only the API can.
       if (cached && ask.uid !== undefined && cached.metadata?.uid === ask.uid) return { object: decisionFields(cached), cached: true };
+      if (ask.uid !== undefined && cache.podDeleted(ask.uid))
+        return { gone: `its UID ${ask.uid} was deleted (the agent's watch saw it go)` };
       const read = await lookup.readPod(ask.namespace, ask.name);
       // The cache holds the node's pods alone; the API has every pod of the cluster, which a caller of this socket has no need of.
       const on = read.spec?.nodeName;
@@ -147,6 +149,7 @@ export async function answerAsk(
     if (cached) return { object: namespaceDecisionFields(cached), cached: true };
     return { object: namespaceDecisionFields(await lookup.readNamespace(ask.name)), cached: false };
   } catch (error) {
+    if (ask.get === "pod" && isNotFound(error)) return { gone: "the API server has no such pod (404 Not Found)" };
     return { error: describeApiFailure(error).cause };
   }
 }

@@ -100,9 +100,16 @@ describe("the agent's node tasks", () => {
     expect(requests(/^\/api\/v1\/namespaces\/shop$/, false)).toHaveLength(1);
     expect(await askAgent(socket(), { get: "namespace", name: "elsewhere" })).toMatchObject({ error: expect.stringContaining("404") });
     expect(await askAgent(socket(), { get: "pod", namespace: "shop", name: "web", uid: "a-newer-pod" })).toMatchObject({ cached: false });
-    expect(await askAgent(socket(), { get: "pod", namespace: "shop", name: "elsewhere" })).toMatchObject({
-      error: expect.stringContaining("404"),
+    expect(await askAgent(socket(), { get: "pod", namespace: "shop", name: "elsewhere" })).toEqual({
+      gone: "the API server has no such pod (404 Not Found)",
     });
+    // A pod its watch saw deleted (a sandbox started as it was deleted): answered gone, the API not asked.
+    api.addPod(podObject("shop", "brief", { proxy: "container", nodeName: "n1" }));
+    const brief = { get: "pod", namespace: "shop", name: "brief", uid: "uid-shop-brief" } as const;
+    await until(() => cached(brief), 3000);
+    api.deletePod("shop", "brief");
+    await until(async () => "gone" in (await askAgent(socket(), brief)), 3000);
+    expect(requests(/^\/api\/v1\/namespaces\/shop\/pods\/brief$/, false)).toHaveLength(0);
     // A half-open pod watch: within about a second the cache no longer answers; what it says comes from the API.
     api.watchFaults.set("/api/v1/pods", "silent");
     api.addPod(

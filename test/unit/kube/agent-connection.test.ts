@@ -34,6 +34,8 @@ describe("the plugin's reading of the agent's answers", () => {
     ["refused", { refused: { code: 7, msg: "bad netconf", details: "field x" } }],
     ["refused with code 0", { refused: { code: 0, msg: "m", details: "d" } }],
     ["an error", { error: "the API server did not answer" }],
+    ["a pod gone", { gone: "the API server has no such pod (404 Not Found)" }],
+    ["a pod gone, said by no text", { gone: 404 }],
     ["a cached object", { object: { metadata: { name: "web" } }, cached: true }],
     ["nothing", {}],
     ["a list", [{ applied: {} }]],

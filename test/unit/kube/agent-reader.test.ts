@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { servePlugin } from "../../../src/agent/socket/plugin-socket.js";
-import { type AgentAnswer, type AgentAsk, AgentUnavailableError } from "../../../src/agent-socket.js";
+import { type AgentAnswer, type AgentAsk, AgentUnavailableError, PodGoneError } from "../../../src/agent-socket.js";
 import { createAgentReader } from "../../../src/kube/agent-reader.js";
 import { AnswerError } from "../../../src/kube/answers.js";
 import { createLogger } from "../../../src/log.js";
@@ -79,6 +79,15 @@ describe("the agent reader", () => {
     const reading = reader.readPod("shop", "web");
     await expect(reading).rejects.toThrow(AnswerError);
     await expect(reading).rejects.toThrow("the API server answered with Pod shop/other, not shop/web");
+    reader.close();
+  });
+
+  it("fails closed on a pod the agent says is gone: a PodGoneError, not a reason to ask the API instead", async () => {
+    server = await serve(socket, async () => ({ gone: "the API server has no such pod (404 Not Found)" }));
+    const reader = await createAgentReader(socket, 1000, nodeConnector);
+    const reading = reader.readPod("shop", "web", "uid-1");
+    await expect(reading).rejects.toThrow(new PodGoneError("the API server has no such pod (404 Not Found)"));
+    await expect(reading).rejects.not.toThrow(AgentUnavailableError);
     reader.close();
   });
 

@@ -21,12 +21,17 @@ const namespace = { metadata: { name: "shop", annotations: { "config.linkerd.io/
  * The agent's decision for shop/web, its cache holding `pods`; the API answers `fromApi` (or
  * fails), and the kubernetes Service unless `noService`; its log lines into `lines`.
  */
-function decide(pods: V1Pod[], text: string, options: { uid?: string; fromApi?: V1Pod; noService?: boolean; lines?: LogEntry[] } = {}) {
+function decide(
+  pods: V1Pod[],
+  text: string,
+  options: { uid?: string; fromApi?: V1Pod; notFound?: boolean; noService?: boolean; lines?: LogEntry[] } = {},
+) {
   const store = <T>(entries: Array<[string, T]>) => ({ get: (key: string) => new Map(entries).get(key), fresh: () => true });
   const cache = new NodeCache(store(pods.map((pod) => [podName(pod), pod])), store([["shop", namespace]]));
   const lookup = {
     node: "n1",
     readPod: async () => {
+      if (options.notFound) throw Object.assign(new Error('pods "web" not found'), { code: 404 });
       if (!options.fromApi) throw Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" });
       return options.fromApi;
     },
@@ -79,6 +84,16 @@ describe("the agent's decision for the plugin's ADD", () => {
       refused: {
         code: 11,
         msg: "cannot decide the redirect for pod shop/web: the API server has pod UID uid-other, the runtime asked for uid-shop-web",
+        details: "",
+      },
+    });
+  });
+
+  it("refuses a pod the API has not (404) with the plugin's CNI error for it, rather than send the plugin to read it again", async () => {
+    expect(await decide([], netconf(), { notFound: true })).toEqual({
+      refused: {
+        code: 11,
+        msg: "cannot decide the redirect for pod shop/web: reading pod shop/web: the API server has no such pod (404 Not Found)",
         details: "",
       },
     });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { V1Namespace, V1Pod, V1Service } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
-import { NodeCache } from "../../../../src/agent/socket/node-cache.js";
+import { DeletedPods, NodeCache } from "../../../../src/agent/socket/node-cache.js";
 import { answerAsk } from "../../../../src/agent/socket/plugin-server.js";
 import { servePlugin } from "../../../../src/agent/socket/plugin-socket.js";
 import type { AgentAnswer, AgentAsk } from "../../../../src/agent-socket.js";
@@ -130,9 +130,34 @@ describe("the agent's answers to the plugin", () => {
     asked.length = 0;
     expect(await answerAsk({ get: "pod", namespace: "shop", name: "web" }, cache, api, log)).toMatchObject({ cached: false });
     expect(asked).toEqual(["pod shop/web"]);
+    // The API's 404 is an answer, not a failure: the plugin fails on it without asking the API again.
     expect(await answerAsk({ get: "pod", namespace: "shop", name: "gone" }, cache, api, log)).toEqual({
-      error: expect.stringContaining("404"),
+      gone: "the API server has no such pod (404 Not Found)",
     });
+  });
+
+  it("answers a pod its watch saw deleted (that very UID) as gone, without the API; another UID of that name is asked for", async () => {
+    const deleted = new DeletedPods();
+    deleted.note("uid-old");
+    const store = { get: () => undefined, fresh: () => true };
+    const cache = new NodeCache(store, store, undefined, deleted);
+    asked.length = 0;
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-old" }, cache, api, log)).toEqual({
+      gone: "its UID uid-old was deleted (the agent's watch saw it go)",
+    });
+    expect(asked).toEqual([]);
+    expect(await answerAsk({ get: "pod", namespace: "shop", name: "web", uid: "uid-new" }, cache, api, log)).toMatchObject({
+      cached: false,
+    });
+    expect(asked).toEqual(["pod shop/web"]);
+  });
+
+  it("keeps the most recent deleted UIDs, the oldest forgotten first", () => {
+    const deleted = new DeletedPods();
+    for (let i = 0; i <= 4096; i++) deleted.note(`uid-${i}`);
+    expect(deleted.has("uid-0")).toBe(false);
+    expect(deleted.has("uid-1")).toBe(true);
+    expect(deleted.has("uid-4096")).toBe(true);
   });
 
   it("answers nothing about a pod of another node, or of none, that it read from the API: its socket is its node's", async () => {
