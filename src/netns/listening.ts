@@ -67,6 +67,7 @@ const EPROTONOSUPPORT = 93;
 function listeningByDiag(io: Libc): Set<number> {
   const ports = new Set<number>();
   const fd = io.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  // The kernel makes no dump part larger than 32 KiB, whatever the reader's buffer.
   const buffer = new Uint8Array(32 << 10);
   try {
     for (const family of [AF_INET, AF_INET6]) {
