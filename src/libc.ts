@@ -35,6 +35,9 @@ export interface Libc {
   waitReadable(fd: number, timeoutMs: number): boolean;
 }
 
+/** socket(2)'s arguments for a netlink socket to the kernel: AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC. */
+export const [AF_NETLINK, SOCK_RAW_CLOEXEC] = [16, 3 | 0x80000];
+
 let loaded: Libc | undefined;
 
 /** libc through bun:ffi; the compiled binary runs on Bun, so this fails only under Node (the unit tests). */
@@ -65,7 +68,7 @@ export async function libc(): Promise<Libc> {
   };
   // struct sockaddr_nl for the kernel: AF_NETLINK (16), pad, nl_pid 0, nl_groups 0.
   const kernel = new Uint8Array(12);
-  kernel[0] = 16;
+  kernel[0] = AF_NETLINK;
   const MSG_DONTWAIT = 0x40;
   const [LOCK_EX, LOCK_NB] = [2, 4];
   const [SOL_SOCKET, SO_PEERCRED, SO_RCVTIMEO, SO_SNDTIMEO, SCM_RIGHTS] = [1, 17, 20, 21, 1];

@@ -44,4 +44,4 @@ export const errnoNames: Record<number, string> = {
 };
 
 export const EINVAL = 22;
-export const [EINTR, EAGAIN, ENAMETOOLONG] = [4, 11, 36];
+export const [ENOENT, EINTR, EAGAIN, ENAMETOOLONG, EPROTONOSUPPORT] = [2, 4, 11, 36, 93];

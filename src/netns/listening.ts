@@ -1,13 +1,10 @@
 import { readFileSync } from "node:fs";
-import { type Libc, libc } from "../libc.js";
+import { AF_NETLINK, type Libc, libc, SOCK_RAW_CLOEXEC } from "../libc.js";
 import { NLM_F_DUMP, NLM_F_REQUEST, NLMSG_DONE, NLMSG_ERROR, parseError, parseMessages } from "../nftables/netlink.js";
-import { SyscallError } from "../syscall-error.js";
+import { EAGAIN, ENOENT, EPROTONOSUPPORT, SyscallError } from "../syscall-error.js";
 
 const AF_INET = 2;
 const AF_INET6 = 10;
-const AF_NETLINK = 16;
-const SOCK_RAW = 3;
-const SOCK_CLOEXEC = 0x80000;
 const NETLINK_SOCK_DIAG = 4;
 const SOCK_DIAG_BY_FAMILY = 20;
 const IPPROTO_TCP = 6;
@@ -59,14 +56,10 @@ export function listeningPorts(table: string): Set<number> {
   return ports;
 }
 
-const ENOENT = 2;
-const EAGAIN = 11;
-const EPROTONOSUPPORT = 93;
-
 /** sock_diag's answer for this thread's netns (its socket is opened here, so it sees this netns). */
 function listeningByDiag(io: Libc): Set<number> {
   const ports = new Set<number>();
-  const fd = io.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  const fd = io.socket(AF_NETLINK, SOCK_RAW_CLOEXEC, NETLINK_SOCK_DIAG);
   // The kernel makes no dump part larger than 32 KiB, whatever the reader's buffer.
   const buffer = new Uint8Array(32 << 10);
   try {

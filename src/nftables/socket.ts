@@ -1,12 +1,9 @@
-import { type Libc, libc } from "../libc.js";
+import { AF_NETLINK, type Libc, libc, SOCK_RAW_CLOEXEC } from "../libc.js";
 import { readLimitBytes } from "../redirect/table.js";
 import { errnoNames, SyscallError } from "../syscall-error.js";
 import type { BatchPart } from "./message.js";
 import { encodeBatch, type NetlinkMessage, NLM_F_ACK, NLMSG_DONE, NLMSG_ERROR, parseAttrs, parseError, parseMessages } from "./netlink.js";
 
-const AF_NETLINK = 16;
-const SOCK_RAW = 3;
-const SOCK_CLOEXEC = 0x80000;
 const NETLINK_NETFILTER = 12;
 const SOL_NETLINK = 270;
 const NETLINK_CAP_ACK = 10;
@@ -83,7 +80,7 @@ export class NftSocket {
   /** Opens the socket; `io` is libc but for tests, which answer as the kernel would. */
   static async open(io?: Libc): Promise<NftSocket> {
     io ??= await libc();
-    const fd = io.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+    const fd = io.socket(AF_NETLINK, SOCK_RAW_CLOEXEC, NETLINK_NETFILTER);
     try {
       // Acks carry only the request's header; errors name the attribute that failed.
       io.setsockoptInt(fd, SOL_NETLINK, NETLINK_CAP_ACK, 1);
