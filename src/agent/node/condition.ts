@@ -12,6 +12,9 @@ export const conditionType = "MeshcniReady";
 /** What the condition says: its status, its reason (one word) and its message. */
 export type ConditionState = Pick<V1NodeCondition, "status" | "reason" | "message">;
 
+/** The message's end before the first sweep: its replacement by the first summary is written at once, not held back. */
+const notAudited = "meshed pods not audited yet";
+
 /**
  * The condition for the agent's readiness and its last sweeps: True ("Ready", or
  * "PodsUnprotected" while a meshed pod is left without its redirect: the node still
@@ -31,7 +34,7 @@ export function nodeCondition(
     return { status: "False", reason: readiness.cause ?? "NotReady", message };
   }
   const chained = `meshcni ${version} chained ${readiness.chainedBy ?? `in ${readiness.active}`}`;
-  if (!sweeps) return { status: "True", reason: "Ready", message: `${chained}; meshed pods not audited yet` };
+  if (!sweeps) return { status: "True", reason: "Ready", message: `${chained}; ${notAudited}` };
   return { status: "True", reason: sweeps.unprotected.length > 0 ? "PodsUnprotected" : "Ready", message: `${chained}; ${summary}` };
 }
 
@@ -64,7 +67,8 @@ const same = (a: ConditionState | undefined, b: ConditionState) =>
 /**
  * Keeps the condition on the agent's Node: one patch of the node's status per change
  * (never one per sweep when nothing changed), a change of the message alone at most every
- * 10 s. Nothing is written before the Node's watch has shown it; what it holds is read
+ * 10 s (the first sweep's summary at once: an agent just started says what it found).
+ * Nothing is written before the Node's watch has shown it; what it holds is read
  * from the watch then, and again only from a Node registered anew (another uid), so an
  * agent restarted into the same state writes nothing, a re-registered Node gets the
  * condition again, and a watch event older than the agent's own write is not taken for a
@@ -113,7 +117,8 @@ export class ConditionKeeper {
   private write(api: NodeApi): void {
     const wanted = this.wanted;
     if (!wanted || this.nodeUid === undefined || same(this.held, wanted) || this.busy) return;
-    const messageOnly = this.held?.status === wanted.status && this.held.reason === wanted.reason;
+    const messageOnly =
+      this.held?.status === wanted.status && this.held.reason === wanted.reason && !this.held.message?.endsWith(notAudited);
     const wait = messageOnly ? this.lastWriteAt + this.intervalMs - this.now() : 0;
     if (wait > 0) {
       this.later(api, wait);

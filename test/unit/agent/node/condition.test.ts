@@ -104,6 +104,22 @@ describe("the condition keeper", () => {
     keeper.stop();
   });
 
+  it("writes the first sweep's summary at once after 'not audited yet', and holds back the next count", async () => {
+    const now = 1_000_000;
+    const { api, written } = conditionApi();
+    const keeper = new ConditionKeeper(memoryLogger([]), () => now);
+    keeper.follow(api, nodeCondition(ready, undefined, "1"), shown);
+    await until(() => written.length === 1);
+    expect(written[0]!.message).toMatch(/meshed pods not audited yet$/);
+    keeper.follow(api, nodeCondition(ready, sweeps, "1"), undefined);
+    await until(() => written.length === 2);
+    expect(written[1]!.message).toMatch(/; 4 meshed pods: 3 protected, 1 adopted$/);
+    keeper.follow(api, nodeCondition(ready, { ...sweeps, counts: { ...counts, protected: 4 } }, "1"), undefined);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(written).toHaveLength(2);
+    keeper.stop();
+  });
+
   it("keeps the transition time of a status that holds, and writes nothing when the Node already says it (an agent restarted)", async () => {
     const { api, written } = conditionApi();
     const keeper = new ConditionKeeper(memoryLogger([]), () => 2_000_000);
