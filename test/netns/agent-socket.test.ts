@@ -3,6 +3,7 @@ import { request } from "node:https";
 import { join } from "node:path";
 import { execa } from "execa";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import type { AgentAsk } from "../../src/agent-socket.js";
 import { AgentHarness } from "../kit/agent/harness.js";
 import { askAgent } from "../kit/agent/socket.js";
 import { FakeApiServer, type PodOptions, podObject } from "../kit/api/server.js";
@@ -56,10 +57,13 @@ describeAsRoot("the plugin asks the agent on the node", () => {
   /** Waits until the agent's watches have the pod and its namespace: it answers from its cache. */
   const cached = (name: string, uid = `uid-shop-${name}`, namespace = "shop") =>
     until(async () => {
-      const answers = [
-        await askAgent(socket(), { get: "pod", namespace, name, uid }),
-        await askAgent(socket(), { get: "namespace", name: namespace }),
-      ];
+      const ask = (question: AgentAsk) =>
+        askAgent(socket(), question).catch((error: unknown) => {
+          // What the agent said of its socket's callers (each reason said once): why it closed this one.
+          const said = host.logs.filter((line) => line.level === "warn" || line.level === "error").map((line) => JSON.stringify(line));
+          throw new Error(`asking the agent ${JSON.stringify(question)}: ${String(error)}; the agent's warnings: ${said.join(" ")}`);
+        });
+      const answers = [await ask({ get: "pod", namespace, name, uid }), await ask({ get: "namespace", name: namespace })];
       return answers.every((answer) => "cached" in answer && answer.cached);
     });
 
