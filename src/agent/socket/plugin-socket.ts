@@ -71,6 +71,12 @@ export async function servePlugin(
   const connections = new Set<Socket>();
   const held = new HeldBytes(bounds.heldBytes);
   const refused = new SaidOnce();
+  // An unexpected failure serving one caller (an errno, an answer that threw) ends its connection, never the agent.
+  const failed = (connection: Socket) => (error: unknown) => {
+    const reason = `serving it failed: ${errorMessage(error)}`;
+    if (refused.first(reason)) log.warn("closed a connection on the plugin's socket", { reason });
+    connection.destroy();
+  };
   const serve = async (connection: Socket) => {
     const refusal = callers.admit(connection);
     if (refusal) {
@@ -119,11 +125,13 @@ export async function servePlugin(
         }
         if (++pending > socketBounds.pending) return connection.destroy();
         // In the order asked: a cached answer must not overtake one still waiting on the API.
-        replies = replies.then(async () => {
-          const reply = await answer(ask, first.netns);
-          pending--;
-          if (connection.writable) connection.write(`${JSON.stringify(reply)}\n`);
-        });
+        replies = replies
+          .then(async () => {
+            const reply = await answer(ask, first.netns);
+            pending--;
+            if (connection.writable) connection.write(`${JSON.stringify(reply)}\n`);
+          })
+          .catch(failed(connection));
       }
     };
     connection.on("data", read);
@@ -134,7 +142,7 @@ export async function servePlugin(
     // Again at each listen: a replaced socket may sit in a directory made again by whoever replaced it.
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     chmodSync(dirname(path), 0o700);
-    const listening = createServer({ pauseOnConnect: true }, serve);
+    const listening = createServer({ pauseOnConnect: true }, (connection) => void serve(connection).catch(failed(connection)));
     listening.maxConnections = bounds.connections;
     await new Promise<void>((resolve, reject) => {
       listening.once("error", reject);

@@ -223,4 +223,41 @@ describe("the plugin's socket, bounded", () => {
     expect(seen).toHaveLength(2);
     expect(lines.map((line) => line.fields?.reason)).toEqual(["a descriptor passed that is no namespace"]);
   });
+
+  it("a failure serving one caller (its first bytes unreadable, an answer that throws) closes that connection, said once; the agent answers the next", async () => {
+    let failing: "firstBytes" | "answer" | undefined = "firstBytes";
+    const callers = {
+      admit: () => undefined,
+      firstBytes: async () => {
+        if (failing === "firstBytes") throw new Error("recvmsg failed: ECONNRESET");
+        return { bytes: Buffer.alloc(0) };
+      },
+    };
+    server = await servePlugin(
+      path,
+      async (ask) => {
+        if (failing === "answer") throw new Error("the cache threw");
+        return { object: ask.get, cached: true };
+      },
+      callers,
+      memoryLogger(lines),
+    );
+    for (const failure of ["firstBytes", "answer", "firstBytes"] as const) {
+      failing = failure;
+      const dropped = client(path);
+      dropped.socket.write(question);
+      await dropped.closed;
+      expect(dropped.answers()).toEqual([]);
+    }
+    failing = undefined;
+    const asking = client(path);
+    asking.socket.write(question);
+    await waitFor(() => asking.answers().length === 1);
+    expect(asking.answers()).toEqual(['{"object":"namespace","cached":true}']);
+    asking.socket.destroy();
+    expect(lines.map((line) => line.fields?.reason)).toEqual([
+      "serving it failed: recvmsg failed: ECONNRESET",
+      "serving it failed: the cache threw",
+    ]);
+  });
 });
