@@ -5,7 +5,7 @@
 // sweep every 60 s (as deployed), once with none in the window (the sweep's share), and a
 // third time under Bun's own sampling profiler (BUN_OPTIONS --cpu-prof-md), whose heaviest
 // functions it prints.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execa } from "execa";
@@ -52,6 +52,10 @@ async function idleWindow(
     api.addNode({ metadata: { name: node }, spec: {} });
     writeFileSync(host.path("10-primary.conflist"), JSON.stringify(net.primaryConflist("primary")));
     api.addPod(podObject("meshcni", "agent-self", { proxy: false, nodeName: node, podIP: "10.251.0.250", daemonSet: "meshcni" }));
+    // The node's iptables backend as kubelet's chains decide it on a real node (its KUBE-IPTABLES-HINT), kept where the plugin
+    // keeps it: this host has no kubelet, and without it every sweep would probe the host's four save binaries (~15 ms each time).
+    mkdirSync(net.stateDir, { recursive: true });
+    writeFileSync(join(net.stateDir, "iptables-backend"), "nft\n");
     const template = agentTemplate(net.stateDir);
     const args = ["--template", template, "--node", node, "--state-dir", net.stateDir, "--cri-socket", await net.criSocket()];
     // The DaemonSet's resync (the flag's default, 10 s), not the harness's 60 s.
