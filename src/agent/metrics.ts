@@ -56,6 +56,11 @@ export function createAgentMetrics(node?: string) {
       help: "Times the agent took its socket's path back from a file put in its place (another listener, through a hostPath to its state dir): the plugin asked the API itself meanwhile.",
       registers: [registry],
     }),
+    socketDropped: new Counter({
+      name: "meshcni_plugin_socket_dropped_total",
+      help: "Connections to the plugin's socket closed as they came, the agent holding as many as it may at once (256): their plugins asked the API themselves.",
+      registers: [registry],
+    }),
     chainMode: new Gauge({
       name: "meshcni_chain_mode",
       help: "How meshcni is chained (1 for the mode in force): dropin (its own file, loaded by the runtime), conflist (its entry in the active config), probe or asking (being decided).",

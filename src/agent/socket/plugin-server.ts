@@ -13,10 +13,11 @@ import { logUnmeshed } from "../../plugin/apply.js";
 import type { AgentMetrics } from "../metrics.js";
 import { otherRedirect, outsideScope, type WriteScope } from "../writers/write-scope.js";
 import type { Writing } from "../writers/writing.js";
+import { socketBounds } from "./bounds.js";
 import { decideForPlugin } from "./decide.js";
 import type { NodeCache } from "./node-cache.js";
 import type { CallerChecks } from "./peer.js";
-import { type PluginServer, servePlugin, socketBounds } from "./plugin-socket.js";
+import { type PluginServer, servePlugin } from "./plugin-socket.js";
 
 /** Where an answer comes from when the cache has none, or an outdated one: the agent's API client. */
 export interface Lookup {
@@ -204,12 +205,11 @@ export async function startPluginSocket(config: PluginSocketConfig, log: Logger,
   const answer = async (ask: AgentAsk, netns: NetnsId | undefined) => {
     const verb = ask.get === "decision" ? "ADD" : ask.get === "del" ? "DEL" : undefined;
     const timer = verb && metrics.answers.startTimer({ verb });
-    const answered = await answerAsk(ask, config.cache, config.lookup, log, config.writing, netns);
-    timer?.();
-    return answered;
+    return answerAsk(ask, config.cache, config.lookup, log, config.writing, netns).finally(() => timer?.());
   };
   try {
-    const server = await servePlugin(config.path, answer, await config.callers(), log, socketBounds, () => metrics.socketTakenBack.inc());
+    const counts = { takenBack: () => metrics.socketTakenBack.inc(), dropped: () => metrics.socketDropped.inc() };
+    const server = await servePlugin(config.path, answer, await config.callers(), log, socketBounds, counts);
     log.info("answering the plugin", { socket: config.path });
     return server;
   } catch (error) {

@@ -7,6 +7,7 @@ import { errnoCode, errorMessage } from "../../errors.js";
 import { type Logger, SaidOnce } from "../../log.js";
 import type { NetnsId } from "../../netns/enter.js";
 import { AskLines, HeldBytes } from "./ask-lines.js";
+import { type SocketBounds, type SocketCounts, socketBounds } from "./bounds.js";
 import type { CallerChecks } from "./peer.js";
 
 /** The plugin's socket, served: closing it ends the connections open on it too. */
@@ -19,25 +20,6 @@ export interface PluginServer {
    */
   reclaim(): Promise<string | undefined>;
 }
-
-/** What one connection may hold: a plugin asks a few questions in 2 s at most, then goes. */
-export const socketBounds = {
-  /** Connections at once; more are closed as they come (their plugins ask the API themselves). */
-  connections: 256,
-  /** A connection that sends nothing and is answered nothing for this long is closed. */
-  idleMs: 5000,
-  /** Questions asked and not yet answered on one connection. */
-  pending: 16,
-  /** A question must be whole within this of its first byte (one sent a byte at a time holds no connection). */
-  lineMs: 2000,
-  /** Bytes of unfinished questions held across connections (each at most maxAskBytes). */
-  heldBytes: 4 << 20,
-  /** How often the socket's path is looked at, to take it back from whatever took its place. */
-  reclaimMs: 1000,
-  /** Take-backs after the first are said at most this often, with their count: one put back at once, each time, would fill the log. */
-  reclaimSaidEveryMs: 60_000,
-};
-export type SocketBounds = typeof socketBounds;
 
 /** A question, and the netns its caller passed with it (none: the agent writes nothing for it). */
 export type Answerer = (ask: AgentAsk, netns: NetnsId | undefined) => Promise<AgentAnswer>;
@@ -59,8 +41,7 @@ export async function servePlugin(
   callers: CallerChecks,
   log: Logger,
   bounds: SocketBounds = socketBounds,
-  /** Each take-back, counted (meshcni_plugin_socket_taken_back_total): the log says them once a minute. */
-  takenBack: () => void = () => {},
+  counts: SocketCounts = { takenBack: () => {}, dropped: () => {} },
 ): Promise<PluginServer> {
   try {
     if (!lstatSync(path).isSocket()) throw new Error(`${path} exists and is no socket: not replacing it`);
@@ -123,7 +104,7 @@ export async function servePlugin(
           connection.end(`${JSON.stringify({ error: `not a question: ${errorMessage(error)}` })}\n`);
           return;
         }
-        if (++pending > socketBounds.pending) return connection.destroy();
+        if (++pending > bounds.pending) return connection.destroy();
         // In the order asked: a cached answer must not overtake one still waiting on the API.
         replies = replies
           .then(async () => {
@@ -144,6 +125,12 @@ export async function servePlugin(
     chmodSync(dirname(path), 0o700);
     const listening = createServer({ pauseOnConnect: true }, (connection) => void serve(connection).catch(failed(connection)));
     listening.maxConnections = bounds.connections;
+    // Closed by the runtime itself (Node's and Bun's 'drop'), before anything is read: its plugin asks the API.
+    listening.on("drop", () => {
+      counts.dropped();
+      const reason = `${bounds.connections} connections open at once`;
+      if (refused.first(reason)) log.warn("closed a connection on the plugin's socket", { reason });
+    });
     await new Promise<void>((resolve, reject) => {
       listening.once("error", reject);
       listening.listen(path, () => resolve());
@@ -192,7 +179,7 @@ export async function servePlugin(
     reclaim().then(
       (found) => {
         if (found) {
-          takenBack();
+          counts.takenBack();
           Object.assign(unsaid, { times: unsaid.times + 1, found });
         }
         if (unsaid.times === 0 || unsaid.looksSinceSaid < sayEvery) return;

@@ -3,7 +3,8 @@ import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type PluginServer, servePlugin, socketBounds } from "../../../../src/agent/socket/plugin-socket.js";
+import { socketBounds } from "../../../../src/agent/socket/bounds.js";
+import { type PluginServer, servePlugin } from "../../../../src/agent/socket/plugin-socket.js";
 import { maxAskBytes } from "../../../../src/agent-socket.js";
 import { connectAgent } from "../../../../src/kube/agent-connection.js";
 import { anyCaller, nodeConnector } from "../../../kit/agent/socket.js";
@@ -73,6 +74,59 @@ describe("the plugin's socket, bounded", () => {
         fields: { reason: `a question longer than ${maxAskBytes} bytes` },
       },
     ]);
+  });
+
+  it("closes the connections past `connections` as they come, counting each and saying it once; those held are answered", async () => {
+    let dropped = 0;
+    server = await servePlugin(
+      path,
+      async (ask) => ({ object: ask.get, cached: true }),
+      anyCaller(),
+      memoryLogger(lines),
+      { ...socketBounds, connections: 2 },
+      { takenBack: () => {}, dropped: () => dropped++ },
+    );
+    const held = [client(path), client(path)];
+    await Promise.all(held.map((one) => one.ready));
+    const past = [client(path), client(path), client(path)];
+    for (const one of past) one.socket.write(question);
+    await Promise.all(past.map((one) => one.closed));
+    expect(past.map((one) => one.answers())).toEqual([[], [], []]);
+    expect(dropped).toBe(3);
+    expect(lines).toEqual([
+      { level: "warn", message: "closed a connection on the plugin's socket", fields: { reason: "2 connections open at once" } },
+    ]);
+    for (const one of held) one.socket.write(question);
+    await waitFor(() => held.every((one) => one.answers().length === 1));
+    expect(held.map((one) => one.answers())).toEqual([['{"object":"namespace","cached":true}'], ['{"object":"namespace","cached":true}']]);
+    for (const one of held) one.socket.destroy();
+  });
+
+  it("closes a connection with more than `pending` questions unanswered", async () => {
+    let release = () => {};
+    const answered = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    server = await servePlugin(
+      path,
+      async (ask) => {
+        await answered;
+        return { object: ask.get, cached: true };
+      },
+      anyCaller(),
+      memoryLogger(lines),
+      { ...socketBounds, pending: 2 },
+    );
+    const within = client(path);
+    within.socket.write(question.repeat(2));
+    const past = client(path);
+    past.socket.write(question.repeat(3));
+    await past.closed;
+    release();
+    await waitFor(() => within.answers().length === 2);
+    expect(within.answers()).toHaveLength(2);
+    expect(past.answers()).toEqual([]);
+    within.socket.destroy();
   });
 
   it("closes a connection whose question is not whole within lineMs, however steadily its bytes come", async () => {
@@ -154,7 +208,7 @@ describe("the plugin's socket, bounded", () => {
       anyCaller(),
       memoryLogger(lines),
       { ...socketBounds, reclaimMs: 10, reclaimSaidEveryMs: 200 },
-      () => counted++,
+      { takenBack: () => counted++, dropped: () => {} },
     );
     // A listener put back as soon as its path is taken, for 500 ms: about 50 take-backs.
     const others: ReturnType<typeof createServer>[] = [];
