@@ -175,6 +175,11 @@ export function createAgentMetrics(node?: string) {
       buckets: auditBuckets,
       registers: [registry],
     }),
+    auditsUnchanged: new Counter({
+      name: "meshcni_audit_unchanged_total",
+      help: "Full sweeps answered without their process: since the last clean one, nothing they read moved (every pod's netns at the same nf_tables generation, the records, the pods and namespaces, the entry). Counted in meshcni_audit_duration_seconds too.",
+      registers: [registry],
+    }),
   };
 }
 

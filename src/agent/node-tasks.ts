@@ -42,7 +42,7 @@ export class NodeTasks {
   private reflectors: NodeReflectors | undefined;
   private readonly namespaces: NamespaceReads;
   private server: Promise<PluginServer | undefined> | undefined;
-  private stopWriters: (() => void) | undefined;
+  private writers: ReturnType<typeof startWriters> | undefined;
   private readonly scope: ScopeCheck;
   private readonly backends: BackendReport;
   /** The pods whose ADD the writers carried out (their event sweeps are skipped while they stay as written). */
@@ -125,7 +125,7 @@ export class NodeTasks {
     const { pods, service, node } = this.reflectors ?? {};
     await Promise.all([pods?.stop(), service?.stop(), node?.stop()]);
     await (await this.server)?.close();
-    this.stopWriters?.();
+    this.writers?.stop();
   }
 
   /** The startup taint and the condition, from readiness, the last sweeps and the Node as its watch shows it. */
@@ -152,7 +152,7 @@ export class NodeTasks {
       this.log,
       this.metrics,
     );
-    this.stopWriters = writers.stop;
+    this.writers = writers;
     const lookup = {
       node: this.node,
       readPod: (namespace: string, name: string) => this.currentApi().readPod(namespace, name),
@@ -196,6 +196,7 @@ export class NodeTasks {
         view: () => sweepView(this.reflectors?.pods, this.namespaces),
         holdsNode: () => this.reflectors?.pods.fresh() ?? false,
         written: this.written,
+        look: async (paths) => this.writers?.look(paths),
       },
       this.log,
       {
@@ -212,6 +213,7 @@ export class NodeTasks {
         recordsRemoved: (reason, count) => this.metrics.recordsRemoved.inc({ reason }, count),
         backends: (backends) => this.backends.take(backends),
         audited: (seconds) => this.metrics.auditDuration.observe(seconds),
+        unchanged: () => this.metrics.auditsUnchanged.inc(),
       },
     );
   }

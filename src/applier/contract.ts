@@ -1,5 +1,6 @@
 import * as v from "valibot";
 import { attachmentSchema, decidedPodSchema, decidedSettingsSchema, netnsIdSchema } from "../agent-schema.js";
+import { nonNegativeInteger } from "../schema.js";
 import { rulePlanSchema } from "../state/plan-schema.js";
 
 /**
@@ -17,7 +18,7 @@ const common = {
   target,
 };
 
-const writeRequestSchema = v.variant("verb", [
+const writeRequestSchemas = [
   v.object({
     ...common,
     verb: v.literal("ADD"),
@@ -39,20 +40,40 @@ const writeRequestSchema = v.variant("verb", [
     // Without the identity of the netns the plugin saw, the writer could take another for it.
     v.check((del) => del.target.netns === "" || del.netnsId !== undefined, "a DEL naming a netns must carry its identity (netnsId)"),
   ),
-]);
+] as const;
+const writeRequestSchema = v.variant("verb", writeRequestSchemas);
+
+/**
+ * Not a write: how each netns at these paths (the runtime's, named by the pods' last sweep) is
+ * now, answered `looked` in order (audit/netns-look.ts). The agent skips an idle node's sweep
+ * when nothing in them moved.
+ */
+const lookRequestSchema = v.object({
+  id: v.pipe(v.number(), v.integer()),
+  hostRoot: v.string(),
+  verb: v.literal("LOOK"),
+  netns: v.array(v.string()),
+});
 
 const writeReplySchema = v.union([
   v.object({ id: v.pipe(v.number(), v.integer()), done: v.literal(true) }),
   v.object({ id: v.pipe(v.number(), v.integer()), failed: v.string() }),
+  v.object({
+    id: v.pipe(v.number(), v.integer()),
+    looked: v.array(v.object({ identity: v.optional(v.string()), generation: v.optional(nonNegativeInteger) })),
+  }),
 ]);
 
 export type WriteRequest = v.InferOutput<typeof writeRequestSchema>;
+export type LookRequest = v.InferOutput<typeof lookRequestSchema>;
 export type WriteReply = v.InferOutput<typeof writeReplySchema>;
 /** A request as the agent makes it; its id is the writer process's to give. */
 export type WriteAsk = WriteRequest extends infer R ? (R extends unknown ? Omit<R, "id"> : never) : never;
 
-export function parseWriteRequest(line: string): WriteRequest {
-  return v.parse(writeRequestSchema, JSON.parse(line));
+const writerRequestSchema = v.variant("verb", [...writeRequestSchemas, lookRequestSchema]);
+
+export function parseWriteRequest(line: string): WriteRequest | LookRequest {
+  return v.parse(writerRequestSchema, JSON.parse(line));
 }
 
 export function parseWriteReply(line: string): WriteReply {

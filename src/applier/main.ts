@@ -1,5 +1,6 @@
 import { writeSync } from "node:fs";
 import { createInterface } from "node:readline";
+import { lookAtNetns } from "../audit/netns-look.js";
 import { errorMessage } from "../errors.js";
 import { hostPaths } from "../host.js";
 import { type LogLevel, pluginLogger } from "../log.js";
@@ -18,7 +19,7 @@ export const applyUsage = `Usage: meshcni apply
 The agent's writer: the agent runs it and keeps it running. Each line on stdin is an ADD
 decision or a DEL for one attachment (applier/contract.ts); each is carried out with the
 plugin's own code, in the netns the plugin opened, one at a time, and answered with one
-line on stdout. Not for use by hand.
+line on stdout. A LOOK line asks how pods' netns are now (read only). Not for use by hand.
 `;
 
 /** Closes after the answer is written: the loop takes a request already waiting first, and closes when it waits. */
@@ -80,8 +81,11 @@ export async function runApply(): Promise<number> {
     try {
       const request = parseWriteRequest(line);
       id = request.id;
-      await carryOut(request);
-      reply = { id, done: true };
+      if (request.verb === "LOOK") reply = { id, looked: await lookAtNetns(request.netns.map(hostPaths(request.hostRoot))) };
+      else {
+        await carryOut(request);
+        reply = { id, done: true };
+      }
     } catch (error) {
       reply = {
         id,

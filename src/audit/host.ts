@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { hostname, networkInterfaces } from "node:os";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { readConfigFiles } from "../cni/config-dir.js";
@@ -7,17 +7,17 @@ import { connectRuntime, type PodRuntime } from "../cri/runtime.js";
 import { criSocketOf, criSockets } from "../cri/sockets.js";
 import { timeoutFlag } from "../flags.js";
 import { createRedirector, hostBackend, hostPaths } from "../host.js";
-import { holdsLegacyTables, legacyBypasses } from "../iptables/legacy-around.js";
+import { legacyBypasses } from "../iptables/legacy-around.js";
 import type { JsonObject } from "../json.js";
 import type { ApiChoice } from "../kube/cli-access.js";
 import { inNetns } from "../netns/enter.js";
 import { nftBypasses } from "../nftables/around.js";
-import { rulesetGeneration } from "../nftables/generation.js";
 import { type Backend, inspectPlans } from "../redirect/redirector.js";
 import { defaultStateDir, fileRecordStore } from "../state/records.js";
 import type { SweepRequest } from "./contract.js";
 import { activeNetconf, entryNetconf } from "./expectation.js";
 import { moveRules } from "./move.js";
+import { coveredGeneration, netnsIdentity } from "./netns-look.js";
 import { scanNetns } from "./scan.js";
 import type { SweepIo } from "./sweep.js";
 
@@ -167,15 +167,12 @@ export function hostIo(
             Object.entries(networkInterfaces()).flatMap(([ifname, list]) =>
               (list ?? []).map((entry) => ({ ifname, address: entry.address })),
             ),
-          identity: (path) => {
-            const stats = statSync(path, { throwIfNoEntry: false });
-            return stats && `${stats.dev}:${stats.ino}`;
-          },
+          identity: netnsIdentity,
           list: (dir) => (existsSync(dir) ? readdirSync(dir) : []),
           inspect: inspectPlans,
           around: async (backend, families) => [...(await nftBypasses(backend, families)), ...(await legacyBypasses(backend, families))],
           // No generation (every rule read again) where iptables-legacy has a table or nf_tables cannot say.
-          generation: async () => (holdsLegacyTables() ? undefined : rulesetGeneration().catch(() => undefined)),
+          generation: coveredGeneration,
           locate: podNetns,
         },
       ),

@@ -1,29 +1,19 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { type PodStatus, podsToAudit } from "../../audit/classify.js";
-import type { SweepReport, SweepRequest } from "../../audit/contract.js";
-import { resultKind } from "../../audit/repair.js";
+import { podsToAudit } from "../../audit/classify.js";
+import type { SweepRequest } from "../../audit/contract.js";
+import { hostPaths } from "../../host.js";
 import { type Logger, SaidOnce, StandingProblems } from "../../log.js";
-import { formatPodKey, podName } from "../../pod-key.js";
+import { podName } from "../../pod-key.js";
 import type { MonitorOptions } from "./options.js";
 import { runSweepChild } from "./sweep-child.js";
-import { SweepMemory, type UnprotectedPod } from "./sweep-memory.js";
+import { SweepMemory } from "./sweep-memory.js";
+import { type MonitorMetrics, takeReport } from "./take-report.js";
+import { CleanSweeps } from "./unchanged.js";
 
 /** Events close together make one sweep: never two within this (a new pod is still judged within seconds of running). */
 const sweepFloorMs = 2000;
 /** How long the first sweep waits for the agent's caches. */
 const firstSweepWaitMs = 5000;
-
-export interface MonitorMetrics {
-  /** The node's meshed pods by status, as the last sweeps found them, and those left unprotected. */
-  statuses(counts: Record<PodStatus, number>, unprotected: UnprotectedPod[]): void;
-  repaired(action: string, result: string): void;
-  /** A protected pod's redirect moved to the node's backend (done), or not (failed). */
-  moved(from: string, to: string, result: "done" | "failed"): void;
-  recordsRemoved(reason: string, count: number): void;
-  /** Where the node's redirects are, after a sweep of every pod. */
-  backends(backends: SweepReport["backends"]): void;
-  audited(seconds: number): void;
-}
 
 /**
  * The agent's side of the audit: on every change to a meshed pod of the node (the agent's
@@ -46,6 +36,7 @@ export class AuditMonitor {
   private readonly retries = new Set<NodeJS.Timeout>();
   private readonly problems: StandingProblems;
   private readonly unconfirmedSaid = new SaidOnce(1000);
+  private readonly clean: CleanSweeps;
 
   constructor(
     private readonly options: MonitorOptions,
@@ -56,6 +47,7 @@ export class AuditMonitor {
   ) {
     this.memory = new SweepMemory(options.sweep.maxEvictionsPerMinute);
     this.problems = new StandingProblems(log);
+    this.clean = new CleanSweeps(hostPaths(options.dirs.hostRoot)(options.dirs.stateDir), options.dirs.netnsDirs, options.look);
   }
 
   /**
@@ -147,10 +139,22 @@ export class AuditMonitor {
       dirs,
       ...(entry ? { entry } : {}),
     };
-    this.log.debug("sweep", { pods: batch ? [...batch.keys()] : "all", seen: request.seen?.length, sandboxes: request.sandboxes });
-    const outcome = await this.runSweep(this.options.binary, { kubeconfig, request }, undefined, this.stopping.signal);
+    // A sweep of changed pods may change what the next full one would find: that one runs.
+    if (batch) this.clean.forget();
+    const checked = batch ? undefined : await this.clean.check(request);
+    const unchanged = checked !== undefined && "unchanged" in checked;
+    this.log.debug("sweep", {
+      pods: batch ? [...batch.keys()] : "all",
+      seen: request.seen?.length,
+      sandboxes: request.sandboxes,
+      unchanged,
+    });
+    const outcome = unchanged
+      ? undefined
+      : await this.runSweep(this.options.binary, { kubeconfig, request }, undefined, this.stopping.signal);
     if (this.stopped) return;
     this.metrics.audited((performance.now() - started) / 1000);
+    if (!outcome) return this.metrics.unchanged();
     if ("problem" in outcome) {
       const { problem, exitCode } = outcome;
       this.problems.set("audit", `${problem}; trying again at the next change or every ${sweep.auditSeconds} s`, {
@@ -160,7 +164,9 @@ export class AuditMonitor {
       return;
     }
     this.problems.set("audit", undefined);
-    this.take(outcome.report, batch);
+    if (checked && "key" in checked) this.clean.took(checked.key, request, outcome.report);
+    const { memory, metrics, log, unconfirmedSaid } = this;
+    takeReport(outcome.report, batch, { memory, metrics, log, unconfirmedSaid, later: (pod, ms) => this.later(pod, ms) });
   }
 
   /** Sweeps a pod again after `ms` (with the other pods due then), a little after, as timers may fire early. */
@@ -171,42 +177,6 @@ export class AuditMonitor {
       this.kick();
     }, ms + 50);
     this.retries.add(timer);
-  }
-
-  /** Takes in a sweep's report: the memory and metrics, and a line for what was found or done. */
-  private take(report: SweepReport, batch: Map<string, number> | undefined): void {
-    this.metrics.statuses(this.memory.learn(report, batch === undefined, Date.now()), this.memory.unprotected());
-    for (const [reason, count] of Object.entries(report.recordsRemoved)) if (count > 0) this.metrics.recordsRemoved(reason, count);
-    if (batch === undefined) this.metrics.backends(report.backends);
-    for (const pod of report.pods) {
-      const changedAt = batch?.get(formatPodKey(pod));
-      const fields = { pod: formatPodKey(pod), status: pod.status, details: pod.details };
-      if (pod.status === "adopted")
-        this.log.info("adopted a pod whose redirect was set up without meshcni (recorded now)", { pod: formatPodKey(pod) });
-      // Left alone (recently acted on, excluded…): the gauge shows it; the log would repeat it every sweep. Warned of once per pod
-      // and reason: a netns the runtime does not confirm as the pod's (a record forged through a hostPath, or no runtime to ask).
-      const warned = pod.unconfirmed !== undefined && this.unconfirmedSaid.first(`${pod.uid} ${pod.unconfirmed}`);
-      if (pod.skipped) this.log[warned ? "warn" : "debug"]("leaving an unprotected pod alone", { ...fields, reason: pod.skipped });
-      if (pod.moved) {
-        const { from, to, failed } = pod.moved;
-        this.metrics.moved(from, to, failed === undefined ? "done" : "failed");
-        if (failed === undefined) this.log.info("moved a pod's redirect to the node's backend", { pod: formatPodKey(pod), from, to });
-        else this.log.warn("could not move a pod's redirect to the node's backend", { pod: formatPodKey(pod), from, to, failed });
-      }
-      if (!pod.action) continue;
-      const result = resultKind(pod.result);
-      this.metrics.repaired(pod.action, result);
-      // Throttled: swept again once the server's wait is over.
-      if (typeof pod.result === "object" && "throttledMs" in pod.result) this.later(formatPodKey(pod), pod.result.throttledMs);
-      // A blocked eviction is retried at every sweep: warned of once, until it is no longer blocked.
-      const repeated = this.memory.blockedAgain(pod.uid, formatPodKey(pod), result === "blocked");
-      this.log[repeated ? "debug" : "warn"]("meshed pod without its redirect", {
-        ...fields,
-        action: pod.action,
-        result: pod.result,
-        ...(changedAt === undefined ? {} : { detectedMs: Math.round(performance.now() - changedAt) }),
-      });
-    }
   }
 }
 

@@ -2,6 +2,7 @@ import type { SweepRequest } from "../../audit/contract.js";
 import type { RepairPolicy } from "../../audit/repair.js";
 import type { PodKey } from "../../pod-key.js";
 import type { AddsWritten } from "./adds-written.js";
+import type { LookAtNetns } from "./unchanged.js";
 
 /** How the agent audits and repairs the node's meshed pods (its sweeps). */
 export interface SweepOptions {
@@ -36,4 +37,6 @@ export interface MonitorOptions {
   holdsNode: () => boolean;
   /** The pods whose ADD the agent's writers carried out: an event that leaves one as written starts no sweep. */
   written?: Pick<AddsWritten, "covers">;
+  /** How pods' netns are now, asked of the agent's writers (none: every full sweep runs its process). */
+  look?: LookAtNetns;
 }

@@ -1,11 +1,16 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { parseWriteReply, type WriteAsk } from "../../applier/contract.js";
+import { type LookRequest, parseWriteReply, type WriteAsk } from "../../applier/contract.js";
+import type { NetnsLook } from "../../audit/netns-look.js";
 import { errorMessage } from "../../errors.js";
 import type { Logger } from "../../log.js";
 
 /** What became of a request to the writer: done, or why not (the plugin then does it itself). */
 export type WriteOutcome = { done: true } | { failed: string };
+/** What became of a LOOK: each netns as it is now, or why not. */
+export type LookOutcome = { looked: NetnsLook[] } | { failed: string };
+type Answer = WriteOutcome | LookOutcome;
+type Ask = WriteAsk | Omit<LookRequest, "id">;
 
 /**
  * One write (an nf_tables batch, an iptables-restore or two) takes milliseconds. A writer
@@ -24,8 +29,8 @@ const writeTimeoutMs = 15_000;
 export class AgentWriter {
   private child: ChildProcessWithoutNullStreams | undefined;
   private nextId = 1;
-  private readonly queue: Array<{ ask: WriteAsk; settle(outcome: WriteOutcome): void; expiry: NodeJS.Timeout }> = [];
-  private current: { id: number; settle(outcome: WriteOutcome): void; timer: NodeJS.Timeout } | undefined;
+  private readonly queue: Array<{ ask: Ask; settle(outcome: Answer): void; expiry: NodeJS.Timeout }> = [];
+  private current: { id: number; settle(outcome: Answer): void; timer: NodeJS.Timeout } | undefined;
   private stopped = false;
 
   constructor(
@@ -40,6 +45,22 @@ export class AgentWriter {
    * then, it is failed at once, so the plugin gets the decision back while it still waits.
    */
   write(ask: WriteAsk, deadline: number): Promise<WriteOutcome> {
+    return this.send(ask, deadline).then((outcome) => ("looked" in outcome ? { failed: "a look's answer to a write" } : outcome));
+  }
+
+  /** How each netns at these host paths is now (read only), if it can be asked before `deadline`. */
+  look(hostRoot: string, netns: string[], deadline: number): Promise<LookOutcome> {
+    return this.send({ verb: "LOOK", hostRoot, netns }, deadline).then((outcome) =>
+      "done" in outcome ? { failed: "a write's answer to a look" } : outcome,
+    );
+  }
+
+  /** How many requests it holds, the one in hand included. */
+  load(): number {
+    return this.queue.length + (this.current ? 1 : 0);
+  }
+
+  private send(ask: Ask, deadline: number): Promise<Answer> {
     if (this.stopped) return Promise.resolve({ failed: "the agent is stopping" });
     return new Promise((settle) => {
       const waiting = {
@@ -92,7 +113,7 @@ export class AgentWriter {
     child.stdin.write(`${JSON.stringify({ ...waiting.ask, id })}\n`);
   }
 
-  private finish(outcome: WriteOutcome): void {
+  private finish(outcome: Answer): void {
     const current = this.current;
     if (!current) return;
     clearTimeout(current.timer);
@@ -117,7 +138,7 @@ export class AgentWriter {
         return;
       }
       if (reply.id !== this.current?.id) return;
-      this.finish("done" in reply ? { done: true } : { failed: reply.failed });
+      this.finish("done" in reply ? { done: true } : "looked" in reply ? { looked: reply.looked } : { failed: reply.failed });
     });
     const ended = (why: string) => {
       if (this.child !== child) return;
@@ -143,6 +164,12 @@ export class WriterPool {
     let hash = 0;
     for (const char of ask.target.containerId) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
     return this.writers[hash % this.writers.length]!.write(ask, deadline);
+  }
+
+  /** A look, asked of the writer holding the fewest requests. */
+  look(hostRoot: string, netns: string[], deadline: number): Promise<LookOutcome> {
+    const idlest = this.writers.reduce((best, writer) => (writer.load() < best.load() ? writer : best));
+    return idlest.look(hostRoot, netns, deadline);
   }
 
   stop(): void {

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { WriteAsk } from "../../applier/contract.js";
+import type { NetnsLook } from "../../audit/netns-look.js";
 import { hostPaths } from "../../host.js";
 import type { Template } from "../../installer/template.js";
 import { type Logger, SaidOnce } from "../../log.js";
@@ -48,10 +49,24 @@ export interface WritersConfig {
 }
 
 /** Starts the writers; `writing` is undefined when the agent's own entry is invalid (the plugin then writes everything). */
-export function startWriters(config: WritersConfig, log: Logger, metrics: AgentMetrics): { writing: Writing | undefined; stop(): void } {
+export function startWriters(config: WritersConfig, log: Logger, metrics: AgentMetrics): StartedWriters {
   const pool = new WriterPool(Array.from({ length: writerCount }, () => new AgentWriter(config.binary, log)));
-  return { writing: agentWriting(config, pool, log, metrics), stop: () => pool.stop() };
+  const look = async (paths: string[]) => {
+    const outcome = await pool.look(config.hostRoot, paths, performance.now() + lookWithinMs);
+    return "looked" in outcome ? outcome.looked : undefined;
+  };
+  return { writing: agentWriting(config, pool, log, metrics), look, stop: () => pool.stop() };
 }
+
+/** The writers started: how the agent writes, how it asks them to look at pods' netns (undefined: they could not), how it stops them. */
+export interface StartedWriters {
+  writing: Writing | undefined;
+  look(paths: string[]): Promise<NetnsLook[] | undefined>;
+  stop(): void;
+}
+
+/** A look waits at most this long for a writer busy with ADDs: the sweep runs its process instead. */
+const lookWithinMs = 5000;
 
 /**
  * How the agent writes for the plugin: its writers, kept to the scope of its own installed

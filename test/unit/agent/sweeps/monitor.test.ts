@@ -42,7 +42,7 @@ describe("the agent's sweeps on pod events", () => {
         node: "n1",
         credentials: () => "kubeconfig",
         self: undefined,
-        dirs: {} as SweepRequest["dirs"],
+        dirs: { hostRoot: "", stateDir: "/nowhere/meshcni", netDir: "/etc/cni/net.d", netnsDirs: ["/var/run/netns"], criSocket: "" },
         entry: () => entry,
         sweep: sweep as unknown as SweepOptions,
         view: async () => undefined,
@@ -57,6 +57,7 @@ describe("the agent's sweeps on pod events", () => {
         recordsRemoved: () => undefined,
         backends: () => undefined,
         audited: () => undefined,
+        unchanged: () => undefined,
       },
       async (_binary, input) => {
         sweeps.push({ at: performance.now(), pods: input.request.pods });
