@@ -1,7 +1,7 @@
 // `npm run bench agent-idle` (issue 59): where the idle agent's CPU goes. A node of 30 meshed
 // pods in real netns, started through the agent's chain (the in-test API server, a stand-in
 // CRI that names each pod's netns); the agent then left alone and its CPU read from /proc
-// (itself and the children it waited for: sweeps, writers) over a window, once with its
+// (itself, its children still running, its writers, and those it waited for: sweeps) over a window, once with its
 // sweep every 60 s (as deployed), once with none in the window (the sweep's share), and a
 // third time under Bun's own sampling profiler (BUN_OPTIONS --cpu-prof-md), whose heaviest
 // functions it prints.
@@ -13,7 +13,7 @@ import { AgentHarness } from "../test/kit/agent/harness.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
 import { agentTemplate, sleep } from "../test/kit/common.js";
 import { TestNetwork } from "../test/kit/netns/network.js";
-import { cpuTicks } from "../test/kit/proc.js";
+import { treeCpuTicks } from "../test/kit/proc.js";
 import { saveResults } from "./stats.js";
 
 const node = "idle-node";
@@ -30,6 +30,8 @@ export interface AgentIdle {
   /** The agent's main thread woken a second, as deployed and with no sweep. */
   deployedWakesPerSecond: number;
   noSweepWakesPerSecond: number;
+  /** The full sweeps in the deployed window: those that ran their process, and those its writer's look answered (nothing moved). */
+  deployedSweeps: { processes: number; looks: number };
   /** How the agent chained itself (its net dir is polled every 100 ms in the conflist mode, every second by drop-in). */
   chainMode: string;
   /** The profile's heaviest lines (self time), as Bun's markdown profile gives them. */
@@ -44,7 +46,7 @@ const wakes = (pid: number) =>
 async function idleWindow(
   extra: string[],
   env: NodeJS.ProcessEnv = {},
-): Promise<{ millicores: number; wakesPerSecond: number; chainMode: string }> {
+): Promise<{ millicores: number; wakesPerSecond: number; chainMode: string; sweeps: AgentIdle["deployedSweeps"] }> {
   const api = await new FakeApiServer().start();
   const net = new TestNetwork(61);
   const host = new AgentHarness({ onHost: true });
@@ -70,13 +72,18 @@ async function idleWindow(
     await sleep(settleSeconds * 1000);
     const pid = host.pid!;
     const ticksPerSecond = Number((await execa("getconf", ["CLK_TCK"])).stdout);
-    const [before, wokenBefore, started] = [cpuTicks(pid), wakes(pid), performance.now()];
+    const audits = async () => [
+      await host.metric("meshcni_audit_duration_seconds_count"),
+      await host.metric("meshcni_audit_unchanged_total"),
+    ];
+    const [before, wokenBefore, started, auditsBefore] = [treeCpuTicks(pid), wakes(pid), performance.now(), await audits()];
     await sleep(windowSeconds * 1000);
+    const [all, looks] = (await audits()).map((count, i) => (count ?? 0) - (auditsBefore[i] ?? 0)) as [number, number];
     const seconds = (performance.now() - started) / 1000;
-    const millicores = ((cpuTicks(pid) - before) / ticksPerSecond / seconds) * 1000;
+    const millicores = ((treeCpuTicks(pid) - before) / ticksPerSecond / seconds) * 1000;
     const wakesPerSecond = (wakes(pid) - wokenBefore) / seconds;
     const chainMode = /^meshcni_chain_mode\{[^}]*mode="([^"]+)"[^}]*\} 1$/m.exec(await host.scrape())?.[1] ?? "?";
-    return { millicores, wakesPerSecond, chainMode };
+    return { millicores, wakesPerSecond, chainMode, sweeps: { processes: all - looks, looks } };
   } finally {
     await host.stop("SIGTERM").catch(() => undefined);
     await host.cleanup();
@@ -108,16 +115,19 @@ export async function benchAgentIdle(): Promise<AgentIdle> {
       deployedMillicores,
       noSweepMillicores,
       deployedWakesPerSecond: deployed.wakesPerSecond,
+      deployedSweeps: deployed.sweeps,
       noSweepWakesPerSecond: noSweep.wakesPerSecond,
       chainMode: deployed.chainMode,
       profileTop: profileTop(dir),
     };
     console.log(
-      `\nthe idle agent on a node of ${pods} meshed pods (chained: ${result.chainMode}), over ${windowSeconds} s (itself and its reaped children):`,
+      `\nthe idle agent on a node of ${pods} meshed pods (chained: ${result.chainMode}), over ${windowSeconds} s (itself, its writers and its reaped children):`,
     );
     const woken = (perSecond: number) => `${perSecond.toFixed(1)} wakes/s`;
     console.log(`  as deployed (a sweep every 60 s): ${deployedMillicores.toFixed(1)} mCPU, ${woken(deployed.wakesPerSecond)}`);
     console.log(`  no sweep in the window:           ${noSweepMillicores.toFixed(1)} mCPU, ${woken(noSweep.wakesPerSecond)}`);
+    const { processes, looks } = deployed.sweeps;
+    console.log(`  the deployed window's sweeps: ${processes} ran their process, ${looks} were the writer's look (nothing moved)`);
     console.log(`  target: <= 2 mCPU: ${deployedMillicores <= 2 ? "met" : "MISSED"}`);
     console.log("\nthe agent's own profile, heaviest by self time:");
     for (const line of result.profileTop) console.log(line);

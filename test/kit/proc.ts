@@ -30,6 +30,17 @@ export function cpuTicks(pid: number): number {
     .reduce((sum, field) => sum + Number(field), 0);
 }
 
+/** cpuTicks of a process and of each of its descendants still running: a resident child's time (the agent's writers) counted as it is spent. */
+export function treeCpuTicks(pid: number): number {
+  return withDescendants([pid]).reduce((sum, each) => {
+    try {
+      return sum + cpuTicks(each);
+    } catch {
+      return sum; // ended while read: its time is now its parent's (children waited for)
+    }
+  }, 0);
+}
+
 /** Every process below `roots` (a container's, below its shim), the roots included. */
 export function withDescendants(roots: number[]): number[] {
   const parentOf = new Map<number, number>();
