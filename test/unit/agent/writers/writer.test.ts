@@ -10,7 +10,8 @@ import { createLogger } from "../../../../src/log.js";
 const fakeWriter = `#!/usr/bin/env node
 const lines = require("node:readline").createInterface({ input: process.stdin });
 lines.on("line", (line) => {
-  const { id, target } = JSON.parse(line);
+  const { id, target, verb, netns } = JSON.parse(line);
+  if (verb === "LOOK") return process.stdout.write(JSON.stringify({ id, looked: netns.map((path) => path === "/gone" ? {} : { identity: "0:" + path.length, generation: 7 }) }) + "\\n");
   const how = target.containerId;
   if (how === "ok") process.stdout.write(JSON.stringify({ id, done: true }) + "\\n");
   else if (how === "refused") process.stdout.write(JSON.stringify({ id, failed: "nftables said no" }) + "\\n");
@@ -55,6 +56,29 @@ describe("the agent's writer process", () => {
       writer.write(ask("ok"), far()),
     ]);
     expect(outcomes).toEqual([{ done: true }, { failed: "nftables said no" }, { done: true }]);
+  });
+
+  it("answers a look at pods' netns in its turn among the writes, with what the child says of each; the pool asks its idlest writer", async () => {
+    writer = new AgentWriter(binary, log);
+    const [slow, looked] = await Promise.all([writer.write(ask("slow"), far()), writer.look("", ["/var/run/netns/a", "/gone"], far())]);
+    expect(slow).toEqual({ done: true });
+    expect(looked).toEqual({ looked: [{ identity: "0:16", generation: 7 }, {}] });
+    // Behind a slow write, a look that cannot start in time is not sent: the sweep runs its process.
+    void writer.write(ask("slow"), far());
+    expect(await writer.look("", ["/var/run/netns/a"], performance.now() + 50)).toEqual({
+      failed: "it waited for the writer past the plugin's wait",
+    });
+    const busy = new AgentWriter(binary, log);
+    const idle = new AgentWriter(binary, log);
+    const pool = new WriterPool([busy, idle]);
+    try {
+      void busy.write(ask("hang"), far());
+      expect(await pool.look("", ["/var/run/netns/a"], performance.now() + 2000)).toEqual({
+        looked: [{ identity: "0:16", generation: 7 }],
+      });
+    } finally {
+      pool.stop();
+    }
   });
 
   it("a request whose deadline passes while another is written is not sent: the plugin writes it", async () => {
