@@ -42,6 +42,8 @@ describeAsRoot("the agent's full sweeps on an idle node", () => {
       ["--template", template, "--node", node, "--state-dir", net.stateDir, "--audit-seconds", "1", "--cri-socket", await net.criSocket()],
       { POD_NAMESPACE: "meshcni", POD_NAME: "agent-self", MESHCNI_CONFIG_MAP: "meshcni-config" },
     );
+    // Chained first: each pod's ADD is meshcni's.
+    await host.waitFor(async () => (await host.readyz()).status === 200, 20_000);
     for (const name of ["web", "db", "cache"])
       pods[name] = (
         await net.startPod(api, {
