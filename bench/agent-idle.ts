@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import { AgentHarness } from "../test/kit/agent/harness.js";
 import { FakeApiServer, podObject } from "../test/kit/api/server.js";
-import { agentTemplate, sleep } from "../test/kit/common.js";
+import { agentTemplate, sleep, until } from "../test/kit/common.js";
 import { TestNetwork } from "../test/kit/netns/network.js";
 import { treeCpuTicks } from "../test/kit/proc.js";
 import { saveResults } from "./stats.js";
@@ -45,6 +45,7 @@ const wakes = (pid: number) =>
 /** Runs the agent on a node of `pods` meshed pods with `extra` flags and `env`: its CPU over a window (mCPU), its main thread's wakes a second, its chain mode. */
 async function idleWindow(
   extra: string[],
+  steady: boolean,
   env: NodeJS.ProcessEnv = {},
 ): Promise<{ millicores: number; wakesPerSecond: number; chainMode: string; sweeps: AgentIdle["deployedSweeps"] }> {
   const api = await new FakeApiServer().start();
@@ -70,6 +71,10 @@ async function idleWindow(
     const dirs = { conf: host.netDir, bin: host.binDir };
     for (let i = 0; i < pods; i++) await net.startPod(api, { namespace: "shop", name: `idle-${i}`, network: "primary", node, dirs });
     await sleep(settleSeconds * 1000);
+    // Sweeping: the window starts once a full sweep was its writer's look (the one after the pods started runs its process).
+    // Asked once a second: each scrape renders every metric, and a tight loop of them would be the CPU measured next.
+    const looked = async () => ((await host.metric("meshcni_audit_unchanged_total")) ?? 0) >= 1;
+    if (steady) await until(looked, 150_000, 1000);
     const pid = host.pid!;
     const ticksPerSecond = Number((await execa("getconf", ["CLK_TCK"])).stdout);
     const audits = async () => [
@@ -102,13 +107,13 @@ function profileTop(dir: string): string[] {
 }
 
 export async function benchAgentIdle(): Promise<AgentIdle> {
-  const deployed = await idleWindow(["--audit-seconds", "60"]);
-  const noSweep = await idleWindow(["--audit-seconds", "3600"]);
+  const deployed = await idleWindow(["--audit-seconds", "60"], true);
+  const noSweep = await idleWindow(["--audit-seconds", "3600"], false);
   const [deployedMillicores, noSweepMillicores] = [deployed.millicores, noSweep.millicores];
   const dir = mkdtempSync(join(tmpdir(), "meshcni-prof-"));
   try {
     // The agent itself, profiled (its children started without the option: BUN_OPTIONS is the agent's env alone).
-    await idleWindow(["--audit-seconds", "60"], { BUN_OPTIONS: `--cpu-prof-md --cpu-prof-dir=${dir}` });
+    await idleWindow(["--audit-seconds", "60"], false, { BUN_OPTIONS: `--cpu-prof-md --cpu-prof-dir=${dir}` });
     const result = {
       pods,
       windowSeconds,

@@ -17,6 +17,7 @@ lines.on("line", (line) => {
   else if (how === "refused") process.stdout.write(JSON.stringify({ id, failed: "nftables said no" }) + "\\n");
   else if (how === "garbage") process.stdout.write("{\\"id\\": " + id + ", \\"done\\": \\"maybe\\"}\\n");
   else if (how === "exit") process.exit(3);
+  else if (how === "env") process.stdout.write(JSON.stringify({ id, failed: "gc timer " + process.env.BUN_GC_TIMER_INTERVAL }) + "\\n");
   else if (how === "slow") setTimeout(() => process.stdout.write(JSON.stringify({ id, done: true }) + "\\n"), 300);
   // "hang": no answer at all.
 });
@@ -79,6 +80,11 @@ describe("the agent's writer process", () => {
     } finally {
       pool.stop();
     }
+  });
+
+  it("runs its child with Bun's GC timer at 30 s (an idle writer is then never woken)", async () => {
+    writer = new AgentWriter(binary, log);
+    expect(await writer.write(ask("env"), far())).toEqual({ failed: "gc timer 30000" });
   });
 
   it("a request whose deadline passes while another is written is not sent: the plugin writes it", async () => {
