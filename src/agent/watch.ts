@@ -12,7 +12,7 @@ import type { Logger } from "../log.js";
  */
 const defaultPollMs = 1000;
 
-/** Names, inodes, sizes and mtimes of a dir's entries: changes when any of them does. */
+/** Names, inodes, sizes, mtimes and ctimes of a dir's entries: changes when any of them does (a file written in place, or its mode). */
 export function dirSignature(dir: string): string {
   try {
     return readdirSync(dir)
@@ -20,7 +20,7 @@ export function dirSignature(dir: string): string {
       .map((name) => {
         try {
           const stat = statSync(join(dir, name));
-          return `${name}:${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+          return `${name}:${stat.ino}:${stat.size}:${stat.mtimeMs}:${stat.ctimeMs}`;
         } catch {
           return `${name}:gone`;
         }

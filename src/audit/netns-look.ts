@@ -3,10 +3,13 @@ import { holdsLegacyTables } from "../iptables/legacy-around.js";
 import { inNetns } from "../netns/enter.js";
 import { rulesetGeneration } from "../nftables/generation.js";
 
-/** A netns file's identity, `device:inode` (undefined: nothing there). */
+/** A file's identity as the sweeps name a netns: `device:inode`. */
+const identityOf = (stats: { dev: number; ino: number }) => `${stats.dev}:${stats.ino}`;
+
+/** A netns file's identity (undefined: nothing there). */
 export function netnsIdentity(path: string): string | undefined {
   const stats = statSync(path, { throwIfNoEntry: false });
-  return stats && `${stats.dev}:${stats.ino}`;
+  return stats && identityOf(stats);
 }
 
 /**
@@ -36,7 +39,7 @@ export async function lookAtNetns(paths: string[]): Promise<NetnsLook[]> {
       looks.push({});
       continue;
     }
-    const identity = `${stats.dev}:${stats.ino}`;
+    const identity = identityOf(stats);
     const generation = await inNetns(path, coveredGeneration, { dev: stats.dev, ino: stats.ino }).catch(() => undefined);
     looks.push(generation === undefined ? { identity } : { identity, generation });
   }

@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
-import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { SweepReport, SweepRequest } from "../../audit/contract.js";
 import type { NetnsLook } from "../../audit/netns-look.js";
 import { inNetnsDirs } from "../../netns/paths.js";
+import { dirSignature } from "../watch.js";
 
 /** A pod's netns as a clean sweep read it: its path, its identity (device:inode) and its nf_tables generation then. */
 export interface ReadClean {
@@ -39,28 +39,6 @@ export function unmoved(read: ReadClean[], looked: NetnsLook[]): boolean {
     looked.length === read.length &&
     read.every((clean, i) => looked[i]?.identity === clean.identity && looked[i]?.generation === clean.generation)
   );
-}
-
-/**
- * The state dir's files a sweep reads (the ADD records, the backend detected), as they stand:
- * each entry's name, inode, size and times, so a record written, replaced or edited in place
- * differs. The host's view (`dir` under the host root).
- */
-export function stateDirStamp(dir: string): string {
-  const entries: string[] = [];
-  for (const sub of [dir, join(dir, "attachments")]) {
-    let names: string[];
-    try {
-      names = readdirSync(sub).sort();
-    } catch {
-      names = [];
-    }
-    for (const name of names) {
-      const stats = statSync(join(sub, name), { bigint: true, throwIfNoEntry: false });
-      entries.push(stats ? `${sub}/${name} ${stats.ino} ${stats.size} ${stats.mtimeNs} ${stats.ctimeNs}` : `${sub}/${name} gone`);
-    }
-  }
-  return entries.join("\n");
 }
 
 /** How each netns at these paths is now, asked of the agent's writer; undefined when it cannot be asked. */
@@ -105,6 +83,10 @@ export class CleanSweeps {
 
   private key(request: SweepRequest): string {
     const { seen: _handedBack, sandboxes: _asked, ...asked } = request;
-    return createHash("sha256").update(JSON.stringify(asked)).update(stateDirStamp(this.stateDir)).digest("hex");
+    // The state dir's files a sweep reads (the ADD records, the backend detected), as they stand: one written, replaced or edited in place differs.
+    const files = [this.stateDir, join(this.stateDir, "attachments")].map(dirSignature);
+    return createHash("sha256")
+      .update(JSON.stringify([asked, files]))
+      .digest("hex");
   }
 }
