@@ -49,7 +49,7 @@ export type LookAtNetns = (paths: string[]) => Promise<NetnsLook[] | undefined>;
  * clean, and since then its request (but the readings it handed back) is the same, the state
  * dir's files are as it left them, and every pod's netns is the same file at an unmoved
  * nf_tables generation (the kernel counts every change to its rules, iptables-nft's
- * included). Anything else, or no writer to look, runs the sweep. A sweep asking the runtime
+ * included). Anything else, no fresh view of the node's pods, or no writer to look, runs the sweep. A sweep asking the runtime
  * for its sandboxes (every 10 minutes) always runs.
  */
 export class CleanSweeps {
@@ -65,7 +65,8 @@ export class CleanSweeps {
   async check(request: SweepRequest): Promise<{ unchanged: true } | { key: string }> {
     const key = this.key(request);
     const last = this.last;
-    if (!last || last.key !== key || request.sandboxes !== false || !this.look) return { key };
+    // Without the caches' view (a watch behind), what the API holds now is unknown here: the sweep lists it.
+    if (!last || last.key !== key || request.sandboxes !== false || !request.view || !this.look) return { key };
     const looked = await this.look(last.read.map((clean) => clean.path)).catch(() => undefined);
     return looked && unmoved(last.read, looked) ? { unchanged: true } : { key };
   }

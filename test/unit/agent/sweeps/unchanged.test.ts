@@ -202,7 +202,7 @@ describe("the agent's full sweeps on an idle node", () => {
     expect(await nextMinute()).toBe(false);
   });
 
-  it("runs the process after one that was not clean, when the writer cannot look, and without writers", async () => {
+  it("runs the process after one that was not clean, when the writer cannot look, without the caches' view, and without writers", async () => {
     report = reportOf([{ ...clean("web", 4), status: "drifted", details: ["-A PROXY_INIT_OUTPUT missing"] }]);
     start();
     await vi.advanceTimersByTimeAsync(0);
@@ -210,6 +210,14 @@ describe("the agent's full sweeps on an idle node", () => {
     report = reportOf([clean("web", 4), clean("db", 9)]);
     expect(await nextMinute()).toBe(true);
     looks = undefined;
+    expect(await nextMinute()).toBe(true);
+    // The caches behind (no view): the sweep lists the pods itself, however still the netns are.
+    looks = [
+      { identity: "0:3", generation: 4 },
+      { identity: "0:2", generation: 9 },
+    ];
+    view = undefined;
+    expect(await nextMinute()).toBe(true);
     expect(await nextMinute()).toBe(true);
     expect(unchanged).toBe(0);
     await monitor.stop();
