@@ -196,7 +196,7 @@ export class NodeTasks {
         view: () => sweepView(this.reflectors?.pods, this.namespaces),
         holdsNode: () => this.reflectors?.pods.fresh() ?? false,
         written: this.written,
-        look: async (paths) => this.writers?.look(paths),
+        look: async (paths, signal) => this.writers?.look(paths, signal),
       },
       this.log,
       {

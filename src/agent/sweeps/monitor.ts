@@ -141,7 +141,8 @@ export class AuditMonitor {
     };
     // A sweep of changed pods may change what the next full one would find: that one runs.
     if (batch) this.clean.forget();
-    const checked = batch ? undefined : await this.clean.check(request);
+    const checked = batch ? undefined : await this.clean.check(request, this.stopping.signal);
+    if (this.stopped) return;
     const unchanged = checked !== undefined && "unchanged" in checked;
     this.log.debug("sweep", {
       pods: batch ? [...batch.keys()] : "all",

@@ -42,7 +42,7 @@ export function unmoved(read: ReadClean[], looked: NetnsLook[]): boolean {
 }
 
 /** How each netns at these paths is now, asked of the agent's writer; undefined when it cannot be asked. */
-export type LookAtNetns = (paths: string[]) => Promise<NetnsLook[] | undefined>;
+export type LookAtNetns = (paths: string[], signal: AbortSignal) => Promise<NetnsLook[] | undefined>;
 
 /**
  * What lets an idle node's full sweep start no process: the last full sweep found the node
@@ -62,12 +62,15 @@ export class CleanSweeps {
   ) {}
 
   /** Unchanged since the last clean full sweep, or the key this request is taken under (for took()). */
-  async check(request: SweepRequest): Promise<{ unchanged: true } | { key: string }> {
+  async check(request: SweepRequest, signal: AbortSignal): Promise<{ unchanged: true } | { key: string }> {
     const key = this.key(request);
     const last = this.last;
     // Without the caches' view (a watch behind), what the API holds now is unknown here: the sweep lists it.
     if (!last || last.key !== key || request.sandboxes !== false || !request.view || !this.look) return { key };
-    const looked = await this.look(last.read.map((clean) => clean.path)).catch(() => undefined);
+    const looked = await this.look(
+      last.read.map((clean) => clean.path),
+      signal,
+    ).catch(() => undefined);
     return looked && unmoved(last.read, looked) ? { unchanged: true } : { key };
   }
 

@@ -11,6 +11,7 @@ export type WriteOutcome = { done: true } | { failed: string };
 export type LookOutcome = { looked: NetnsLook[] } | { failed: string };
 type Answer = WriteOutcome | LookOutcome;
 type Ask = WriteAsk | Omit<LookRequest, "id">;
+type Waiting = { ask: Ask; settle(outcome: Answer): void; expiry: NodeJS.Timeout };
 
 /**
  * One write (an nf_tables batch, an iptables-restore or two) takes milliseconds. A writer
@@ -37,7 +38,7 @@ const writerRuntime = { BUN_GC_TIMER_INTERVAL: process.env.BUN_GC_TIMER_INTERVAL
 export class AgentWriter {
   private child: ChildProcessWithoutNullStreams | undefined;
   private nextId = 1;
-  private readonly queue: Array<{ ask: Ask; settle(outcome: Answer): void; expiry: NodeJS.Timeout }> = [];
+  private readonly queue: Waiting[] = [];
   private current: { id: number; settle(outcome: Answer): void; timer: NodeJS.Timeout } | undefined;
   private stopped = false;
 
@@ -56,9 +57,12 @@ export class AgentWriter {
     return this.send(ask, deadline).then((outcome) => ("looked" in outcome ? { failed: "a look's answer to a write" } : outcome));
   }
 
-  /** How each netns at these host paths is now (read only), if it can be asked before `deadline`. */
-  look(hostRoot: string, netns: string[], deadline: number): Promise<LookOutcome> {
-    return this.send({ verb: "LOOK", hostRoot, netns }, deadline).then((outcome) =>
+  /**
+   * How each netns at these host paths is now (read only), if it can be asked before `deadline`.
+   * Aborted (the agent stops), it is failed at once; a child on it then is killed: it writes nothing.
+   */
+  look(hostRoot: string, netns: string[], deadline: number, signal?: AbortSignal): Promise<LookOutcome> {
+    return this.send({ verb: "LOOK", hostRoot, netns }, deadline, signal).then((outcome) =>
       "done" in outcome ? { failed: "a write's answer to a look" } : outcome,
     );
   }
@@ -68,10 +72,10 @@ export class AgentWriter {
     return this.queue.length + (this.current ? 1 : 0);
   }
 
-  private send(ask: Ask, deadline: number): Promise<Answer> {
-    if (this.stopped) return Promise.resolve({ failed: "the agent is stopping" });
+  private send(ask: Ask, deadline: number, signal?: AbortSignal): Promise<Answer> {
+    if (this.stopped || signal?.aborted) return Promise.resolve({ failed: "the agent is stopping" });
     return new Promise((settle) => {
-      const waiting = {
+      const waiting: Waiting = {
         ask,
         settle,
         expiry: setTimeout(
@@ -85,8 +89,19 @@ export class AgentWriter {
         ),
       };
       this.queue.push(waiting);
+      signal?.addEventListener("abort", () => this.abandon(waiting), { once: true });
       this.next();
     });
+  }
+
+  /** A request given up: failed if it still waits, its child killed if it is in hand. */
+  private abandon(waiting: Waiting): void {
+    const at = this.queue.indexOf(waiting);
+    if (at >= 0) {
+      this.queue.splice(at, 1);
+      clearTimeout(waiting.expiry);
+      waiting.settle({ failed: "the agent is stopping" });
+    } else if (this.current?.settle === waiting.settle) this.child?.kill("SIGKILL");
   }
 
   /** Ends the child (it finishes the request in hand: its stdin closes) and fails what waits. */
@@ -175,9 +190,9 @@ export class WriterPool {
   }
 
   /** A look, asked of the writer holding the fewest requests. */
-  look(hostRoot: string, netns: string[], deadline: number): Promise<LookOutcome> {
+  look(hostRoot: string, netns: string[], deadline: number, signal?: AbortSignal): Promise<LookOutcome> {
     const idlest = this.writers.reduce((best, writer) => (writer.load() < best.load() ? writer : best));
-    return idlest.look(hostRoot, netns, deadline);
+    return idlest.look(hostRoot, netns, deadline, signal);
   }
 
   stop(): void {

@@ -51,8 +51,8 @@ export interface WritersConfig {
 /** Starts the writers; `writing` is undefined when the agent's own entry is invalid (the plugin then writes everything). */
 export function startWriters(config: WritersConfig, log: Logger, metrics: AgentMetrics): StartedWriters {
   const pool = new WriterPool(Array.from({ length: writerCount }, () => new AgentWriter(config.binary, log)));
-  const look = async (paths: string[]) => {
-    const outcome = await pool.look(config.hostRoot, paths, performance.now() + lookWithinMs);
+  const look = async (paths: string[], signal?: AbortSignal) => {
+    const outcome = await pool.look(config.hostRoot, paths, performance.now() + lookWithinMs, signal);
     return "looked" in outcome ? outcome.looked : undefined;
   };
   return { writing: agentWriting(config, pool, log, metrics), look, stop: () => pool.stop() };
@@ -61,7 +61,7 @@ export function startWriters(config: WritersConfig, log: Logger, metrics: AgentM
 /** The writers started: how the agent writes, how it asks them to look at pods' netns (undefined: they could not), how it stops them. */
 export interface StartedWriters {
   writing: Writing | undefined;
-  look(paths: string[]): Promise<NetnsLook[] | undefined>;
+  look(paths: string[], signal?: AbortSignal): Promise<NetnsLook[] | undefined>;
   stop(): void;
 }
 

@@ -11,6 +11,7 @@ const fakeWriter = `#!/usr/bin/env node
 const lines = require("node:readline").createInterface({ input: process.stdin });
 lines.on("line", (line) => {
   const { id, target, verb, netns } = JSON.parse(line);
+  if (verb === "LOOK" && netns.includes("/hang")) return;
   if (verb === "LOOK") return process.stdout.write(JSON.stringify({ id, looked: netns.map((path) => path === "/gone" ? {} : { identity: "0:" + path.length, generation: 7 }) }) + "\\n");
   const how = target.containerId;
   if (how === "ok") process.stdout.write(JSON.stringify({ id, done: true }) + "\\n");
@@ -80,6 +81,18 @@ describe("the agent's writer process", () => {
     } finally {
       pool.stop();
     }
+  });
+
+  it("a look given up (the agent stops) fails at once: waiting, it is not sent; in hand, its hung child is killed", async () => {
+    writer = new AgentWriter(binary, log);
+    const stopping = new AbortController();
+    const inHand = writer.look("", ["/hang"], far(), stopping.signal);
+    const queued = writer.look("", ["/var/run/netns/a"], far(), stopping.signal);
+    setTimeout(() => stopping.abort(), 100);
+    expect(await queued).toEqual({ failed: "the agent is stopping" });
+    expect(await inHand).toEqual({ failed: "the writer ended (SIGKILL)" });
+    expect(await writer.look("", ["/var/run/netns/a"], far(), stopping.signal)).toEqual({ failed: "the agent is stopping" });
+    expect(await writer.write(ask("ok"), far())).toEqual({ done: true });
   });
 
   it("runs its child with Bun's GC timer at 30 s (an idle writer is then never woken)", async () => {
