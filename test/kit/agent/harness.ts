@@ -154,15 +154,18 @@ export class AgentHarness extends AgentHost {
     return line === undefined ? undefined : Number(line.split(" ")[1]);
   }
 
-  /** Polls until the condition holds; rejects with the agent's log when it never does. */
-  async waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<number> {
+  /**
+   * Polls until the condition holds; rejects with the agent's log when it never does. Every
+   * 10 ms: a condition that asks the agent (its /metrics, /readyz) every 2 ms kept it mostly
+   * busy answering, and slowed what the test waited for.
+   */
+  async waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
     const started = performance.now();
     while (!(await condition())) {
       if (performance.now() - started > timeoutMs)
         throw new Error(`condition not met in ${timeoutMs} ms; agent log:\n${this.stderr.join("\n")}`);
-      await sleep(2);
+      await sleep(10);
     }
-    return performance.now() - started;
   }
 
   async cleanup(): Promise<void> {
