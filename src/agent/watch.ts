@@ -2,13 +2,15 @@ import { type FSWatcher, readdirSync, statSync, watch } from "node:fs";
 import { join } from "node:path";
 import { errnoCode, errorMessage } from "../errors.js";
 import type { Logger } from "../log.js";
+import { everyTick } from "./ticks.js";
 
 /**
  * fs.watch under Bun (1.4) on Linux loses events, e.g. a delete right after a rename
  * over the same name (oven-sh/bun#24875, #36328 are of the same family: 1 burst in 200
  * here). A stat signature of every watched dir, taken this often on one timer, catches what
  * the watcher drops. Each wake costs the idle agent: a look every 100 ms was 4 mCPU of its 6
- * (npm run bench agent-idle), one a second for all dirs together well under 1.
+ * (npm run bench agent-idle), one a second for all dirs together well under 1; on the timer
+ * the plugin socket's look shares (ticks.ts).
  */
 const defaultPollMs = 1000;
 
@@ -45,6 +47,7 @@ export interface WatchedDir {
 export class DirWatcher {
   private readonly watchers: FSWatcher[] = [];
   private readonly timers = new Set<NodeJS.Timeout>();
+  private stopPolling: (() => void) | undefined;
   private queued: NodeJS.Immediate | undefined;
   private firstEventAt: number | undefined;
   private stopped = false;
@@ -74,19 +77,18 @@ export class DirWatcher {
     }
     this.timers.add(setInterval(() => this.schedule(), this.resyncMs));
     let last = this.dirs.map(({ dir }) => dirSignature(dir));
-    this.timers.add(
-      setInterval(() => {
-        const now = this.dirs.map(({ dir }) => dirSignature(dir));
-        if (now.some((signature, index) => signature !== last[index])) this.schedule(performance.now());
-        last = now;
-      }, this.pollMs),
-    );
+    this.stopPolling = everyTick(this.pollMs, () => {
+      const now = this.dirs.map(({ dir }) => dirSignature(dir));
+      if (now.some((signature, index) => signature !== last[index])) this.schedule(performance.now());
+      last = now;
+    });
   }
 
   stop(): void {
     this.stopped = true;
     for (const watcher of this.watchers) watcher.close();
     for (const timer of this.timers) clearTimeout(timer);
+    this.stopPolling?.();
     if (this.queued) clearImmediate(this.queued);
   }
 

@@ -6,6 +6,7 @@ import { type AgentAnswer, type AgentAsk, maxAskBytes } from "../../agent-socket
 import { errnoCode, errorMessage } from "../../errors.js";
 import { type Logger, SaidOnce } from "../../log.js";
 import type { NetnsId } from "../../netns/enter.js";
+import { everyTick } from "../ticks.js";
 import { AskLines, HeldBytes } from "./ask-lines.js";
 import { type SocketBounds, type SocketCounts, socketBounds } from "./bounds.js";
 import type { CallerChecks } from "./peer.js";
@@ -174,7 +175,7 @@ export async function servePlugin(
   // An lstat a second: a listener put in its place gets no plugin's question (the plugin proves whom it asks) for long.
   const sayEvery = Math.ceil(bounds.reclaimSaidEveryMs / bounds.reclaimMs);
   const unsaid = { times: 0, found: "", looksSinceSaid: Number.POSITIVE_INFINITY };
-  const watching = setInterval(() => {
+  const stopWatching = everyTick(bounds.reclaimMs, () => {
     unsaid.looksSinceSaid++;
     reclaim().then(
       (found) => {
@@ -188,13 +189,12 @@ export async function servePlugin(
       },
       (error: unknown) => log.error("cannot take the plugin's socket back", { socket: path, error: errorMessage(error) }),
     );
-  }, bounds.reclaimMs);
-  watching.unref();
+  });
   return {
     close: () =>
       new Promise<void>((resolve) => {
         closed = true;
-        clearInterval(watching);
+        stopWatching();
         bound.listening.close(() => resolve());
         for (const connection of connections) connection.destroy();
       }),
