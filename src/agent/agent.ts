@@ -58,8 +58,9 @@ export class NodeAgent {
         // The drop-in's dir, an entry of the net dir, is in the net dir's signature.
         { dir: this.installation.paths.netDir, relevant: (name) => name === null || isNetDirFile(name) },
         { dir: options.serviceAccountDir, relevant: () => true },
-        // A plugin installed or removed makes the chain whole or broken.
-        ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true })),
+        // A plugin installed or removed makes the chain whole or broken. Polled shallow: one chmodded in place is seen by
+        // the watcher, or at the resync if the watcher drops it.
+        ...this.installation.paths.pluginDirs.map((dir) => ({ dir, relevant: () => true, shallow: true })),
       ],
       options.resyncSeconds * 1000,
       (eventAt) => this.reconcile(eventAt),

@@ -21,8 +21,9 @@ export function createAgentMetrics(node?: string) {
   const cacheAges = new Map<string, () => number>();
   /** Seconds the plugin's token has left, read at every scrape (the credentials register it). */
   const tokenLeft: { seconds?: () => number | undefined } = {};
-  // The event loop's delay sampled each second, not prom-client's every 10 ms: 100 wakes a second were half the idle agent's CPU.
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 1000 });
+  // The event loop's delay sampled every 10 s, not prom-client's every 10 ms: its sampler is a timer of its own, and 100 wakes a
+  // second were half the idle agent's CPU; one a second was still a third of its wakes. A stall shows in the plugin's answer time.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10_000 });
   // prom-client's gauges with a counter's suffix (promtool rejects them); nodejs_active_handles and _requests say the same.
   for (const misnamed of ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"])
     registry.removeSingleMetric(misnamed);

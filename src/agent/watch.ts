@@ -14,9 +14,17 @@ import { everyTick } from "./ticks.js";
  */
 const defaultPollMs = 1000;
 
-/** Names, inodes, sizes, mtimes and ctimes of a dir's entries: changes when any of them does (a file written in place, or its mode). */
-export function dirSignature(dir: string): string {
+/**
+ * Names, inodes, sizes, mtimes and ctimes of a dir's entries: changes when any of them does (a file written in place, or its mode).
+ * Shallow, the dir's own inode and times and its entries' names: what an entry added, removed or renamed over changes, with
+ * no stat of each entry (a bin dir holds dozens of plugins, each a stat a second).
+ */
+export function dirSignature(dir: string, shallow = false): string {
   try {
+    if (shallow) {
+      const { ino, mtimeMs, ctimeMs } = statSync(dir);
+      return `${ino}:${mtimeMs}:${ctimeMs}|${readdirSync(dir).sort().join("|")}`;
+    }
     return readdirSync(dir)
       .sort()
       .map((name) => {
@@ -35,6 +43,8 @@ export function dirSignature(dir: string): string {
 
 export interface WatchedDir {
   dir: string;
+  /** Polled by names and the dir's own times alone (dirSignature's shallow): a change within an entry waits for the watcher or the resync. */
+  shallow?: boolean;
   /** Whether an event for this entry name (null: unknown) matters. */
   relevant(name: string | null): boolean;
 }
@@ -76,9 +86,10 @@ export class DirWatcher {
       }
     }
     this.timers.add(setInterval(() => this.schedule(), this.resyncMs));
-    let last = this.dirs.map(({ dir }) => dirSignature(dir));
+    const signatures = () => this.dirs.map(({ dir, shallow }) => dirSignature(dir, shallow));
+    let last = signatures();
     this.stopPolling = everyTick(this.pollMs, () => {
-      const now = this.dirs.map(({ dir }) => dirSignature(dir));
+      const now = signatures();
       if (now.some((signature, index) => signature !== last[index])) this.schedule(performance.now());
       last = now;
     });

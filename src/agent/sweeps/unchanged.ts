@@ -88,7 +88,7 @@ export class CleanSweeps {
   private key(request: SweepRequest): string {
     const { seen: _handedBack, sandboxes: _asked, ...asked } = request;
     // The state dir's files a sweep reads (the ADD records, the backend detected), as they stand: one written, replaced or edited in place differs.
-    const files = [this.stateDir, join(this.stateDir, "attachments")].map(dirSignature);
+    const files = [this.stateDir, join(this.stateDir, "attachments")].map((dir) => dirSignature(dir));
     return createHash("sha256")
       .update(JSON.stringify([asked, files]))
       .digest("hex");

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -118,5 +118,20 @@ describe("the agent's dir watcher", () => {
     writeFileSync(join(dir, "a"), "22");
     expect(new Set([empty, one, dirSignature(dir)]).size).toBe(3);
     expect(dirSignature(join(dir, "missing"))).toBe("unreadable:ENOENT");
+  });
+
+  it("signs a dir shallow by its names and its own inode and times: an entry added, removed or renamed over, not one written in place", () => {
+    writeFileSync(join(dir, "bridge"), "1");
+    // The dir's times back an hour: the kernel's clock for them is coarse (a few ms), the rename below must move them.
+    utimesSync(dir, Date.now() / 1000 - 3600, Date.now() / 1000 - 3600);
+    const before = dirSignature(dir, true);
+    writeFileSync(join(dir, "bridge"), "22");
+    expect(dirSignature(dir, true)).toBe(before);
+    writeFileSync(join(dir, "bridge.new"), "333");
+    const added = dirSignature(dir, true);
+    renameSync(join(dir, "bridge.new"), join(dir, "bridge"));
+    const renamed = dirSignature(dir, true);
+    expect(new Set([before, added, renamed]).size).toBe(3);
+    expect(dirSignature(join(dir, "missing"), true)).toBe("unreadable:ENOENT");
   });
 });
