@@ -74,7 +74,13 @@ export class AgentWriter {
 
   private send(ask: Ask, deadline: number, signal?: AbortSignal): Promise<Answer> {
     if (this.stopped || signal?.aborted) return Promise.resolve({ failed: "the agent is stopping" });
-    return new Promise((settle) => {
+    return new Promise((resolve) => {
+      // The monitor's signal lives as long as the agent: its listener goes when the request is settled.
+      const abandoned = () => this.abandon(waiting);
+      const settle = (outcome: Answer) => {
+        signal?.removeEventListener("abort", abandoned);
+        resolve(outcome);
+      };
       const waiting: Waiting = {
         ask,
         settle,
@@ -89,7 +95,7 @@ export class AgentWriter {
         ),
       };
       this.queue.push(waiting);
-      signal?.addEventListener("abort", () => this.abandon(waiting), { once: true });
+      signal?.addEventListener("abort", abandoned, { once: true });
       this.next();
     });
   }

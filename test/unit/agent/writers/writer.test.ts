@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -86,6 +87,9 @@ describe("the agent's writer process", () => {
   it("a look given up (the agent stops) fails at once: waiting, it is not sent; in hand, its hung child is killed", async () => {
     writer = new AgentWriter(binary, log);
     const stopping = new AbortController();
+    // One answered leaves nothing on the signal, which lives as long as the agent (a look a minute).
+    expect(await writer.look("", ["/var/run/netns/a"], far(), stopping.signal)).toEqual({ looked: [{ identity: "0:16", generation: 7 }] });
+    expect(getEventListeners(stopping.signal, "abort")).toHaveLength(0);
     const inHand = writer.look("", ["/hang"], far(), stopping.signal);
     const queued = writer.look("", ["/var/run/netns/a"], far(), stopping.signal);
     setTimeout(() => stopping.abort(), 100);
