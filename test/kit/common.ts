@@ -8,10 +8,16 @@ export const isRoot = process.getuid?.() === 0;
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Polls (every `everyMs`) until the condition holds; throws after `timeoutMs`. */
-export async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 5000, everyMs = 10): Promise<void> {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  everyMs = 10,
+  /** What the failure adds to its message (the log of what was waited on). */
+  context?: () => string,
+): Promise<void> {
   const started = performance.now();
   while (!(await condition())) {
-    if (performance.now() - started > timeoutMs) throw new Error(`condition not met in ${timeoutMs} ms`);
+    if (performance.now() - started > timeoutMs) throw new Error(`condition not met in ${timeoutMs} ms${context ? `; ${context()}` : ""}`);
     await sleep(everyMs);
   }
 }

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { parseAgentOptions } from "../../../src/agent/options.js";
 import type { ManifestOptions } from "../../../src/manifests/options.js";
 import { FakeApiServer } from "../api/server.js";
-import { sleep } from "../common.js";
+import { until } from "../common.js";
 import { meshcniBinary } from "../paths.js";
 import { AgentHost, primaryBinDir } from "./host.js";
 
@@ -155,17 +155,12 @@ export class AgentHarness extends AgentHost {
   }
 
   /**
-   * Polls until the condition holds; rejects with the agent's log when it never does. Every
-   * 10 ms: a condition that asks the agent (its /metrics, /readyz) every 2 ms kept it mostly
-   * busy answering, and slowed what the test waited for.
+   * `until`, rejecting with the agent's log when the condition never holds. Every 10 ms:
+   * a condition that asks the agent (its /metrics, /readyz) every 2 ms kept it mostly busy
+   * answering, and slowed what the test waited for.
    */
   async waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-    const started = performance.now();
-    while (!(await condition())) {
-      if (performance.now() - started > timeoutMs)
-        throw new Error(`condition not met in ${timeoutMs} ms; agent log:\n${this.stderr.join("\n")}`);
-      await sleep(10);
-    }
+    await until(condition, timeoutMs, 10, () => `agent log:\n${this.stderr.join("\n")}`);
   }
 
   async cleanup(): Promise<void> {
