@@ -121,8 +121,8 @@ function profileTop(dir: string): string[] {
 }
 
 export async function benchAgentIdle(): Promise<AgentIdle> {
-  const deployed = await idleWindow(["--audit-seconds", "60"], true);
-  const noSweep = await idleWindow(["--audit-seconds", "3600"], false);
+  const { chainMode, ...deployed } = await idleWindow(["--audit-seconds", "60"], true);
+  const { chainMode: _, ...noSweep } = await idleWindow(["--audit-seconds", "3600"], false);
   const dir = mkdtempSync(join(tmpdir(), "meshcni-prof-"));
   try {
     // The agent itself, profiled (its children started without the option: BUN_OPTIONS is the agent's env alone).
@@ -131,9 +131,9 @@ export async function benchAgentIdle(): Promise<AgentIdle> {
       pods,
       windowSeconds,
       agedSeconds,
-      deployed: { early: deployed.early, aged: deployed.aged },
-      noSweep: { early: noSweep.early, aged: noSweep.aged },
-      chainMode: deployed.chainMode,
+      deployed,
+      noSweep,
+      chainMode,
       profileTop: profileTop(dir),
     };
     console.log(
